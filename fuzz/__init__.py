@@ -1,0 +1,55 @@
+"""Correctness fuzzing for row-wise LogSumExp implementations.
+
+    import fuzz
+    result = fuzz.check(my_lse, budget=200, seed=0)
+    print(result.summary())                  # which check, which row, expected vs got, replay command
+    fuzz.replay(result.reproducer, my_lse)   # the saved counterexample, once more
+
+Strategies for your own Hypothesis tests live in :mod:`fuzz.strategies`; the checks and their
+registry in :mod:`fuzz.checks`. Names are imported on first use, so ``python -m fuzz --help``
+does not pay for torch, triton and Hypothesis.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "CHECKS": "checks",
+    "METAMORPHIC": "checks",
+    "Check": "checks",
+    "CheckFailure": "checks",
+    "ImplError": "checks",
+    "Plan": "checks",
+    "run_checks": "checks",
+    "Layout": "layouts",
+    "LayoutKind": "layouts",
+    "PROFILES": "profiles",
+    "CheckResult": "runner",
+    "Status": "runner",
+    "check": "runner",
+    "replay": "runner",
+    "status_of": "runner",
+    "RECIPES": "strategies",
+    "Contract": "strategies",
+    "LseInput": "strategies",
+    "RowSpec": "strategies",
+    "describe_target": "_target",
+    "load_target": "_target",
+}
+
+__all__ = sorted([*_EXPORTS, "InvalidArgument"])
+
+
+def __getattr__(name: str):
+    if name == "InvalidArgument":
+        from reference.errors import InvalidArgument
+
+        return InvalidArgument
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'fuzz' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,0 +1,65 @@
+"""The ``lse-fuzz`` command (also ``python -m fuzz``): argument parsing and dispatch only.
+
+Each sub-command lives in its own module ``fuzz/commands/<name>.py`` exposing ``add_parser(subparsers)``
+and ``run(args) -> int``; heavy imports (torch, triton) happen inside ``run``. Bad input to the tool
+itself ends with one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from reference.errors import InvalidArgument
+
+__version__ = "0.1.0"
+
+# Sub-command name -> module under fuzz.commands; the order is the order of --help.
+COMMANDS = ("mutants", "check", "grade", "replay")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="lse-fuzz",
+        description="Correctness fuzzer and mutation-test harness for row-wise LogSumExp kernels.",
+    )
+    parser.add_argument("--version", action="version", version=f"lse-fuzz {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"fuzz.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"fuzz.commands.{name}":
+                raise
+            continue
+        sub = module.add_parser(subparsers)
+        sub.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args._run(args))
+    except InvalidArgument as exc:
+        print(f"lse-fuzz: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("lse-fuzz: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

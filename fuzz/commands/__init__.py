@@ -1,0 +1,1 @@
+"""One module per ``lse-fuzz`` sub-command: ``add_parser(subparsers)`` and ``run(args) -> int``."""

@@ -1,0 +1,161 @@
+"""``lse-fuzz check TARGET``: fuzz one implementation, with the implementation in an isolated worker.
+
+Exit codes:
+  0  every example passed every check
+  1  a check failed, or the implementation raised, crashed, exited, hung or ran out of memory
+  2  the target or the options cannot be used (missing file, syntax error, import error, no such
+     function, wrong signature, bad option): one line on stderr
+"""
+
+from __future__ import annotations
+
+import argparse
+
+EPILOG = """\
+TARGET is path/to/file.py[:func] or package.module[:func]; func defaults to lse and must take
+the 2-D input tensor and return the (M,) result.
+
+The implementation runs in a separate worker process (fuzz/isolation.py): a segfault, a hang, an
+exit or an out-of-memory there ends the run with a verdict instead of taking the fuzzer down.
+The worker is not a security sandbox: it runs with your rights.
+
+exit codes:
+  0  passed
+  1  a check failed, or the implementation raised, crashed, exited, hung or ran out of memory
+  2  the target or the options cannot be used
+"""
+
+
+def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = 200, timeout: float | None = None) -> None:
+    """Options shared by check and grade (what decides a verdict)."""
+    group = parser.add_argument_group("fuzzing")
+    group.add_argument("--budget", type=int, default=budget, metavar="N",
+                       help=f"examples to generate unless a check fails first (default {budget}; about 3 calls each)")
+    group.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the example generator (default 0)")
+    group.add_argument("--private-seed", metavar="SECRET", default=None,
+                       help="mix a secret into the seed so implementations cannot be tuned to the public one "
+                            "(reports show only a fingerprint); env:NAME reads it from an environment variable "
+                            "and file:PATH from a file, so it stays out of the process list")
+    group.add_argument("--contract", choices=("strict", "finite"), default="strict",
+                       help="strict: every input, NaN and +inf included (default); finite: no NaN or +inf inputs")
+    group.add_argument("--checks", metavar="NAMES", default=None,
+                       help="comma-separated subset of the checks (default: all)")
+    group.add_argument("--device", default="auto", help="auto (CUDA when present, default), cpu, cuda or cuda:N")
+    group.add_argument("--profile", default=None, help="Hypothesis settings profile: lse-ci, lse-thorough, lse-gpu")
+    group.add_argument("--max-elements", type=int, default=None, metavar="N",
+                       help="largest M*N drawn (default 65536 on the CPU, 2**24 on CUDA)")
+    group.add_argument("--huge-offsets", action="store_true",
+                       help="also draw inputs whose elements lie 2**31 or more elements into their storage")
+    limits = parser.add_argument_group("limits")
+    limits.add_argument("--call-timeout", type=float, default=60.0, metavar="S",
+                        help="seconds one call may take, compilation included, before it counts as a hang (default 60)")
+    limits.add_argument("--timeout", type=float, default=timeout, metavar="S",
+                        help="seconds the implementation's worker may live in all"
+                             + (f" (default {timeout:g})" if timeout else " (default: no limit)"))
+    limits.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
+                        help="address-space limit of a CPU worker in GiB (default: the machine's memory; 0: none)")
+    bench = parser.add_argument_group("bandwidth (CUDA only)")
+    bench.add_argument("--bench-shape", default="8192x8192", metavar="MxN",
+                       help="fixed shape of the bandwidth measurement (default 8192x8192)")
+    bench.add_argument("--bench-dtype", default="float32", choices=("float32", "float16", "bfloat16", "float64"),
+                       help="dtype of the bandwidth measurement (default float32)")
+
+
+def options_from_args(args: argparse.Namespace, *, bench: bool):
+    """The validated GradeOptions of the parsed command line (InvalidArgument otherwise)."""
+    import os
+    from pathlib import Path
+
+    from reference.errors import InvalidArgument
+
+    from ..grading import GradeOptions, parse_shape
+
+    memory_limit = None
+    if args.memory_limit is not None:
+        if args.memory_limit < 0:
+            raise InvalidArgument(f"--memory-limit={args.memory_limit!r}; expected GiB >= 0 (0: no limit).")
+        memory_limit = int(args.memory_limit * (1 << 30))
+    private_seed = args.private_seed
+    if private_seed is not None and private_seed.startswith("env:"):
+        name = private_seed[4:]
+        if name not in os.environ:
+            raise InvalidArgument(f"--private-seed=env:{name}, but the environment variable {name} is not set.")
+        private_seed = os.environ[name]
+    elif private_seed is not None and private_seed.startswith("file:"):
+        path = private_seed[5:]
+        try:
+            private_seed = Path(path).read_text().strip()
+        except OSError as exc:
+            raise InvalidArgument(f"--private-seed=file:{path}: cannot read it ({exc.strerror}).") from None
+    checks = None
+    if args.checks is not None:
+        checks = tuple(name.strip() for name in args.checks.split(",") if name.strip())
+    return GradeOptions(
+        budget=args.budget, seed=args.seed, private_seed=private_seed, contract=args.contract, checks=checks,
+        device=args.device, call_timeout=args.call_timeout, timeout=args.timeout, memory_limit=memory_limit,
+        huge_offsets=args.huge_offsets, max_elements=args.max_elements, profile=args.profile, bench=bench,
+        bench_shape=parse_shape(args.bench_shape), bench_dtype=args.bench_dtype,
+    ).validated()
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "check",
+        help="fuzz one implementation (isolated in a worker process)",
+        description="Fuzz one row-wise LSE implementation against the float64 reference, with the "
+                    "implementation running in an isolated worker process.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("target", metavar="TARGET", help="path/to/file.py[:func] or package.module[:func]")
+    add_fuzz_options(parser)
+    output = parser.add_argument_group("output")
+    output.add_argument("--json", metavar="FILE", default=None, help="write the result as JSON")
+    output.add_argument("--markdown", metavar="FILE", default=None,
+                        help="write a Markdown summary (e.g. for a pull-request comment)")
+    output.add_argument("--reproducers", metavar="DIR", default=".lse-fuzz",
+                        help="where failing inputs are saved (default .lse-fuzz)")
+    output.add_argument("--bench", action="store_true", help="on CUDA, also measure bandwidth after a pass")
+    output.add_argument("--replay", metavar="FILE", default=None,
+                        help="run one saved input (a reproducer, or the input of a crash or hang) instead of fuzzing")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
+    from reference.errors import InvalidArgument
+
+    from ..grading import (EXIT_CODES, Verdict, atomic_write, evaluate, evaluate_replay, format_record,
+                           render_markdown, single_threaded_on_cpu)
+    from ..isolation import resolve_target
+
+    options = options_from_args(args, bench=args.bench)
+    single_threaded_on_cpu(options.device)
+    target = resolve_target(args.target)
+    for name in ("json", "markdown"):
+        value = getattr(args, name)
+        if value is not None and not Path(value).parent.is_dir():
+            raise InvalidArgument(f"--{name}={value!r}: the directory {str(Path(value).parent)!r} does not exist.")
+    if args.replay is not None:
+        record = evaluate_replay(target, args.replay, options)
+    else:
+        what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
+
+        def announce() -> None:  # only once the target loaded: a bad target gets one line, the error
+            print(f"lse-fuzz check {target} on {options.device} ({what}, contract {options.contract})",
+                  file=sys.stderr, flush=True)
+
+        record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce)
+    verdict = Verdict(record["verdict"])
+    if verdict is Verdict.LOAD_ERROR:
+        raise InvalidArgument(record["reason"])
+    print(format_record(record))
+    if args.json:
+        atomic_write(Path(args.json), json.dumps(record, indent=2, sort_keys=True) + "\n")
+    if args.markdown:
+        atomic_write(Path(args.markdown), render_markdown([record], title="lse-fuzz check"))
+    return EXIT_CODES[verdict]
+

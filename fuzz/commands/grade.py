@@ -1,0 +1,110 @@
+"""``lse-fuzz grade FILE_OR_DIR ...``: grade a batch of implementations, each in its own worker.
+
+Exit codes:
+  0    every candidate passed
+  1    at least one candidate did not pass (see the report)
+  2    the paths or the options cannot be used (a bad candidate is a load_error verdict instead)
+  130  interrupted: the report holds the candidates finished so far; continue with --resume
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .check import add_fuzz_options
+
+EPILOG = """\
+Each candidate file must define the function (--function, default lse) taking the 2-D input
+tensor and returning the (M,) result. Verdicts: pass, fail (with the failing check), error (it
+raised), crash (its worker died), timeout, load_error. Static findings about the source
+(no Triton kernel, a call to torch.logsumexp, file or network access, ...) are reported as flags.
+On CUDA, candidates that pass are timed on a fixed shape (--bench-shape): achieved GB/s and speed
+against reference.lse and torch.logsumexp.
+
+Reports in --out: grade.jsonl (one record per candidate), grade.csv, reproducers/. They are
+rewritten atomically after every candidate; Ctrl-C leaves a valid report, --resume continues it
+(candidates already graded with the same options and an unchanged file are skipped).
+
+exit codes:
+  0    every candidate passed
+  1    at least one candidate did not pass
+  2    the paths or the options cannot be used
+  130  interrupted (the report holds the finished candidates)
+"""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "grade",
+        help="grade a batch of implementations (parallel, isolated, resumable)",
+        description="Grade many row-wise LSE implementations: a verdict, a counterexample, static "
+                    "findings and (on CUDA) bandwidth for each.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", metavar="FILE_OR_DIR", nargs="+",
+                        help="candidate files (file.py or file.py:func) or directories holding *.py candidates")
+    parser.add_argument("--function", default="lse", metavar="NAME",
+                        help="the function each candidate file defines (default lse)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="candidates graded in parallel (default 1)")
+    add_fuzz_options(parser, timeout=900.0)
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", metavar="DIR", default="lse-fuzz-report",
+                        help="report directory (default lse-fuzz-report)")
+    output.add_argument("--resume", action="store_true",
+                        help="continue the report in --out: skip candidates already graded with the same options")
+    output.add_argument("--overwrite", action="store_true", help="replace an existing report in --out")
+    output.add_argument("--no-bench", action="store_true", help="skip the bandwidth measurement on CUDA")
+    output.add_argument("--markdown", metavar="FILE", default=None, help="also write a Markdown summary")
+    output.add_argument("-q", "--quiet", action="store_true", help="no per-candidate progress lines")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+    from dataclasses import replace
+    from pathlib import Path
+
+    from reference.errors import InvalidArgument
+
+    from ..grading import REPORT_JSONL, atomic_write, discover, grade, render_markdown, render_table
+    from .check import options_from_args
+
+    if args.jobs < 1:
+        raise InvalidArgument(f"--jobs={args.jobs}; expected an int >= 1.")
+    if not args.function.isidentifier():
+        raise InvalidArgument(f"--function={args.function!r} is not a function name.")
+    if args.resume and args.overwrite:
+        raise InvalidArgument("--resume and --overwrite contradict each other: choose one.")
+    options = replace(options_from_args(args, bench=not args.no_bench), jobs=args.jobs)
+    candidates = discover(args.paths, function=args.function)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InvalidArgument(f"--out={args.out!r} is a file, not a directory.")
+    if (out / REPORT_JSONL).exists() and not (args.resume or args.overwrite):
+        raise InvalidArgument(f"--out={args.out!r} already holds a report: pass --resume to continue it, "
+                              "or --overwrite to start again.")
+    if args.markdown is not None and not Path(args.markdown).parent.is_dir():
+        raise InvalidArgument(f"--markdown={args.markdown!r}: the directory {str(Path(args.markdown).parent)!r} "
+                              "does not exist.")
+
+    def progress(record: dict, done: int, total: int) -> None:
+        if not args.quiet:
+            print(f"[{done}/{total}] {record['verdict']:<10} {record['candidate']} ({record['seconds']:.1f} s)"
+                  + (f": {record['check']}" if record.get("check") else ""), file=sys.stderr, flush=True)
+
+    what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
+    print(f"lse-fuzz grade: {len(candidates)} candidates on {options.device} with {args.jobs} job(s) "
+          f"({what}, contract {options.contract}) -> {out}", file=sys.stderr, flush=True)
+    result = grade(candidates, options, out=out, jobs=args.jobs, resume=args.resume, progress=progress)
+    if result.resumed:
+        print(f"resumed: {result.resumed} candidates kept from the earlier report", file=sys.stderr)
+    render_table(result.records)
+    if args.markdown:
+        atomic_write(Path(args.markdown), render_markdown(result.records, title="lse-fuzz grade"))
+    if result.interrupted:
+        print(f"lse-fuzz: interrupted after {len(result.records)} of {len(candidates)} candidates; the report in "
+              f"{out} holds the finished ones: continue with --resume", file=sys.stderr)
+        return 130
+    return 0 if all(r["verdict"] == "pass" for r in result.records) else 1

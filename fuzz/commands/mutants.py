@@ -1,0 +1,137 @@
+"""``lse-fuzz mutants``: does the fuzz suite catch every planted bug in mutants/?
+
+    lse-fuzz mutants                         # gate, then every mutant, -j CPU count
+    lse-fuzz mutants no_max_added nan_ignored --budget 500
+    lse-fuzz mutants --matrix                # every check alone against every mutant
+    lse-fuzz mutants --list                  # the mutants, their pitfalls and expected checks
+
+Exit code: 0 every mutant killed; 1 some mutant survived, timed out or crashed; 2 the gate failed
+(the suite fails the correct kernel or passes a broken one) or the arguments are invalid.
+Reports: ``OUT_DIR/mutation.json`` (Stryker mutation-testing-report schema) and
+``OUT_DIR/mutation.md`` (a pull-request comment); counterexamples in ``OUT_DIR/reproducers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+EXIT_GATE = 2
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from fuzz.mutation import DEFAULT_BUDGET, DEFAULT_OUT_DIR, DEFAULT_TIMEOUT_FACTOR, DEFAULT_TIMEOUT_FLOOR
+
+    parser = subparsers.add_parser(
+        "mutants",
+        help="mutation analysis: run the suite against every planted-bug kernel in mutants/",
+        description=__doc__.split("\n\n")[0],
+        epilog="Exit codes: 0 all killed, 1 a mutant not killed, 2 gate failure or bad arguments. Score = "
+               "detected / valid (Stryker): detected = Killed + Timeout; CompileError and RuntimeError are not valid.",
+    )
+    parser.add_argument("names", nargs="*", metavar="MUTANT", help="mutants to run (default: all; see --list)")
+    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                        help=f"worker processes at once (default: the CPU count, {os.cpu_count()})")
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
+                        help=f"examples per mutant (default {DEFAULT_BUDGET}; a killed mutant stops at its first failure)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the example generator (default 0)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--contract", choices=("strict", "finite"), default="strict",
+                        help="strict: NaN and +inf inputs included (default); finite: left out")
+    parser.add_argument("--timeout-factor", type=float, default=DEFAULT_TIMEOUT_FACTOR, metavar="K",
+                        help=f"a mutant is killed after max(K * baseline, floor) seconds (default K={DEFAULT_TIMEOUT_FACTOR:g})")
+    parser.add_argument("--timeout-floor", type=float, default=DEFAULT_TIMEOUT_FLOOR, metavar="SECONDS",
+                        help=f"(default {DEFAULT_TIMEOUT_FLOOR:g})")
+    parser.add_argument("--checks", default=None, metavar="NAMES",
+                        help="comma-separated checks of the suite (default: all; the gate uses the same)")
+    parser.add_argument("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")
+    parser.add_argument("--no-huge-probe", dest="huge_probe", action="store_false",
+                        help="skip the 2**31-offset probe (the int32-offset mutant then survives)")
+    parser.add_argument("--out-dir", default=str(DEFAULT_OUT_DIR), metavar="DIR",
+                        help=f"where mutation.json, mutation.md and reproducers go (default {DEFAULT_OUT_DIR}/)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--no-progress", dest="show_progress", action="store_false", help="no progress bar")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from fuzz.mutation import GateFailure, run_mutation_analysis
+    from fuzz.mutation_report import rich_tables
+    from mutants import MUTANTS
+
+    console = Console()
+    if not console.is_terminal:  # a log or a pipe: do not fold names to 80 columns
+        console = Console(width=200)
+    if args.list:
+        _print_list(console, MUTANTS)
+        return 0
+    errors = Console(stderr=True)
+    with _Progress(errors, args.show_progress) as update:
+        try:
+            report = run_mutation_analysis(
+                args.names or None, jobs=args.jobs, budget=args.budget, seed=args.seed, device=args.device,
+                contract=args.contract, timeout_factor=args.timeout_factor, timeout_floor=args.timeout_floor,
+                matrix=args.matrix, checks=args.checks.split(",") if args.checks else None,
+                out_dir=args.out_dir, huge_probe=args.huge_probe, progress=update,
+            )
+        except GateFailure as failure:
+            update.stop()
+            print(f"lse-fuzz: error: {failure}", file=sys.stderr)
+            return EXIT_GATE
+    for table in rich_tables(report):
+        console.print(table)
+    paths = report.write(args.out_dir)
+    console.print(f"{report.summary()}; reports: {paths['json']}, {paths['markdown']}")
+    if report.exit_code:
+        console.print("[bold red]not every mutant was killed[/]: see the table above and the reasons in "
+                      f"{paths['markdown']}")
+    return report.exit_code
+
+
+def _print_list(console, mutants) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{len(mutants)} mutants", title_justify="left")
+    for column in ("mutant", "pitfall", "expected check", "documented"):
+        table.add_column(column, overflow="fold")
+    for mutant in mutants.values():
+        table.add_row(mutant.name, mutant.pitfall, mutant.expected_check, mutant.source)
+    console.print(table)
+
+
+class _Progress:
+    """A rich progress bar for the gate and the mutants (a no-op when disabled or not a terminal)."""
+
+    def __init__(self, console, enabled: bool) -> None:
+        self.console = console
+        self.enabled = enabled and console.is_terminal
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=self.console, transient=False)
+            self.bar.start()
+        return self
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.bar is None:
+            return
+        if phase not in self.tasks:
+            label = "gate" if phase == "gate" else "mutants"
+            self.tasks[phase] = self.bar.add_task(label, total=total)
+        self.bar.update(self.tasks[phase], completed=done)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()

@@ -1,0 +1,140 @@
+"""Memory layouts: how an (M, N) input is laid out in storage, separately from its values.
+
+A kernel that is right on contiguous rows can still be wrong on strided ones: a hard-coded row
+stride (``row * N``), a column stride assumed to be 1, a forgotten storage offset, or 32-bit index
+math that wraps once an element sits 2**31 elements past the base pointer. A :class:`Layout` names
+one such arrangement; :meth:`Layout.materialize` builds a strided view holding given values, so an
+input can be rebuilt in another process from ``(values, layout)`` alone (that is what reproducers
+store).
+
+Storage outside the view is filled with NaN ("poison"): a kernel that reads it, instead of the
+row it was given, returns NaN for that row and the agreement check catches it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass
+
+import torch
+
+from reference.errors import InvalidArgument
+
+HUGE_OFFSET = 2**31
+"""Element offsets at or past this value overflow 32-bit index math."""
+
+_POISON = float("nan")
+
+
+class LayoutKind(str, enum.Enum):
+    """The layouts the fuzzer draws; the first is where shrinking ends."""
+
+    CONTIGUOUS = "contiguous"
+    PADDED = "padded"  # row stride N + pad: rows do not touch
+    TRANSPOSED = "transposed"  # column-major: stride (1, M + pad)
+    COLUMN_STEP = "column_step"  # stride (N * step + pad, step): every step-th element of a wider row
+    OFFSET = "offset"  # contiguous, but the view starts `offset` elements into its storage
+    HUGE_OFFSET = "huge_offset"  # some element lies >= 2**31 elements from the storage start
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One storage arrangement of an (M, N) input.
+
+    ``pad`` adds unused elements between rows (columns for ``transposed``), ``step`` is the column
+    stride of ``column_step``, ``offset`` the storage offset of element [0, 0] (``offset`` and
+    ``huge_offset``). Strides that depend on M and N are worked out in :meth:`strides`.
+    """
+
+    kind: LayoutKind = LayoutKind.CONTIGUOUS
+    pad: int = 0
+    step: int = 1
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "kind", LayoutKind(self.kind))
+        except ValueError:
+            kinds = ", ".join(k.value for k in LayoutKind)
+            raise InvalidArgument(f"kind={self.kind!r} is not a layout; use one of: {kinds}.") from None
+        for name, low in (("pad", 0), ("step", 1), ("offset", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise InvalidArgument(f"{name}={value!r}; expected an int >= {low}.")
+
+    @property
+    def params(self) -> dict[str, int]:
+        """The parameters that matter for this kind (for reports)."""
+        return {k: v for k, v in asdict(self).items() if k != "kind" and v != Layout.__dataclass_fields__[k].default}
+
+    @property
+    def is_huge(self) -> bool:
+        return self.kind is LayoutKind.HUGE_OFFSET
+
+    def strides(self, rows: int, cols: int) -> tuple[tuple[int, int], int, int]:
+        """((row_stride, col_stride), storage_offset, storage_size) for an (rows, cols) view."""
+        kind = self.kind
+        if kind is LayoutKind.TRANSPOSED:
+            strides = (1, rows + self.pad)
+        elif kind is LayoutKind.COLUMN_STEP:
+            strides = (cols * self.step + self.pad, self.step)
+        elif kind is LayoutKind.HUGE_OFFSET:
+            # With two or more rows, a huge row stride puts the last row past 2**31, which is what
+            # exposes `row * stride_row` computed in int32 (a storage offset alone is folded into
+            # the base pointer by the caller and would hide that bug).
+            row_stride = max(cols, -(-HUGE_OFFSET // (rows - 1))) + self.pad if rows > 1 else cols + self.pad
+            strides = (row_stride, 1)
+        else:
+            strides = (cols + self.pad, 1)
+        offset = self.offset
+        if kind is LayoutKind.HUGE_OFFSET and rows <= 1:
+            offset = max(offset, HUGE_OFFSET)
+        if rows == 0 or cols == 0:
+            return strides, offset, offset
+        last = offset + (rows - 1) * strides[0] + (cols - 1) * strides[1]
+        # The padding continues past the last row, so reading beyond it also hits poison.
+        return strides, offset, last + 1 + self.pad
+
+    def materialize(self, values: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
+        """A view laid out like this holding ``values`` (M, N), on ``device`` (default: values').
+
+        Storage outside the view holds NaN, except for ``huge_offset``: its storage is allocated
+        with ``torch.empty`` and only the view's elements are written, so the untouched gigabytes
+        are never backed by memory on a CPU (they are on a GPU).
+        """
+        if values.dim() != 2:
+            raise InvalidArgument(f"values.shape={tuple(values.shape)}; expected a 2-D (M, N) tensor.")
+        device = values.device if device is None else torch.device(device)
+        rows, cols = values.shape
+        strides, offset, size = self.strides(rows, cols)
+        storage = torch.empty(size, dtype=values.dtype, device=device)
+        if not self.is_huge:
+            storage.fill_(_POISON)
+        view = storage.as_strided((rows, cols), strides, offset)
+        view.copy_(values)
+        return view
+
+    def describe(self, rows: int | None = None, cols: int | None = None) -> str:
+        """Short text, e.g. ``padded(pad=3)`` or with a shape ``padded(strides=(11, 1))``."""
+        details = [f"{k}={v}" for k, v in self.params.items()]
+        if rows is not None and cols is not None and self.kind is not LayoutKind.CONTIGUOUS:
+            strides, offset, _ = self.strides(rows, cols)
+            details = [f"strides={strides}"] + ([f"storage_offset={offset}"] if offset else [])
+        return f"{self.kind.value}({', '.join(details)})" if details else self.kind.value
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind.value, "pad": self.pad, "step": self.step, "offset": self.offset}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Layout:
+        if not isinstance(data, dict) or "kind" not in data:
+            raise InvalidArgument(f"layout={data!r}; expected a dict with a 'kind' key (Layout.to_dict()).")
+        unknown = set(data) - {"kind", "pad", "step", "offset"}
+        if unknown:
+            raise InvalidArgument(f"layout has unknown keys {sorted(unknown)!r}; expected kind, pad, step, offset.")
+        return cls(**data)  # type: ignore[arg-type]
+
+
+def layout_of(x: torch.Tensor) -> str:
+    """Strides and storage offset of an arbitrary tensor, for messages."""
+    return f"strides={tuple(x.stride())}, storage_offset={x.storage_offset()}"

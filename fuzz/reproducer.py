@@ -1,0 +1,113 @@
+"""Reproducer files: one failing example, saved so that one command replays it.
+
+A reproducer is a ``torch.save`` of plain data (tensors, strings, numbers, lists, dicts), so it
+loads with ``torch.load(weights_only=True)``: the input's values (contiguous, on the CPU), its
+layout, the row recipes, the plan of the metamorphic check, the checks that ran and the failure
+text. :meth:`Reproducer.example` rebuilds the exact input, strides and storage offset included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from reference.errors import InvalidArgument
+
+from .checks import Plan, validate_checks
+from .layouts import Layout
+from .strategies import Contract, LseInput, RowSpec
+
+FORMAT = "lse-fuzz-reproducer/1"
+
+
+@dataclass(frozen=True)
+class Reproducer:
+    values: torch.Tensor
+    layout: Layout
+    specs: tuple[RowSpec, ...]
+    seed: int
+    plan: Plan
+    checks: tuple[str, ...]
+    contract: Contract
+    check: str | None  # the check that failed (None for an error raised by the implementation)
+    message: str
+    meta: dict[str, str]
+
+    def example(self, device: torch.device | str | None = None) -> LseInput:
+        device = torch.device("cpu") if device is None else torch.device(device)
+        x = self.layout.materialize(self.values, device)
+        return LseInput(x=x, values=self.values, layout=self.layout, specs=self.specs, seed=self.seed)
+
+
+def replay_command(path: Path | str, target: str) -> str:
+    return f"python -m fuzz replay {path} --impl {target}"
+
+
+def save_reproducer(
+    directory: Path | str,
+    example: LseInput,
+    plan: Plan,
+    *,
+    checks: tuple[str, ...],
+    contract: Contract,
+    check: str | None,
+    message: str,
+) -> Path:
+    """Write the example to ``directory`` (created if needed); the name depends only on its content."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    values = example.values.detach().cpu().contiguous()
+    payload = {
+        "format": FORMAT,
+        "values": values,
+        "layout": example.layout.to_dict(),
+        "specs": [[spec.recipe, spec.level] for spec in example.specs],
+        "seed": example.seed,
+        "plan": plan.to_dict(),
+        "checks": list(checks),
+        "contract": contract.value,
+        "check": check,
+        "message": message,
+        "meta": {
+            "torch": str(torch.__version__),
+            "python": platform.python_version(),
+            "device": str(example.x.device),
+        },
+    }
+    digest = hashlib.sha1()
+    digest.update(values.view(torch.uint8).numpy().tobytes() if values.numel() else b"")
+    digest.update(repr((str(values.dtype), tuple(values.shape), payload["layout"], payload["plan"],
+                        payload["checks"], check)).encode())
+    path = directory / f"lse-fuzz-{check or 'error'}-{digest.hexdigest()[:10]}.pt"
+    torch.save(payload, path)
+    return path
+
+
+def load_reproducer(path: Path | str) -> Reproducer:
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidArgument(f"path={str(path)!r}: no such reproducer file.")
+    try:
+        data = torch.load(path, weights_only=True)
+    except Exception as exc:
+        raise InvalidArgument(f"path={str(path)!r} is not a reproducer ({type(exc).__name__}: {exc}).") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise InvalidArgument(f"path={str(path)!r} has format {found!r}; expected {FORMAT!r}.")
+    plan = data["plan"]
+    return Reproducer(
+        values=data["values"],
+        layout=Layout.from_dict(data["layout"]),
+        specs=tuple(RowSpec(name, level) for name, level in data["specs"]),
+        seed=int(data["seed"]),
+        plan=Plan(plan["metamorphic"], int(plan["seed"])),
+        checks=validate_checks(data["checks"]),
+        contract=Contract.parse(data["contract"]),
+        check=data["check"],
+        message=data["message"],
+        meta=dict(data["meta"]),
+    )

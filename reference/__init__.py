@@ -1,0 +1,28 @@
+"""What "right" means: the float64 oracle, the tolerance model, and the correct Triton LSE kernel.
+
+On a machine without CUDA, importing this package turns on Triton's interpreter (TRITON_INTERPRET=1)
+before any kernel is defined, so ``reference.lse`` runs on CPU tensors with no setup.
+"""
+
+from ._device import ensure_interpreter
+
+ensure_interpreter()
+
+from ._lse_kernel import lse  # noqa: E402
+from .errors import InvalidArgument  # noqa: E402
+from .oracle import SUPPORTED_DTYPES, lse_reference  # noqa: E402
+from .tolerance import UNIT_ROUNDOFF, Comparison, allowed_error, compare, is_close  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SUPPORTED_DTYPES",
+    "UNIT_ROUNDOFF",
+    "Comparison",
+    "InvalidArgument",
+    "allowed_error",
+    "compare",
+    "is_close",
+    "lse",
+    "lse_reference",
+]

@@ -1,0 +1,43 @@
+"""Where Triton kernels run: compiled on CUDA, or in Triton's interpreter on a CPU-only machine.
+
+Triton decides between compiling and interpreting when a ``@triton.jit`` function is *decorated*,
+by reading ``TRITON_INTERPRET`` then. So the choice must be made before any kernel module of this
+project is imported; :func:`ensure_interpreter` does it and every kernel module calls it first.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+def ensure_interpreter() -> bool:
+    """Turn on Triton's interpreter when no CUDA device is present; return whether it is on.
+
+    A user who sets ``TRITON_INTERPRET`` themselves (``1`` or ``0``) keeps their choice.
+    """
+    if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+    return interpreting()
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def check_device(x: torch.Tensor) -> None:
+    """Refuse a tensor the current Triton mode cannot run on, with the fix in the message."""
+    from .errors import InvalidArgument
+
+    if interpreting():
+        if x.device.type != "cpu":
+            raise InvalidArgument(
+                f"x.device={str(x.device)!r}, but Triton's interpreter (TRITON_INTERPRET=1) runs "
+                "on CPU tensors only: pass x.cpu(), or unset TRITON_INTERPRET to compile for the GPU."
+            )
+    elif x.device.type != "cuda":
+        raise InvalidArgument(
+            f"x.device={str(x.device)!r}, but Triton kernels are compiled for CUDA here: pass "
+            "x.cuda(), or set TRITON_INTERPRET=1 before importing this package to run on the CPU."
+        )

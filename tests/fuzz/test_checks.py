@@ -1,0 +1,217 @@
+"""Every check fails on a double built to break it, with a message a person can act on, and
+correct implementations written differently pass every check on the hard cases.
+
+These tests use hand-built inputs (no Hypothesis) so each failure is immediate and exact;
+tests/fuzz/test_runner.py shows the same doubles are found by fuzzing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import doubles
+import pytest
+import torch
+from doubles import exp2, lanes, two_pass
+
+import reference
+from fuzz.checks import CHECKS, METAMORPHIC, CheckFailure, ImplError, Plan, run_checks, validate_checks
+from fuzz.layouts import Layout, LayoutKind
+from fuzz.strategies import LseInput, RowSpec
+from reference.errors import InvalidArgument
+
+INF = math.inf
+
+
+def example(values, layout: Layout = Layout(), recipe: str = "small") -> LseInput:
+    values = torch.as_tensor(values, dtype=torch.float32) if not isinstance(values, torch.Tensor) else values
+    return LseInput(x=layout.materialize(values), values=values, layout=layout, specs=(RowSpec(recipe),), seed=0)
+
+
+def failure_of(impl, ex: LseInput, check: str, seed: int = 0) -> CheckFailure:
+    plan = Plan(check if check in METAMORPHIC else None, seed)
+    with pytest.raises(CheckFailure) as info:
+        run_checks(impl, ex, checks=[check], plan=plan)
+    assert info.value.check == check
+    return info.value
+
+
+def passes(impl, ex: LseInput, check: str, seed: int = 0) -> bool:
+    try:
+        run_checks(impl, ex, checks=[check], plan=Plan(check if check in METAMORPHIC else None, seed))
+    except CheckFailure:
+        return False
+    return True
+
+
+# One double and one input per check, with text its message must contain. Where a double breaks
+# several properties at once (forgetting the max breaks agreement, bounds and shift alike), the
+# case runs its check alone, the way the mutation harness builds its kill matrix.
+CASES = {
+    "output_contract": (doubles.float64_output, lambda: example(torch.randn(3, 5)),
+                        ["returned dtype torch.float64, expected torch.float32"]),
+    "input_unchanged": (doubles.negates_input, lambda: example([[1.0, 2.0], [3.0, 4.0]]),
+                        ["changed the input at x[0, 0]", "before:   0x3f800000 (1.0)", "after:    0xbf800000 (-1.0)"]),
+    "agreement": (doubles.nan_for_neg_inf_rows, lambda: example([[0.0, 1.0], [-INF, -INF]]),
+                  ["row 1 differs from the float64 reference", "expected: -inf", "got:      nan",
+                   "a non-finite result must match exactly", "rows:     1 of 2 rows fail"]),
+    "bounds": (doubles.off_by_max, lambda: example([[100.0, 100.0]]),
+               ["row 0 lies outside [max, max + log N] = [100.0, 100.69314718055995]", "got:      0.6931471"]),
+    "determinism": (doubles.alternates_rounding, lambda: example(torch.randn(4, 3000) * 30),
+                    ["two calls on the same input returned different bits in row", "first:    0x", "second:   0x"]),
+    "shift_invariance": (doubles.off_by_max, lambda: example([[0.0]], recipe="zeros"),
+                         ["row 0: lse(x + c) != lse(x) + c", "c = 1.0 added to every entry of row 0",
+                          "expected: 1.0", "got:      0.0"]),
+    "permutation_invariance": (doubles.first_entry_shift, lambda: example([[0.0, 200.0]]),
+                               ["lse of a permuted row differs", "first call:  inf", "second call: 200.0"]),
+    "row_independence": (doubles.batch_max_shift, lambda: example([[0.0, 0.0]] + [[-200.0, -200.0]] * 7),
+                         ["alone give a different answer than inside the batch", "first call:  -inf"]),
+    "fresh_values": (doubles.caches_by_object, lambda: example(torch.randn(3, 4)),
+                     ["the answer after new values were written into the same input tensor is wrong",
+                      "bit for bit the ones returned for the previous contents: a stale cached result?"]),
+}
+
+
+def test_every_check_has_a_double():
+    assert set(CASES) == set(CHECKS)
+
+
+def test_check_names_are_the_documented_ones():
+    assert list(CHECKS) == ["output_contract", "input_unchanged", "agreement", "bounds", "determinism",
+                            "shift_invariance", "permutation_invariance", "row_independence", "fresh_values"]
+    assert all(CHECKS[name].summary and CHECKS[name].why for name in CHECKS)
+
+
+@pytest.mark.parametrize("check", CASES)
+def test_the_double_fails_its_check_with_an_actionable_message(check):
+    impl, make, texts = CASES[check]
+    # row_independence picks the rows it passes alone from the plan's seed; it needs a pick that
+    # leaves out row 0 (the batch max), which seed 1 does.
+    failure = failure_of(impl, make(), check, seed=1 if check == "row_independence" else 0)
+    message = failure.message()
+    assert message.startswith(f"check {check!r} failed: ")
+    assert "  input:    float32 " in message
+    assert f"  why it matters: {CHECKS[check].why}" in message
+    for text in texts:
+        assert text in message, f"{text!r} not in:\n{message}"
+
+
+# Doubles whose single defect only one check can see: every other check passes on the input
+# that exposes them.
+ONLY = {
+    "output_contract": doubles.float64_output,
+    "input_unchanged": doubles.canonicalizes_zeros,
+    "agreement": doubles.nan_for_neg_inf_rows,
+    "determinism": doubles.alternates_rounding,
+    "fresh_values": doubles.caches_by_object,
+}
+ONLY_INPUTS = {
+    "input_unchanged": lambda: example(torch.tensor([[-0.0, 1.0], [2.0, -0.0]])),
+}
+
+
+@pytest.mark.parametrize("check", ONLY)
+def test_exactly_that_check_fails(check):
+    impl = ONLY[check]
+    make = ONLY_INPUTS.get(check, CASES[check][1])
+    failing = [name for name in CHECKS if not passes(impl, make(), name)]
+    assert failing == [check]
+
+
+@pytest.mark.parametrize("impl", [doubles.returns_input_column, doubles.column_output, doubles.meta_device_output],
+                         ids=lambda f: f.__name__)
+def test_output_contract_names_the_broken_clause(impl):
+    text = {
+        "returns_input_column": "the output shares memory with the input",
+        "column_output": "returned shape (3, 1), expected (3,): one value per row",
+        "meta_device_output": "returned a tensor on meta, but the input is on cpu",
+    }[impl.__name__]
+    assert text in failure_of(impl, example(torch.randn(3, 5)), "output_contract").message()
+
+
+def test_input_unchanged_compares_bits_so_a_signed_zero_counts():
+    ex = example(torch.tensor([[1.0, -0.0]]))
+    message = failure_of(doubles.canonicalizes_zeros, ex, "input_unchanged").message()
+    assert "x[0, 1]" in message and "0x80000000 (-0.0)" in message and "0x00000000 (0.0)" in message
+
+
+def test_input_unchanged_sees_writes_into_padding():
+    ex = example(torch.randn(3, 4), Layout(LayoutKind.PADDED, pad=2))
+    message = failure_of(doubles.writes_padding, ex, "input_unchanged").message()
+    assert "wrote into the input's storage outside the view, at storage element 4" in message
+
+
+def test_input_unchanged_keeps_nan_payloads():
+    values = torch.tensor([[float("nan"), 1.0]])
+    values.view(torch.int32)[0, 0] = 0x7FC00123
+
+    def quiets_nan(x):
+        out = doubles.lse_float64(x)
+        x.nan_to_num_(nan=float("nan"))  # rewrites NaN with the canonical payload
+        return out
+
+    assert "0x7fc00123" in failure_of(quiets_nan, example(values), "input_unchanged").message()
+
+
+def test_metamorphic_checks_allow_both_sides_their_tolerance():
+    # Off by just under one tolerance on the first call and the other way on the second: each
+    # output alone is right, so the pair must pass.
+    values = torch.randn(4, 100) * 10
+    ex = example(values)
+    bound = reference.compare(values, reference.lse(values)).bound
+    calls = []
+
+    def wobbly(x):
+        exact = reference.lse_reference(x)
+        out = (exact + (0.9 if len(calls) % 2 == 0 else -0.9) * reference.compare(x, exact.float()).bound).float()
+        calls.append(x)
+        return out
+
+    assert bound.min() > 0
+    for check in ["shift_invariance", "permutation_invariance", "row_independence"]:
+        calls.clear()
+        assert passes(wobbly, ex, check), check
+
+
+def test_an_error_raised_by_the_implementation_is_not_a_check_failure():
+    with pytest.raises(ImplError) as info:
+        run_checks(doubles.raises_on_long_rows, example(torch.zeros(1, 5)))
+    assert info.value.exc_type == "RuntimeError"
+    assert "row too long: 5 > 4" in info.value.message()
+    assert "during the first call" in str(info.value)
+
+
+HARD_INPUTS = {
+    "neg_inf_rows": [[-INF, -INF, -INF], [-INF, 0.0, -INF], [1.0, 2.0, 3.0]],
+    "pos_inf_and_nan": [[INF, -INF, 0.0], [float("nan"), INF, 1.0], [INF, INF, INF]],
+    "dominant": [[0.0, -30.0, -30.0], [88.0, 88.5, 89.0], [-1e30, -1e30, -1e30]],
+    "near_max": [[3e38, 3e38, -3e38], [1e-45, -1e-45, 0.0], [-0.0, 0.0, 0.0]],
+}
+CORRECT = {**doubles.CORRECT, "reference": reference.lse, "two_pass": two_pass.lse, "exp2": exp2.lse,
+           "lanes": lanes.lse}
+
+
+@pytest.mark.parametrize("values", HARD_INPUTS)
+@pytest.mark.parametrize("impl", CORRECT)
+@pytest.mark.parametrize("layout", [Layout(), Layout(LayoutKind.TRANSPOSED, pad=1), Layout(LayoutKind.COLUMN_STEP, step=2)],
+                         ids=lambda layout: layout.kind.value)
+def test_correct_implementations_pass_every_check_on_hard_rows(impl, values, layout):
+    ex = example(HARD_INPUTS[values], layout)
+    for check in CHECKS:
+        run_checks(CORRECT[impl], ex, checks=[check], plan=Plan(check if check in METAMORPHIC else None, 3))
+
+
+def test_validate_checks_keeps_registry_order_and_names_unknown_ones():
+    assert validate_checks(["bounds", "agreement"]) == ("agreement", "bounds")
+    assert validate_checks("determinism") == ("determinism",)
+    with pytest.raises(InvalidArgument, match="checks=\\['agreemnt'\\]: unknown 'agreemnt'; choose from output_contract"):
+        validate_checks(["agreemnt"])
+    with pytest.raises(InvalidArgument, match="checks=\\[\\]: empty"):
+        validate_checks([])
+
+
+def test_failure_to_dict_is_plain_data():
+    failure = failure_of(doubles.nan_for_neg_inf_rows, CASES["agreement"][1](), "agreement")
+    data = failure.to_dict()
+    assert data["check"] == "agreement" and data["row"] == 1
+    assert data["expected"] == "-inf" and data["got"] == "nan"

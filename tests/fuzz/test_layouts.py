@@ -1,0 +1,99 @@
+"""Layouts rebuild the same values under every arrangement, poison what lies outside the view,
+and round-trip through their dict form."""
+
+from __future__ import annotations
+
+import math
+import resource
+
+import pytest
+import torch
+
+from fuzz.layouts import HUGE_OFFSET, Layout, LayoutKind
+from reference.errors import InvalidArgument
+
+CASES = {
+    "contiguous": (Layout(), (5, 1), 0),
+    "padded": (Layout(LayoutKind.PADDED, pad=3), (8, 1), 0),
+    "transposed": (Layout(LayoutKind.TRANSPOSED), (1, 4), 0),
+    "transposed_padded": (Layout(LayoutKind.TRANSPOSED, pad=2), (1, 6), 0),
+    "column_step": (Layout(LayoutKind.COLUMN_STEP, step=3), (15, 3), 0),
+    "offset": (Layout(LayoutKind.OFFSET, offset=7), (5, 1), 7),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_materialize_holds_the_values_with_the_layouts_strides(name, dtype):
+    layout, strides, offset = CASES[name]
+    values = torch.arange(20, dtype=torch.float64).reshape(4, 5).to(dtype)
+    x = layout.materialize(values)
+    assert x.shape == (4, 5) and x.dtype == dtype
+    assert x.stride() == strides and x.storage_offset() == offset
+    assert torch.equal(x, values)
+
+
+def test_storage_outside_the_view_is_poisoned_with_nan():
+    x = Layout(LayoutKind.PADDED, pad=2).materialize(torch.zeros(3, 4))
+    storage = torch.empty(0).set_(x.untyped_storage())
+    assert torch.isnan(storage).sum() == 2 * 3  # two pad elements after each row
+    assert not torch.isnan(x).any()
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0)])
+@pytest.mark.parametrize("kind", [k for k in LayoutKind if k is not LayoutKind.HUGE_OFFSET])
+def test_empty_shapes_materialize(kind, shape):
+    x = Layout(kind, step=2 if kind is LayoutKind.COLUMN_STEP else 1).materialize(torch.zeros(shape))
+    assert x.shape == shape
+
+
+def _max_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3])
+def test_huge_offset_puts_an_element_past_2_31_without_touching_the_storage(rows):
+    values = torch.randn(rows, 7)
+    before = _max_rss_mib()
+    x = Layout(LayoutKind.HUGE_OFFSET).materialize(values)
+    last = x.storage_offset() + (rows - 1) * x.stride(0) + 6 * x.stride(1)
+    assert last >= HUGE_OFFSET
+    assert torch.equal(x, values)
+    assert x.untyped_storage().nbytes() >= HUGE_OFFSET * 4
+    assert _max_rss_mib() - before < 256, "the lazily allocated storage was written to"
+
+
+def test_huge_offset_rows_are_each_past_the_last():
+    x = Layout(LayoutKind.HUGE_OFFSET, pad=1).materialize(torch.ones(3, 2))
+    assert x.stride(0) >= math.ceil(HUGE_OFFSET / 2)
+
+
+@pytest.mark.parametrize("layout", [Layout(), Layout(LayoutKind.COLUMN_STEP, step=2, pad=1),
+                                    Layout(LayoutKind.HUGE_OFFSET, offset=3)])
+def test_dict_round_trip(layout):
+    assert Layout.from_dict(layout.to_dict()) == layout
+
+
+def test_describe_names_kind_and_strides():
+    assert Layout().describe(3, 4) == "contiguous"
+    assert Layout(LayoutKind.PADDED, pad=2).describe() == "padded(pad=2)"
+    assert Layout(LayoutKind.OFFSET, offset=5).describe(3, 4) == "offset(strides=(4, 1), storage_offset=5)"
+
+
+BAD = {
+    "unknown_kind": (lambda: Layout("diagonal"), "kind='diagonal' is not a layout; use one of: contiguous"),
+    "negative_pad": (lambda: Layout(LayoutKind.PADDED, pad=-1), "pad=-1; expected an int >= 0"),
+    "zero_step": (lambda: Layout(LayoutKind.COLUMN_STEP, step=0), "step=0; expected an int >= 1"),
+    "float_offset": (lambda: Layout(LayoutKind.OFFSET, offset=1.5), "offset=1.5; expected an int >= 0"),
+    "one_d_values": (lambda: Layout().materialize(torch.zeros(3)), "values.shape=(3,); expected a 2-D"),
+    "dict_without_kind": (lambda: Layout.from_dict({"pad": 1}), "expected a dict with a 'kind' key"),
+    "dict_extra_key": (lambda: Layout.from_dict({"kind": "padded", "gap": 1}), "unknown keys ['gap']"),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_layouts_raise_invalid_argument_with_the_value(case):
+    build, text = BAD[case]
+    with pytest.raises(InvalidArgument) as info:
+        build()
+    assert text in str(info.value)

@@ -1,0 +1,121 @@
+"""The pytest plugin runs the suite against the project's kernel by default and against any
+implementation named with --lse-impl (a file path or a module), reporting failures with their
+replay command and refusing a bad target with a one-line usage error."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+SUITE = '''
+import pytest
+
+@pytest.mark.parametrize("check", ["agreement", "shift_invariance"])
+def test_check(lse_fuzz, check):
+    result = lse_fuzz(checks=[check])
+    assert result.passed, result.summary()
+'''
+
+BROKEN = '''
+import torch
+
+def lse(x):
+    """Forgets to add the row max back."""
+    values = x.double()
+    row_max = values.amax(dim=1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
+    return torch.log(torch.exp(values - row_max).sum(dim=1)).float()
+'''
+
+
+def _installed() -> bool:
+    return any(ep.value == "fuzz.plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
+
+
+def pytest_run(tmp_path: Path, *args: str, suite: str = SUITE) -> subprocess.CompletedProcess:
+    (tmp_path / "test_lse.py").write_text(suite)
+    plugin = [] if _installed() else ["-p", "fuzz.plugin"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
+               "--rootdir", str(tmp_path), "--lse-budget", "10",
+               "--lse-reproducers", str(tmp_path / "repro"), *args, str(tmp_path / "test_lse.py")]
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_default_implementation_is_the_projects_kernel(tmp_path):
+    suite = "import reference\n\ndef test_default(lse_impl):\n    assert lse_impl is reference.lse\n"
+    done = pytest_run(tmp_path, "-v", suite=suite)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "lse-fuzz: impl reference.lse, contract strict" in done.stdout
+
+
+def test_a_correct_module_target_passes(tmp_path):
+    done = pytest_run(tmp_path, "--lse-impl", "doubles:lse_float64")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+
+
+def test_a_file_target_is_fuzzed_and_its_failure_explained(tmp_path):
+    (tmp_path / "broken_lse.py").write_text(BROKEN)
+    done = pytest_run(tmp_path, "--lse-impl", f"{tmp_path / 'broken_lse.py'}:lse")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "check 'agreement' failed" in done.stdout
+    assert "check 'shift_invariance' failed" in done.stdout
+    assert f"python -m fuzz replay {tmp_path / 'repro'}" in done.stdout
+    assert f"--impl {tmp_path / 'broken_lse.py'}:lse" in done.stdout
+
+
+def test_a_module_target_and_the_header(tmp_path):
+    done = pytest_run(tmp_path, "-v", "--lse-impl", "doubles:off_by_max", "--lse-contract", "finite")
+    assert done.returncode == 1
+    assert "lse-fuzz: impl doubles:off_by_max, contract finite" in done.stdout
+
+
+@pytest.mark.parametrize(("target", "text"), [
+    ("no_colon", "target='no_colon'; expected 'path/to/file.py:func' or 'pkg.module:func'."),
+    ("missing.py:lse", "no such file"),
+    ("doubles:not_there", "has no attribute 'not_there'"),
+])
+def test_a_bad_target_is_a_usage_error(tmp_path, target, text):
+    done = pytest_run(tmp_path, "--lse-impl", target)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert f"--lse-impl: target={target!r}" in done.stderr and text in done.stderr
+
+
+def test_load_target_reads_files_and_modules(tmp_path):
+    from fuzz import describe_target, load_target
+
+    (tmp_path / "mine.py").write_text("def lse(x):\n    return x\n\nclass Box:\n    @staticmethod\n    def run(x):\n        return x\n")
+    from_file = load_target(f"{tmp_path / 'mine.py'}:lse")
+    assert from_file(3) == 3
+    assert describe_target(from_file) == f"{tmp_path / 'mine.py'}:lse"
+    assert load_target(f"{tmp_path / 'mine.py'}:Box.run")(4) == 4
+    import doubles
+
+    assert load_target("doubles:off_by_max") is doubles.off_by_max
+    assert describe_target(doubles.off_by_max) == "doubles:off_by_max"
+    assert describe_target(lambda x: x) == "<module:function>"
+
+
+BAD_TARGETS = {
+    "not_callable": ("doubles:CORRECT", "doubles:CORRECT': CORRECT is a dict, not a callable."),
+    "no_module": ("no_such_module_here:lse", "cannot import 'no_such_module_here'"),
+    "empty_function": ("doubles:", "both the module (or file) and the function must be named."),
+}
+
+
+@pytest.mark.parametrize("case", BAD_TARGETS)
+def test_bad_targets_name_the_problem(case):
+    from fuzz import InvalidArgument, load_target
+
+    target, text = BAD_TARGETS[case]
+    with pytest.raises(InvalidArgument) as info:
+        load_target(target)
+    assert text in str(info.value)

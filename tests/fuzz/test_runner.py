@@ -1,0 +1,270 @@
+"""The runner finds each broken double by fuzzing, shrinks it, saves a reproducer that replays,
+classifies errors, and gives the same result for the same seed."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import doubles
+import pytest
+import torch
+from doubles import exp2, lanes, two_pass
+
+import fuzz
+import reference
+from fuzz.checks import CHECKS, CheckFailure, ImplError
+from fuzz.layouts import LayoutKind
+from fuzz.reproducer import load_reproducer
+from fuzz.runner import Status, status_of
+
+
+@pytest.fixture
+def run(tmp_path):
+    def run(impl, **options):
+        options.setdefault("reproducer_dir", tmp_path / "reproducers")
+        return fuzz.check(impl, **options)
+
+    return run
+
+
+@pytest.mark.parametrize("impl", doubles.CORRECT.values(), ids=doubles.CORRECT.keys())
+def test_correct_torch_implementations_pass(run, impl):
+    result = run(impl, budget=150, seed=5)
+    assert result.passed, result.summary()
+    assert result.examples == 150 and result.failure is None and result.reproducer is None
+
+
+@pytest.mark.parametrize("impl", [two_pass.lse, exp2.lse, lanes.lse], ids=["two_pass", "exp2", "lanes"])
+def test_correct_triton_kernels_written_differently_pass(run, impl):
+    result = run(impl, budget=40, seed=2)
+    assert result.passed, result.summary()
+
+
+# (check, double): fuzzing that check alone finds the double, as the mutation harness runs it.
+ALONE = [
+    ("output_contract", doubles.float64_output),
+    ("output_contract", doubles.column_output),
+    ("input_unchanged", doubles.negates_input),
+    ("input_unchanged", doubles.canonicalizes_zeros),
+    ("agreement", doubles.nan_for_neg_inf_rows),
+    ("agreement", doubles.off_by_max),
+    ("agreement", doubles.hardcoded_row_stride),
+    ("bounds", doubles.off_by_max),
+    ("determinism", doubles.alternates_rounding),
+    ("shift_invariance", doubles.off_by_max),
+    ("permutation_invariance", doubles.first_entry_shift),
+    ("row_independence", doubles.batch_max_shift),
+    ("fresh_values", doubles.caches_by_object),
+    ("fresh_values", doubles.caches_by_shape),
+]
+
+
+def test_every_check_is_fuzzed_against_a_double():
+    assert {check for check, _ in ALONE} == set(CHECKS)
+
+
+@pytest.mark.parametrize(("check", "impl"), ALONE, ids=[f"{c}-{f.__name__}" for c, f in ALONE])
+def test_each_check_alone_finds_its_double(run, check, impl):
+    doubles._shape_cache.clear()
+    result = run(impl, checks=[check], budget=200, seed=0)
+    assert result.status is Status.FAILED, result.summary()
+    assert result.check == check
+    assert result.reproducer is not None and result.reproducer.is_file()
+    assert f"python -m fuzz replay {result.reproducer} --impl doubles:{impl.__name__}" in result.summary()
+
+
+# Doubles with one defect that only one check sees: a run of all checks names that check.
+TARGETED = [
+    ("output_contract", doubles.float64_output),
+    ("input_unchanged", doubles.negates_input),
+    ("input_unchanged", doubles.canonicalizes_zeros),
+    ("agreement", doubles.nan_for_neg_inf_rows),
+    ("determinism", doubles.alternates_rounding),
+    ("fresh_values", doubles.caches_by_object),
+]
+
+
+@pytest.mark.parametrize(("check", "impl"), TARGETED, ids=[f"{c}-{f.__name__}" for c, f in TARGETED])
+def test_all_checks_report_the_one_that_fails(run, check, impl):
+    result = run(impl, budget=300, seed=0)
+    assert result.check == check, result.summary()
+
+
+def test_the_counterexample_is_shrunk_to_the_smallest_input(run):
+    result = run(doubles.off_by_max, seed=0)
+    example = result.counterexample
+    assert example.shape == (1, 1)
+    assert example.dtype == torch.float32
+    assert example.layout.kind is LayoutKind.CONTIGUOUS
+    assert len(example.specs) == 1
+
+
+def test_the_same_seed_gives_the_same_result(run):
+    first, second = (run(doubles.first_entry_shift, seed=11).to_dict() for _ in range(2))
+    for data in (first, second):
+        data.pop("seconds"), data.pop("examples_per_second")
+    assert first == second
+    assert first["status"] == "failed"
+
+
+def test_a_passing_run_is_reproducible_too(run):
+    a, b = (run(doubles.lse_float64, budget=30, seed=3) for _ in range(2))
+    assert a.passed and b.passed and a.examples == b.examples == 30
+
+
+def test_an_exception_from_the_implementation_is_status_error(run):
+    result = run(doubles.raises_on_long_rows)
+    assert result.status is Status.ERROR and not result.passed
+    assert result.check is None
+    assert "RuntimeError: row too long: 5 > 4" in result.error
+    assert result.counterexample.shape[1] == 5  # shrunk to the shortest row that raises
+    assert "the implementation raised" in result.summary()
+    assert result.reproducer is not None
+
+
+def test_a_failure_that_does_not_reproduce_is_reported_not_lost(run):
+    doubles._calls = itertools.count()
+    result = run(doubles.wrong_every_fifth_call, checks=["agreement"], budget=100)
+    assert not result.passed
+    assert result.status in (Status.FLAKY, Status.FAILED)
+    if result.status is Status.FLAKY:
+        assert "did not reproduce" in result.summary()
+
+
+STATUSES = {
+    "nothing_failed": (None, True, Status.PASSED),
+    "check_failed": (CheckFailure("agreement", "row 0 differs"), True, Status.FAILED),
+    "impl_raised": (ImplError("the first call", ValueError("boom")), True, Status.ERROR),
+    "not_reproduced": (CheckFailure("agreement", "row 0 differs"), False, Status.FLAKY),
+}
+
+
+@pytest.mark.parametrize("case", STATUSES)
+def test_one_mapping_from_outcome_to_status(case):
+    outcome, reproduced, status = STATUSES[case]
+    assert status_of(outcome, reproduced=reproduced) is status
+
+
+def test_replay_runs_the_saved_example_again(run):
+    result = run(doubles.batch_max_shift, checks=["row_independence"], seed=4)
+    assert result.check == "row_independence"
+    replayed = fuzz.replay(result.reproducer, doubles.batch_max_shift)
+    assert replayed.check == "row_independence" and replayed.examples == 1
+    assert replayed.failure.row == result.failure.row
+    assert replayed.counterexample.x.stride() == result.counterexample.x.stride()
+    assert torch.equal(replayed.counterexample.values.view(torch.uint8), result.counterexample.values.view(torch.uint8))
+    assert f"python -m fuzz replay {result.reproducer} --impl doubles:batch_max_shift" in replayed.failure.message()
+    assert fuzz.replay(result.reproducer, doubles.lse_float64).passed
+
+
+def test_the_reproducer_is_plain_data(run):
+    result = run(doubles.off_by_max, checks=["bounds"])
+    data = torch.load(result.reproducer, weights_only=True)
+    assert data["format"] == "lse-fuzz-reproducer/1"
+    assert data["check"] == "bounds" and data["checks"] == ["bounds"]
+    assert data["layout"]["kind"] == "contiguous"
+
+
+def test_to_dict_is_json(run):
+    for impl in (doubles.off_by_max, doubles.raises_on_long_rows, doubles.lse_float64):
+        data = json.loads(json.dumps(run(impl, budget=20).to_dict()))
+        assert data["status"] in {status.value for status in Status}
+
+
+def test_the_contract_switch_keeps_nan_and_pos_inf_out(run):
+    def refuses_non_finite(x):
+        if torch.isnan(x).any() or (x == float("inf")).any():
+            raise ValueError("non-finite input")
+        return doubles.lse_float64(x)
+
+    assert run(refuses_non_finite, contract="finite", budget=150).passed
+    assert run(refuses_non_finite, contract="strict", budget=150).status is Status.ERROR
+
+
+def test_a_database_keeps_the_failure(run, tmp_path):
+    database = tmp_path / "db"
+    result = run(doubles.off_by_max, database=database, checks=["bounds"])
+    assert result.check == "bounds"
+    assert any(database.rglob("*"))
+
+
+BAD_OPTIONS = {
+    "budget_zero": (dict(budget=0), "budget=0; expected an int >= 1."),
+    "seed_negative": (dict(seed=-1), "seed=-1; expected an int >= 0."),
+    "contract_unknown": (dict(contract="loose"), "contract='loose'; expected 'strict'"),
+    "check_unknown": (dict(checks=["agreemnt"]), "unknown 'agreemnt'; choose from output_contract"),
+    "profile_unknown": (dict(profile="fast"), "profile='fast'; expected one of lse-ci, lse-thorough, lse-gpu."),
+    "device_unknown": (dict(device="tpu"), "device='tpu'; expected 'cpu', 'cuda' or 'cuda:N'."),
+    "database_wrong_type": (dict(database=3), "database=3; expected a directory path"),
+    "max_elements_zero": (dict(max_elements=0), "max_elements=0; expected an int >= 1."),
+}
+
+
+@pytest.mark.parametrize("case", BAD_OPTIONS)
+def test_bad_options_raise_invalid_argument_naming_the_value(case):
+    options, text = BAD_OPTIONS[case]
+    with pytest.raises(fuzz.InvalidArgument) as info:
+        fuzz.check(doubles.lse_float64, **options)
+    assert text in str(info.value)
+
+
+def test_a_non_callable_impl_is_refused():
+    with pytest.raises(fuzz.InvalidArgument, match="impl=3 is not callable"):
+        fuzz.check(3)
+
+
+def test_replay_of_a_missing_file_is_refused(tmp_path):
+    with pytest.raises(fuzz.InvalidArgument, match="no such reproducer file"):
+        fuzz.replay(tmp_path / "missing.pt", doubles.lse_float64)
+
+
+def test_public_api_is_listed():
+    assert sorted(fuzz.__all__) == sorted(set(fuzz.__all__))
+    for name in fuzz.__all__:
+        assert hasattr(fuzz, name), name
+
+
+@pytest.mark.slow
+def test_speed_on_the_interpreter(run):
+    started = time.perf_counter()
+    result = run(reference.lse, budget=200, seed=0)
+    seconds = time.perf_counter() - started
+    assert result.passed, result.summary()
+    assert result.examples >= 200 and seconds <= 60, f"{result.examples} examples in {seconds:.1f} s"
+
+
+@pytest.mark.slow
+def test_huge_offsets_with_the_reference_kernel(run):
+    result = run(reference.lse, huge_offsets=True, budget=60, seed=1, max_elements=4096)
+    assert result.passed, result.summary()
+
+
+CRASHING_RUN = """
+import sys
+import fuzz
+from doubles import int32_index
+result = fuzz.check(int32_index.lse, huge_offsets=True, budget=100, seed=1, max_elements=4096,
+                    checks=["agreement"], reproducer_dir=sys.argv[1])
+print(result.status.value, result.check)
+"""
+
+
+def test_a_huge_offset_crash_leaves_the_input_that_caused_it(tmp_path):
+    # 32-bit index math wraps past 2**31 elements: the kernel reads far outside the input, which
+    # on a CPU usually kills the process. The runner saved the example before running it.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), str(Path(__file__).parent)])}
+    done = subprocess.run([sys.executable, "-c", CRASHING_RUN, str(tmp_path)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    if done.returncode == 0:  # the wild reads happened to land in mapped memory
+        assert done.stdout.split()[0] in {"failed", "error"}, done.stdout
+        return
+    pending = tmp_path / "lse-fuzz-pending-crash.pt"
+    assert pending.is_file(), done.stderr
+    example = load_reproducer(pending).example()
+    assert example.layout.is_huge

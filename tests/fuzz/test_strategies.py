@@ -1,0 +1,227 @@
+"""The strategies reach the inputs the issue lists, honour the contract and the size budget,
+build every row from its recipe, and shrink towards the smallest, mildest input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+from fuzz.layouts import Layout, LayoutKind
+from fuzz.strategies import (
+    DTYPES,
+    RECIPES,
+    Contract,
+    RowSpec,
+    dtypes,
+    layouts,
+    lse_inputs,
+    row_recipes,
+    row_values,
+    shapes,
+)
+from reference.errors import InvalidArgument
+
+FAST = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+SEARCH = settings(max_examples=2000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+
+@FAST
+@given(shapes(max_elements=4096, max_rows=100))
+def test_shapes_respect_the_budget(shape):
+    rows, cols = shape
+    assert 0 <= rows <= 100 and cols >= 0 and rows * cols <= 4096
+
+
+WANTED_SHAPES = {
+    "no_rows": lambda s: s[0] == 0,
+    "no_columns": lambda s: s[1] == 0,
+    "one_past_a_tile": lambda s: s[1] == 1025,
+    "far_past_a_tile": lambda s: s[1] > 16384,
+    "rows_not_a_multiple_of_4": lambda s: s[0] in (17, 33, 65) and s[1] > 1,
+    "prime_columns": lambda s: s[1] in (61, 509, 1021, 4093),
+}
+
+
+@pytest.mark.parametrize("name", WANTED_SHAPES)
+def test_shapes_reach_the_edges(name):
+    find(shapes(max_elements=2**16), WANTED_SHAPES[name], settings=SEARCH)
+
+
+def test_shapes_shrink_to_one_by_one():
+    assert find(shapes(), lambda s: True, settings=SEARCH) == (1, 1)
+
+
+@pytest.mark.parametrize("kind", [k for k in LayoutKind if k is not LayoutKind.HUGE_OFFSET])
+def test_layouts_reach_every_kind(kind):
+    find(layouts(), lambda layout: layout.kind is kind, settings=SEARCH)
+
+
+def test_huge_offsets_are_opt_in():
+    find(layouts(huge_offsets=True), lambda layout: layout.is_huge, settings=SEARCH)
+
+    @FAST
+    @given(layouts())
+    def never_huge(layout):
+        assert not layout.is_huge
+
+    never_huge()
+
+
+def test_dtypes_cover_four_and_shrink_to_float32():
+    assert set(DTYPES) == {torch.float32, torch.float16, torch.bfloat16, torch.float64}
+    assert find(dtypes(), lambda d: True, settings=SEARCH) == torch.float32
+
+
+@pytest.mark.parametrize("contract", ["finite", Contract.FINITE])
+def test_finite_contract_recipes_leave_out_nan_and_pos_inf(contract):
+    allowed = {name for name, recipe in RECIPES.items() if recipe.finite}
+    assert {"pos_inf", "pos_and_neg_inf", "nan"}.isdisjoint(allowed)
+    assert "all_neg_inf" in allowed and "leading_neg_inf" in allowed
+
+    @FAST
+    @given(row_recipes(contract=contract))
+    def only_finite(spec):
+        assert spec.recipe in allowed
+
+    only_finite()
+
+
+def _float64(spec: RowSpec, dtype=torch.float32, rows=3, cols=2000, seed=1) -> torch.Tensor:
+    return row_values([spec], rows, cols, dtype, seed).to(torch.float64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", RECIPES)
+def test_every_recipe_keeps_its_promise_at_every_level(name, dtype):
+    for level in range(8):
+        v = _float64(RowSpec(name, level), dtype)
+        assert v.shape == (3, 2000)
+        if RECIPES[name].finite:
+            assert not torch.isnan(v).any() and not (v == math.inf).any(), (name, level)
+
+
+finite_max = torch.finfo(torch.float32).max
+RECIPE_FACTS = {
+    "zeros": lambda v: (v == 0).all(),
+    "constant": lambda v: (v == v[:, :1]).all(),
+    "dominant": lambda v: ((v.amax(1, keepdim=True) - v) >= 1).sum(1).eq(v.shape[1] - 1).all(),
+    "far_below_zero": lambda v: (v.amax(1) < -10).all(),
+    "near_limit": lambda v: (v.abs() >= finite_max / 2).all(),
+    "near_exp_overflow": lambda v: ((v - 88.72).abs() < 10).float().mean() > 0.9,
+    "tiny": lambda v: (v.abs() < 1e-37).all() and (v != 0).any(),
+    "near_zero_result": lambda v: (torch.logsumexp(v, 1).abs() < 0.1).all(),
+    "all_neg_inf": lambda v: (v == -math.inf).all(),
+    "partly_neg_inf": lambda v: (v == -math.inf).any() and torch.isfinite(v).any(1).all(),
+    "leading_neg_inf": lambda v: (v[:, 0] == -math.inf).all() and torch.isfinite(v[:, -1]).all(),
+    "ascending": lambda v: (v.diff(dim=1) >= 0).all(),
+    "pos_inf": lambda v: (v == math.inf).any(1).all(),
+    "pos_and_neg_inf": lambda v: (v == math.inf).any(1).all(),
+    "nan": lambda v: torch.isnan(v).any(1).all(),
+}
+
+
+@pytest.mark.parametrize("name", RECIPE_FACTS)
+def test_recipes_build_what_they_say(name):
+    assert RECIPE_FACTS[name](_float64(RowSpec(name, 0))), name
+
+
+def test_leading_neg_inf_covers_whole_tiles():
+    seen = set()
+    for seed in range(20):
+        v = _float64(RowSpec("leading_neg_inf", 7), cols=5000, rows=8, seed=seed)
+        seen.update(int((row == -math.inf).sum()) for row in v)
+    assert any(count >= 1024 for count in seen) and any(count < 64 for count in seen)
+
+
+def test_tiny_reaches_subnormals_in_every_dtype():
+    for dtype in DTYPES:
+        v = row_values([RowSpec("tiny", 0)], 2, 50, dtype, 0)
+        assert (v.abs() < torch.finfo(dtype).tiny).all() and (v != 0).all()
+
+
+def test_signed_zeros_and_nan_payloads_vary():
+    zeros = row_values([RowSpec("zeros", 1)], 4, 64, torch.float32, 0)
+    assert (zeros.view(torch.int32) == -2**31).any() and (zeros.view(torch.int32) == 0).any()
+    nans = row_values([RowSpec("nan", 4)], 4, 64, torch.float32, 0)
+    payloads = nans.view(torch.int32)[torch.isnan(nans)].unique()
+    assert len(payloads) > 10
+
+
+def test_rows_cycle_through_the_specs_and_depend_only_on_the_seed():
+    specs = [RowSpec("zeros"), RowSpec("all_neg_inf")]
+    v = row_values(specs, 5, 3, torch.float32, 9)
+    assert (v[0::2] == 0).all() and (v[1::2] == -math.inf).all()
+    a, b, c = (row_values([RowSpec("small")], 3, 50, torch.float16, s) for s in (4, 4, 5))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+@FAST
+@given(lse_inputs(max_elements=4096))
+def test_inputs_hold_their_values_in_their_layout(example):
+    rows, cols = example.shape
+    assert example.x.shape == (rows, cols) and example.x.dtype == example.dtype
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[example.x.element_size()]
+    assert torch.equal(example.x.cpu().view(bits), example.values.view(bits))
+    assert len(example.recipes) == rows
+    assert example.describe().startswith(str(example.dtype).replace("torch.", ""))
+
+
+@FAST
+@given(lse_inputs(contract="finite", max_elements=4096))
+def test_finite_inputs_have_no_nan_or_pos_inf(example):
+    values = example.values.to(torch.float64)
+    assert not torch.isnan(values).any() and not (values == math.inf).any()
+
+
+def test_inputs_shrink_to_one_contiguous_float32_zero():
+    example = find(lse_inputs(max_elements=4096), lambda e: True, settings=SEARCH)
+    assert example.shape == (1, 1) and example.dtype == torch.float32
+    assert example.layout == Layout() and [str(s) for s in example.specs] == ["zeros"]
+
+
+def test_one_launch_carries_several_recipes():
+    example = find(lse_inputs(max_elements=256), lambda e: len(set(e.recipes)) >= 3, settings=SEARCH)
+    assert len(set(example.recipes)) == 3 and example.shape[0] == 3  # shrunk to one row per recipe
+
+
+def test_inputs_compose_with_user_strategies():
+    strategy = lse_inputs(dtype=st.just(torch.float16), shape=st.just((3, 7)),
+                          layout=st.just(Layout(LayoutKind.PADDED, pad=1)))
+
+    @FAST
+    @given(strategy)
+    def fixed(example):
+        assert example.dtype == torch.float16 and example.shape == (3, 7) and example.x.stride() == (8, 1)
+
+    fixed()
+
+
+BAD = {
+    "max_elements": (lambda: shapes(max_elements=0), "max_elements=0; expected an int >= 1."),
+    "max_rows": (lambda: shapes(max_rows=-2), "max_rows=-2; expected an int >= 1."),
+    "contract": (lambda: lse_inputs(contract="loose"), "contract='loose'; expected 'strict'"),
+    "recipe": (lambda: RowSpec("noise"), "recipe='noise' is unknown; use one of: zeros, small"),
+    "level": (lambda: RowSpec("zeros", 8), "level=8; expected 0 <= level < 8."),
+    "no_specs": (lambda: row_values([], 1, 1, torch.float32, 0), "specs=[]; expected at least one RowSpec."),
+    "int_dtype": (lambda: row_values([RowSpec("zeros")], 1, 1, torch.int32, 0), "dtype=torch.int32; expected one of"),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_arguments_raise_invalid_argument_with_the_value(case):
+    build, text = BAD[case]
+    with pytest.raises(InvalidArgument) as info:
+        build()
+    assert text in str(info.value)
+
+
+def test_values_never_round_to_an_unasked_infinity():
+    for dtype in (torch.float16, torch.bfloat16):
+        v = row_values([RowSpec("near_limit", 0)], 4, 1000, dtype, 3)
+        assert torch.isfinite(v).all()
+        assert np.isfinite(v.to(torch.float64).numpy()).all()

@@ -1,0 +1,157 @@
+"""The reports: Stryker JSON valid against the published schema (and a corrupted one is not),
+the Markdown summary, the score and the exit code. Built from hand-made results, no workers."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+
+import jsonschema
+import pytest
+
+from fuzz.checks import CHECKS
+from fuzz.mutation import CellResult, GateResult, MutantResult, MutantStatus, MutationReport, RawOutcome, classify
+from fuzz.mutation_report import SCHEMA_PATH, markdown_summary, rich_tables, schema, stryker_report, validate_report
+from mutants import MUTANTS
+
+RECORDS = {
+    MutantStatus.KILLED: {"outcome": "failed", "check": "agreement", "examples": 12, "seconds": 1.5, "stage": "fuzz",
+                          "message": "check 'agreement' failed: row 0 differs\n  replay:   python -m fuzz replay x.pt",
+                          "counterexample": {"description": "float32 (1, 3) contiguous on cpu; rows: 1 x zeros"}},
+    MutantStatus.SURVIVED: {"outcome": "passed", "examples": 200, "seconds": 20.0, "stage": "fuzz"},
+    MutantStatus.COMPILE_ERROR: {"outcome": "raised", "examples": 1, "seconds": 0.1, "message": "InterpreterError",
+                                 "exception": [{"type": "triton.runtime.errors.InterpreterError",
+                                                "mro": ["triton.runtime.errors.InterpreterError"]}]},
+}
+
+
+def _cell(status: MutantStatus, checks=()) -> CellResult:
+    if status is MutantStatus.TIMEOUT:
+        raw = RawOutcome(timed_out=True, timeout=30.0)
+    elif status is MutantStatus.RUNTIME_ERROR:
+        raw = RawOutcome(returncode=-11, stderr="Fatal Python error: Segmentation fault")
+    else:
+        raw = RawOutcome(result=dict(RECORDS[status], cell=0))
+    got, reason = classify(raw)
+    assert got is status
+    return CellResult(tuple(checks), got, reason, raw, wall_seconds=3.0)
+
+
+def _report(statuses, *, matrix=False) -> MutationReport:
+    results = []
+    for mutant, status in zip(MUTANTS.values(), statuses):
+        cell = _cell(status)
+        by_check = None
+        if matrix:
+            by_check = {name: _cell(status if name == mutant.expected_check else MutantStatus.SURVIVED, (name,))
+                        for name in CHECKS}
+        results.append(MutantResult(mutant, status, cell.reason, cell, matrix=by_check))
+    gate = [GateResult("reference.lse", "reference:lse", "pass", _cell(MutantStatus.SURVIVED)),
+            GateResult("reference.lse + 1", "fuzz.mutation_gate:lse_plus_one", "fail", _cell(MutantStatus.KILLED))]
+    config = {"budget": 200, "seed": 0, "device": "cpu", "contract": "strict", "jobs": 2, "matrix": matrix}
+    return MutationReport(results=results, gate=gate, config=config, baseline_seconds=20.0, timeout_seconds=60.0,
+                          gate_seconds=25.0, mutation_seconds=70.0, setup_seconds=0.5, matrix=matrix)
+
+
+ALL_STATUSES = [MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR,
+                MutantStatus.COMPILE_ERROR, MutantStatus.KILLED]
+
+
+def test_the_schema_is_the_published_one():
+    data = schema()
+    assert data["$id"] == "http://stryker-mutator.io/report.schema.json"
+    assert data["properties"]["files"]["additionalProperties"]["properties"]["mutants"]["items"]["properties"][
+        "status"]["enum"] == ["Killed", "Survived", "NoCoverage", "CompileError", "RuntimeError", "Timeout",
+                              "Ignored", "Pending"]
+    assert SCHEMA_PATH.name == "mutation-testing-report-schema.json"
+
+
+@pytest.mark.parametrize("matrix", [False, True], ids=["plain", "matrix"])
+def test_the_json_report_is_valid_against_the_schema(matrix):
+    data = stryker_report(_report(ALL_STATUSES, matrix=matrix))
+    validate_report(json.loads(json.dumps(data)))  # what a file holds, not Python objects
+    first = next(iter(data["files"].values()))
+    mutant = first["mutants"][0]
+    assert mutant["mutatorName"] == MUTANTS["no_max_added"].pitfall
+    killed_by = [MUTANTS["no_max_added"].expected_check] if matrix else ["agreement"]
+    assert mutant["killedBy"] == killed_by and mutant["status"] == "Killed"
+    assert "row 0 differs" in mutant["statusReason"]
+    assert first["source"] == MUTANTS["no_max_added"].source_text
+    assert list(data["files"])[0] == "mutants/no_max_added.py"
+    assert {t["id"] for t in data["testFiles"]["fuzz/checks.py"]["tests"]} == set(CHECKS)
+
+
+def test_the_bug_location_is_the_line_after_the_marker():
+    data = stryker_report(_report([MutantStatus.KILLED]))
+    location = data["files"]["mutants/no_max_added.py"]["mutants"][0]["location"]
+    line = MUTANTS["no_max_added"].source_text.splitlines()[location["start"]["line"] - 1]
+    assert "tl.log(row_sum)" in line
+
+
+CORRUPTIONS = [
+    ("unknown status", lambda d: _first_mutant(d).__setitem__("status", "Dead")),
+    ("no files", lambda d: d.pop("files")),
+    ("line 0", lambda d: _first_mutant(d)["location"]["start"].__setitem__("line", 0)),
+    ("killedBy not a list", lambda d: _first_mutant(d).__setitem__("killedBy", "agreement")),
+    ("threshold above 100", lambda d: d["thresholds"].__setitem__("high", 101)),
+    ("schema version 3", lambda d: d.__setitem__("schemaVersion", "3")),
+    ("mutant without id", lambda d: _first_mutant(d).pop("id")),
+    ("file without source", lambda d: next(iter(d["files"].values())).pop("source")),
+]
+
+
+def _first_mutant(data: dict) -> dict:
+    return next(iter(data["files"].values()))["mutants"][0]
+
+
+@pytest.mark.parametrize("corrupt", [c[1] for c in CORRUPTIONS], ids=[c[0] for c in CORRUPTIONS])
+def test_a_corrupted_report_is_rejected(corrupt):
+    data = copy.deepcopy(stryker_report(_report(ALL_STATUSES)))
+    corrupt(data)
+    with pytest.raises(jsonschema.ValidationError):
+        validate_report(data)
+
+
+def test_score_is_detected_over_valid_and_the_exit_code_wants_every_mutant_killed():
+    report = _report(ALL_STATUSES)
+    # Killed x2 + Timeout detected; Survived undetected; RuntimeError and CompileError not valid.
+    assert (report.detected, report.valid) == (3, 4)
+    assert report.score == pytest.approx(75.0)
+    assert report.exit_code == 1
+    assert _report([MutantStatus.KILLED] * 3).exit_code == 0
+    assert _report([MutantStatus.KILLED, MutantStatus.TIMEOUT]).exit_code == 1  # detected, but not killed
+    assert _report([MutantStatus.COMPILE_ERROR]).score is None
+
+
+def test_the_markdown_summary_is_a_pull_request_comment():
+    text = markdown_summary(_report(ALL_STATUSES))
+    assert text.startswith("## ❌ LSE mutation analysis: score 75.0%")
+    assert "| `no_max_added` |" in text and "| Killed | `agreement` |" in text
+    assert "detected = Killed + Timeout" in text
+    assert "<summary><code>masked_lanes_zero</code>: Survived</summary>" in text
+    assert "SIGSEGV" in text  # the reason of the crashed one
+    assert "### Kill matrix" not in text
+
+
+def test_the_markdown_matrix_shows_weight_and_single_check_mutants():
+    text = markdown_summary(_report([MutantStatus.KILLED] * 3, matrix=True))
+    assert "### Kill matrix" in text and "| **mutants killed** |" in text
+    only = MUTANTS["no_max_added"].expected_check
+    assert f"Caught by a single check: `no_max_added` (only `{only}`)" in text
+
+
+def test_the_terminal_tables_render():
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=200)
+    for table in rich_tables(_report(ALL_STATUSES, matrix=True)):
+        console.print(table)
+    out = console.file.getvalue()
+    assert "Kill matrix" in out and "no_max_added" in out and "Survived" in out
+
+
+def test_write_puts_both_reports_in_the_directory(tmp_path):
+    paths = _report(ALL_STATUSES).write(tmp_path / "out")
+    validate_report(json.loads(paths["json"].read_text()))
+    assert paths["markdown"].read_text().startswith("## ")

@@ -1,0 +1,206 @@
+"""reference.lse, the correct Triton kernel, against the oracle across its whole contract."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import reference
+from reference import InvalidArgument, compare, lse
+from reference._launch import LaunchConfig, _align, launch_config, needs_int64
+from reference._lse_kernel import _launch
+
+INF, NAN = math.inf, math.nan
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+
+def _assert_agrees(x: torch.Tensor, got: torch.Tensor) -> None:
+    comparison = compare(x, got)
+    row = comparison.first_mismatch()
+    assert row is None, (
+        f"row {row}: expected {comparison.expected[row].item()!r}, got {comparison.got[row].item()!r}, "
+        f"bound {comparison.bound[row].item():.3g}; {comparison.mismatches} rows differ"
+    )
+
+
+@st.composite
+def inputs(draw):
+    """Shapes, dtypes, layouts and row contents that break kernels (a compact, local menu)."""
+    m = draw(st.sampled_from([1, 2, 3, 5, 17, 64, 129]))
+    n = draw(st.sampled_from([1, 2, 3, 7, 31, 32, 33, 127, 128, 129, 1000, 4097, 16385, 20000]))
+    dtype = draw(st.sampled_from(DTYPES))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**20)))
+    scale = draw(st.sampled_from([1e-3, 1.0, 20.0, 1e4]))
+    offset = draw(st.sampled_from([0.0, -200.0, 95.0, 1e4]))
+    values = torch.randn(m, n, generator=gen, dtype=torch.float64) * scale + offset
+    for row in range(m):
+        kind = draw(st.sampled_from(["plain", "-inf", "some -inf", "+inf", "nan", "ascending", "dominant"]))
+        if kind == "-inf":
+            values[row] = -INF
+        elif kind == "some -inf":
+            values[row, : draw(st.integers(0, n))] = -INF
+        elif kind == "+inf":
+            values[row, draw(st.integers(0, n - 1))] = INF
+        elif kind == "nan":
+            values[row, draw(st.integers(0, n - 1))] = NAN
+        elif kind == "ascending":
+            values[row] = torch.linspace(-50, 50, n, dtype=torch.float64)
+        elif kind == "dominant":
+            values[row] = -60.0
+            values[row, draw(st.integers(0, n - 1))] = 0.0
+    values = values.to(dtype)
+    layout = draw(st.sampled_from(["contiguous", "transposed", "padded", "column step", "offset"]))
+    if layout == "transposed":
+        return values.t().contiguous().t()
+    if layout == "padded":
+        base = torch.full((m, n + 5), NAN, dtype=dtype)
+        base[:, :n] = values
+        return base[:, :n]
+    if layout == "column step":
+        base = torch.full((m, 2 * n), NAN, dtype=dtype)
+        base[:, ::2] = values
+        return base[:, ::2]
+    if layout == "offset":
+        base = torch.full((m * n + 3,), NAN, dtype=dtype)
+        view = base[3:].view(m, n)
+        view.copy_(values)
+        return view
+    return values
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(x=inputs())
+def test_agrees_with_the_oracle(x):
+    before = x.clone()
+    got = lse(x)
+    assert got.shape == (x.shape[0],) and got.device == x.device
+    assert got.dtype == (torch.float64 if x.dtype == torch.float64 else torch.float32)
+    _assert_agrees(x, got)
+    assert torch.equal(x.view(torch.uint8) if x.is_contiguous() else x.contiguous().view(torch.uint8),
+                       before.contiguous().view(torch.uint8))
+
+
+def _config(x, *, block_m, block_n, splits, int64=False, prefetch=False):
+    rows, cols = x.shape
+    cols_per_split = math.ceil(math.ceil(cols / block_n) / splits) * block_n
+    return LaunchConfig(
+        block_m=block_m, block_n=block_n, splits=math.ceil(cols / cols_per_split),
+        cols_per_split=cols_per_split, num_warps=4, num_stages=1, int64=int64,
+        row_align=_align(x.stride(0)), col_align=_align(math.gcd(cols, cols_per_split)),
+        row_blocks=math.ceil(rows / block_m), prefetch=prefetch,
+    )
+
+
+@pytest.mark.parametrize("splits", [1, 2, 3, 7], ids=lambda s: f"splits={s}")
+@pytest.mark.parametrize("int64", [False, True], ids=["int32", "int64"])
+@pytest.mark.parametrize("prefetch", [False, True], ids=["plain", "prefetch"])
+def test_gpu_paths_split_rows_and_loop_tiles(splits, int64, prefetch):
+    """The GPU policy's paths (many loop iterations, split rows + combine) run here with small tiles."""
+    torch.manual_seed(splits)
+    x = torch.randn(7, 1000) * 30
+    x[0] = -INF
+    x[1, :700] = -INF  # whole tiles, and whole splits, of -inf before the first finite value
+    x[2, 999] = INF
+    x[3, 5] = NAN
+    x[4] = torch.linspace(-300, 300, 1000)  # the max keeps growing: every tile rescales
+    got = _launch(x, _config(x, block_m=2, block_n=64, splits=splits, int64=int64, prefetch=prefetch), torch.float32)
+    _assert_agrees(x, got)
+
+
+def test_edge_rows():
+    x = torch.tensor([[-INF, -INF, -INF], [INF, -INF, 1.0], [NAN, INF, 1.0], [NAN, -INF, -INF],
+                      [1.0, 2.0, 3.0], [INF, INF, 0.0]])
+    torch.testing.assert_close(lse(x), torch.logsumexp(x, dim=1), equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (4, 0), (0, 0)])
+def test_empty_inputs(shape):
+    got = lse(torch.empty(shape))
+    assert got.shape == (shape[0],) and got.dtype == torch.float32
+    assert (got == -INF).all()
+
+
+def test_output_is_a_new_tensor():
+    x = torch.randn(4, 4)
+    got = lse(x)
+    assert got.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (torch.zeros(3), "x.shape=(3,); expected a 2-D (M, N) tensor"),
+        (torch.zeros(2, 2, dtype=torch.int64), "x.dtype=torch.int64; supported dtypes are"),
+        ("not a tensor", "x=str object"),
+    ],
+    ids=["1-D", "int64", "str"],
+)
+def test_bad_input(bad, message):
+    with pytest.raises(InvalidArgument) as info:
+        lse(bad)
+    assert message in str(info.value)
+
+
+def test_launch_policy_on_a_gpu():
+    """What the H200 measurements chose (bench/results/): multi-row tiles, 4096-wide loops, splits."""
+    def cfg(shape, dtype=torch.float32):
+        return launch_config(torch.empty(shape, dtype=dtype, device="meta"), interpreter=False, multiprocessors=132)
+
+    short = cfg((1048576, 128))
+    assert (short.block_m, short.block_n, short.splits) == (32, 128, 1)
+    assert cfg((131072, 1000), torch.bfloat16).block_m == 8
+    assert cfg((1024, 131072)).splits == 1
+    few_long = cfg((256, 1048576))
+    assert few_long.splits == 2 and few_long.cols_per_split * few_long.splits >= 1048576
+    assert not cfg((8, 8)).int64
+
+
+def test_int64_is_chosen_from_the_largest_offset():
+    def view(shape, strides):
+        return torch.empty_strided(shape, strides, device="meta")
+
+    assert not needs_int64(view((3, 4), (2**29, 1)))
+    assert needs_int64(view((3, 4), (2**30, 1)))
+    assert needs_int64(view((4, 3), (1, 2**30)))
+
+
+HUGE_OFFSET_SCRIPT = textwrap.dedent(
+    """
+    import torch, reference
+    # Lazily allocated: torch.empty touches no memory until the view's few elements are written.
+    base = torch.empty(2**32 + 2**20, dtype=torch.float16)
+    x = base.as_strided((3, 100), (2**30 + 8, 1), storage_offset=2**31)
+    x.copy_(torch.randn(3, 100) * 5)
+    ok = reference.compare(x, reference.lse(x)).ok
+    print("OK" if ok else "MISMATCH")
+    """
+)
+
+
+def test_huge_row_offsets_use_64_bit_index_math():
+    """Row 2 starts 2**31 + 16 elements past row 0: 32-bit index math would wrap (run isolated)."""
+    proc = subprocess.run([sys.executable, "-c", HUGE_OFFSET_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "OK"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_long_rows(dtype):
+    x = (torch.randn(3, 300_000) * 10).to(dtype)
+    x[1, :200_000] = -INF
+    _assert_agrees(x, lse(x))
+
+
+@pytest.mark.gpu
+def test_cuda_matches_cpu_oracle():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    x = torch.randn(4096, 5000, device="cuda")
+    _assert_agrees(x, lse(x))
