@@ -11,6 +11,9 @@ Steps:
    through the mutants' launcher, ``mutants._launch.unmutated_lse``): both must pass. It runs
    against a deliberately broken double (``fuzz.mutation_gate:lse_plus_one``): it must be caught.
    Otherwise the suite cannot tell right from wrong and no mutant is scored (:class:`GateFailure`).
+   The gate uses the mutants' budget, seed and checks: Hypothesis then draws the same examples
+   for a mutant as for the correct kernel up to the mutant's first failure, so every example a
+   mutant failed on (before shrinking) is one the unmutated kernel passed.
 2. Each mutant runs in its own worker process (``python -m fuzz.mutation_worker``), which runs
    ``fuzz.check`` on it and then the huge-offset probe (:data:`HUGE_OFFSET_PROBES`), and writes
    one JSON line per result. A worker that runs past ``max(timeout_factor * baseline_seconds,
@@ -56,7 +59,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from reference.errors import InvalidArgument
@@ -505,7 +508,8 @@ class _Runner:
             attempt += 1
             out = self.settings.work_dir / f"{job.key}.{attempt}.jsonl"
             err = self.settings.work_dir / f"{job.key}.{attempt}.stderr"
-            records, returncode, timed_out, stopped_at = self._run_worker(job, job.cells[start:], out, err, cell_timeout)
+            records, returncode, timed_out, stopped_at = self._run_worker(
+                job, job.cells[start:], out, err, cell_timeout)
             for record, wall in records:
                 index = start + int(record["cell"])
                 raw = RawOutcome(result=record, returncode=None, timeout=cell_timeout)
@@ -686,7 +690,8 @@ def run_mutation_analysis(
         gate_jobs += [(label, _absolute_target(target), "fail") for label, target in gate_broken]
         gate_timeout = max(timeout_floor, 600.0)
         jobs_list = [_Job(f"gate{i}", target, (suite,)) for i, (_, target, _) in enumerate(gate_jobs)]
-        cells = _run_all(runner, jobs_list, gate_timeout, jobs, lambda done, total: progress and progress("gate", done, total))
+        cells = _run_all(runner, jobs_list, gate_timeout, jobs,
+                         lambda done, total: progress and progress("gate", done, total))
         gate = [GateResult(label, target, must, cells[i][0]) for i, (label, target, must) in enumerate(gate_jobs)]
         gate_seconds = time.perf_counter() - gate_started
         if not all(entry.ok for entry in gate):

@@ -87,7 +87,8 @@ def launch(x: torch.Tensor, kernel=_lse_kernel, combine_kernel=_lse_combine_kern
     return run_kernels(x, launch_config(x), kernel, combine_kernel)
 
 
-def run_kernels(x: torch.Tensor, cfg: LaunchConfig, kernel=_lse_kernel, combine_kernel=_lse_combine_kernel) -> torch.Tensor:
+def run_kernels(x: torch.Tensor, cfg: LaunchConfig, kernel=_lse_kernel,
+                combine_kernel=_lse_combine_kernel) -> torch.Tensor:
     """Allocate the output (and partials), launch ``kernel`` and, for split rows, ``combine_kernel``."""
     rows, cols = x.shape
     out = torch.empty(rows, dtype=output_dtype(x), device=x.device)

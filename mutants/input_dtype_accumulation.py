@@ -14,8 +14,9 @@ Documented: Micikevicius et al. (2018), "Mixed Precision Training", ICLR (accumu
 products and sums into float32); Blanchard, Higham and Higham (2021), section 3 (the sum's rounding
 error enters the result directly).
 
-Killed by: ``agreement`` on float16 and bfloat16 inputs with two or more columns; the metamorphic
-checks compare the kernel with itself, where the rounding is consistent, and rarely see it.
+Killed by: ``agreement`` on float16 and bfloat16 inputs with two or more columns;
+``shift_invariance``, ``permutation_invariance`` and ``fresh_values`` catch it too (the rounding
+error of the sum differs between the two inputs of a pair by more than the float32 tolerance).
 
 Minimal input: ``[[0.0, -0.5]]`` in float16 -> expected log(1 + e^-0.5) = 0.474077, got
 0.474024 (the sum 1.606531 rounded to the float16 1.606445).

@@ -13,7 +13,8 @@ that it does not affect the max"); V. Guerra, "Triton: Row-Wise LogSumExp", pitf
 lanes with 0.0").
 
 Killed by: ``agreement`` (first to fire); also ``bounds`` for rows below zero (the result exceeds
-max + log N) and ``permutation_invariance``/``row_independence`` only by accident.
+max + log N), and ``shift_invariance`` and ``fresh_values`` (a masked lane adds exp(0 - m), which
+does not move with the row's values).
 
 Minimal input: ``[[0.0, 0.0, 0.0]]`` (N = 3: a 4-wide tile with one masked lane) -> expected
 log 3 = 1.0986, got log 4 = 1.3863.

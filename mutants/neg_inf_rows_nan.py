@@ -12,8 +12,10 @@ Documented: rmcgibbo/logsumexp#2 ("logsumexp([-np.inf, -np.inf]) is nan");
 tensorflow/tensorflow#11692 (reduce_logsumexp of -inf); pytorch/pytorch#41508 (NaN from fully
 masked attention rows) and pytorch/pytorch#131060 (_safe_softmax).
 
-Killed by: ``agreement`` (rows of recipes all_neg_inf, leading_neg_inf, pos_inf); the other
-checks compare the kernel with itself or look at finite rows only.
+Killed by: ``agreement`` (rows of recipes all_neg_inf, leading_neg_inf, pos_inf). ``bounds``,
+``shift_invariance``, ``permutation_invariance`` and ``fresh_values`` catch it too, through rows
+whose first tile is all -inf and whose later tiles are finite: the NaN from the first tile poisons
+the running sum, and a finite answer comes out NaN.
 
 Minimal input: ``[[-inf]]`` -> expected -inf, got NaN.
 """

@@ -26,7 +26,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "mutants",
         help="mutation analysis: run the suite against every planted-bug kernel in mutants/",
-        description=__doc__.split("\n\n")[0],
+        description="Mutation analysis: gate the fuzz suite (the correct kernel must pass, a broken one must "
+                    "fail), then run it against every planted-bug kernel in mutants/, one worker process each.",
         epilog="Exit codes: 0 all killed, 1 a mutant not killed, 2 gate failure or bad arguments. Score = "
                "detected / valid (Stryker): detected = Killed + Timeout; CompileError and RuntimeError are not valid.",
     )
@@ -34,15 +35,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                         help=f"worker processes at once (default: the CPU count, {os.cpu_count()})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
-                        help=f"examples per mutant (default {DEFAULT_BUDGET}; a killed mutant stops at its first failure)")
+                        help=f"examples per mutant (default {DEFAULT_BUDGET}; a killed mutant stops at its first "
+                             "failure)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the example generator (default 0)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--contract", choices=("strict", "finite"), default="strict",
                         help="strict: NaN and +inf inputs included (default); finite: left out")
     parser.add_argument("--timeout-factor", type=float, default=DEFAULT_TIMEOUT_FACTOR, metavar="K",
-                        help=f"a mutant is killed after max(K * baseline, floor) seconds (default K={DEFAULT_TIMEOUT_FACTOR:g})")
+                        help="a mutant is killed after max(K * baseline, floor) seconds "
+                             f"(default K={DEFAULT_TIMEOUT_FACTOR:g})")
     parser.add_argument("--timeout-floor", type=float, default=DEFAULT_TIMEOUT_FLOOR, metavar="SECONDS",
-                        help=f"(default {DEFAULT_TIMEOUT_FLOOR:g})")
+                        help=f"the least seconds a mutant gets (default {DEFAULT_TIMEOUT_FLOOR:g})")
     parser.add_argument("--checks", default=None, metavar="NAMES",
                         help="comma-separated checks of the suite (default: all; the gate uses the same)")
     parser.add_argument("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")

@@ -39,7 +39,9 @@ def test_planted_doubles_are_classified_and_reported(tmp_path):
     # One analysis for all of them (the gate and the worker start-ups are the expensive part).
     chosen = [planted(name) for name in PLANTED_STATUS] + [MUTANTS["no_max_added"]]
     started = time.monotonic()
-    report = run_mutation_analysis(chosen, jobs=2, budget=BUDGET, seed=0, timeout_factor=1.0,
+    # The equivalent mutant runs the whole budget, like the gate's baseline: twice the baseline
+    # leaves room for a busy machine; the hang costs max(2 * baseline, 20 s).
+    report = run_mutation_analysis(chosen, jobs=2, budget=BUDGET, seed=0, timeout_factor=2.0,
                                    timeout_floor=20.0, out_dir=tmp_path)
     seconds = time.monotonic() - started
     results = {r.name: r for r in report.results}
@@ -67,7 +69,7 @@ def test_planted_doubles_are_classified_and_reported(tmp_path):
     assert report.score == pytest.approx(200 / 3)
     assert report.exit_code == 1
     assert all(g.ok for g in report.gate) and len(report.gate) == 3
-    assert report.timeout_seconds == pytest.approx(max(report.baseline_seconds, 20.0))
+    assert report.timeout_seconds == pytest.approx(max(2 * report.baseline_seconds, 20.0))
     # In parallel: one after the other, the workers would take at least the sum of their times.
     assert seconds < report.gate_seconds + sum(r.wall_seconds for r in report.results)
 
@@ -150,9 +152,9 @@ def test_cli_gate_failure_exits_2_with_the_gate_report(monkeypatch, capsys):
         raise GateFailure(gate)
 
     monkeypatch.setattr("fuzz.mutation.run_mutation_analysis", fail)
-    args = SimpleNamespace(list=False, names=[], jobs=1, budget=1, seed=0, contract="strict",
-                           timeout_factor=1.0, timeout_floor=1.0, matrix=False, checks=None, out_dir=".", huge_probe=True,
-                           show_progress=False)
+    args = SimpleNamespace(list=False, names=[], jobs=1, budget=1, seed=0, device=None, contract="strict",
+                           timeout_factor=1.0, timeout_floor=1.0, matrix=False, checks=None, out_dir=".",
+                           huge_probe=True, show_progress=False)
     assert command.run(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("lse-fuzz: error: the fuzz suite failed the gate, so no mutant was scored:")

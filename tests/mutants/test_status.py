@@ -76,7 +76,8 @@ def test_an_unknown_worker_outcome_is_an_internal_error():
 
 
 def test_stderr_tail_goes_into_the_reason_of_a_crash():
-    status, text = classify(RawOutcome(returncode=-signal.SIGSEGV, stderr="a\nFatal Python error: Segmentation fault\n"))
+    raw = RawOutcome(returncode=-signal.SIGSEGV, stderr="a\nFatal Python error: Segmentation fault\n")
+    status, text = classify(raw)
     assert status is MutantStatus.RUNTIME_ERROR and "Fatal Python error: Segmentation fault" in text
 
 
