@@ -87,7 +87,10 @@ class Layout:
         else:
             strides = (cols + self.pad, 1)
         offset = self.offset
-        if kind is LayoutKind.HUGE_OFFSET and rows <= 1:
+        if kind is LayoutKind.HUGE_OFFSET:
+            # The view starts 2**31 elements into its storage, so a row offset that wraps in 32-bit
+            # math (to true - 2**32, at least -2**31) still lands inside the allocation: the buggy
+            # kernel reads untouched pages (zeros) and fails a check instead of crashing.
             offset = max(offset, HUGE_OFFSET)
         if rows == 0 or cols == 0:
             return strides, offset, offset

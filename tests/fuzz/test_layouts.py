@@ -97,3 +97,26 @@ def test_bad_layouts_raise_invalid_argument_with_the_value(case):
     with pytest.raises(InvalidArgument) as info:
         build()
     assert text in str(info.value)
+
+
+_WRAP_SCRIPT = """
+import sys
+sys.path.insert(0, {doubles!r})
+import fuzz
+from doubles import int32_index
+result = fuzz.check(int32_index.lse, budget=120, seed=0, huge_offsets=True, checks=["agreement"],
+                    reproducer_dir={out!r})
+print(result.status.value, result.check)
+"""
+
+
+def test_huge_offsets_catch_32_bit_index_math_without_crashing(tmp_path):
+    """A wrapped 32-bit row offset lands inside the (lazily allocated) storage: a check fails."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = _WRAP_SCRIPT.format(doubles=str(Path(__file__).parent), out=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["failed", "agreement"]
