@@ -76,6 +76,7 @@ __all__ = [
     "LoadFailed",
     "Noise",
     "Outcome",
+    "RestartingImpl",
     "WorkerLost",
     "classify",
     "describe_exit",
@@ -913,3 +914,35 @@ def load_input(path: Path | str, device: str | torch.device | None = None) -> tu
     x.copy_(values.to(device))
     meta = {k: v for k, v in data.items() if k != "values"}
     return x, meta
+
+
+class RestartingImpl:
+    """An :class:`IsolatedImpl` that starts a new worker when the last one was lost.
+
+    For test suites (``pytest --lse-isolate``): a crash or hang fails the test that caused it,
+    and the next test gets a fresh worker instead of the same :class:`WorkerLost` again.
+    """
+
+    def __init__(self, target: str, **options) -> None:
+        self.target = target
+        self._options = options
+        self._impl: IsolatedImpl | None = None
+
+    def start(self) -> RestartingImpl:
+        if self._impl is None or self._impl.lost is not None:
+            self.close()
+            self._impl = IsolatedImpl(self.target, **self._options).start()
+        return self
+
+    def __call__(self, x: torch.Tensor) -> object:
+        self.start()
+        assert self._impl is not None
+        return self._impl(x)
+
+    def close(self) -> None:
+        if self._impl is not None:
+            self._impl.close()
+            self._impl = None
+
+    def __repr__(self) -> str:
+        return f"RestartingImpl({self.target!r})"

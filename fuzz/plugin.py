@@ -29,6 +29,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--lse-device", default=None, help="cpu or cuda (default: cuda when available)")
     group.addoption("--lse-database", metavar="DIR", default=None,
                     help="keep failing examples in this Hypothesis database directory")
+    group.addoption("--lse-isolate", action="store_true", default=False,
+                    help="run the implementation in a worker process: a crash or hang fails a test "
+                         "instead of ending the pytest run")
     group.addoption("--lse-reproducers", metavar="DIR", default=".lse-fuzz",
                     help="where reproducer files of failures are written")
 
@@ -39,16 +42,26 @@ _IMPL = pytest.StashKey[object]()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "lse_fuzz: runs the fuzz checks against --lse-impl (default reference.lse)")
     target = config.getoption("lse_impl", default=None)
-    if target is not None:
+    isolate = config.getoption("lse_isolate", default=False)
+    if target is not None or isolate:
         # Loaded here, not in the fixture, so a bad target stops the run with one usage line.
         from reference.errors import InvalidArgument
 
-        from ._target import load_target
-
         try:
-            config.stash[_IMPL] = load_target(target)
+            if isolate:
+                from .isolation import RestartingImpl
+                from .runner import _device_option
+
+                device = str(_device_option(config.getoption("lse_device")))
+                impl = RestartingImpl(target or "reference:lse", device=device).start()
+                config.add_cleanup(impl.close)
+            else:
+                from ._target import load_target
+
+                impl = load_target(target)
         except InvalidArgument as exc:
             raise pytest.UsageError(f"--lse-impl: {exc}") from None
+        config.stash[_IMPL] = impl
 
 
 def pytest_report_header(config: pytest.Config) -> str:

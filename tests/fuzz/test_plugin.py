@@ -72,6 +72,31 @@ def test_a_file_target_is_fuzzed_and_its_failure_explained(tmp_path):
     assert f"--impl {tmp_path / 'broken_lse.py'}:lse" in done.stdout
 
 
+SEGFAULT = """
+import ctypes
+
+def lse(x):
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+"""
+
+
+def test_isolate_turns_a_crash_into_failed_tests(tmp_path):
+    """Without --lse-isolate a segfault ends the pytest run; with it each test fails on its own,
+    the second one in a fresh worker."""
+    (tmp_path / "crash_lse.py").write_text(SEGFAULT)
+    done = pytest_run(tmp_path, "--lse-isolate", "--lse-impl", f"{tmp_path / 'crash_lse.py'}:lse")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 failed" in done.stdout
+    assert done.stdout.count("WorkerLost") >= 2
+    assert "segmentation fault" in done.stdout.lower() or "SIGSEGV" in done.stdout
+
+
+def test_isolate_passes_a_correct_implementation(tmp_path):
+    done = pytest_run(tmp_path, "--lse-isolate", "--lse-impl", "doubles:lse_float64")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+
+
 def test_a_module_target_and_the_header(tmp_path):
     done = pytest_run(tmp_path, "-v", "--lse-impl", "doubles:off_by_max", "--lse-contract", "finite")
     assert done.returncode == 1
