@@ -206,11 +206,13 @@ def test_the_same_seed_gives_the_same_verdicts_and_counterexamples(tmp_path):
 def test_an_interrupted_batch_leaves_a_valid_report_and_resumes(tmp_path):
     batch_dir = copy_candidates(tmp_path / "batch", {"a": "wrong_type", "b": "hang", "c": "wrong_shape"})
     out = tmp_path / "out"
-    # b hangs until its 12 s call timeout: a wide window for the interrupt on a loaded machine.
-    options = ["--budget", "10", "--max-elements", "1024", "--call-timeout", "12", "-j", "1", "--out", str(out)]
+    options = ["--budget", "10", "--max-elements", "1024", "--call-timeout", "4", "-j", "1", "--out", str(out)]
     argv = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), *options]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell starts background jobs with SIGINT ignored, and Python keeps an inherited SIG_IGN
+    # (no KeyboardInterrupt then): give the child the default disposition, as a terminal would.
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         report = out / "grade.jsonl"
