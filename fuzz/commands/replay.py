@@ -30,9 +30,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.file.is_file():
         raise InvalidArgument(f"file={str(args.file)!r} does not exist; pass the path printed after 'replay:'.")
-    target = args.impl if ":" in args.impl.replace("\\", "/").rsplit("/", 1)[-1] else f"{args.impl}:lse"
-
     import fuzz
+    from fuzz.isolation import resolve_target
+
+    target = resolve_target(args.impl)  # the function defaults to lse, as for check and grade
 
     impl = fuzz.load_target(target)
     result = fuzz.replay(args.file, impl, device=args.device, target=target)
