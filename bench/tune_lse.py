@@ -40,7 +40,7 @@ def configs(x, sms):
             splits = min(tiles, math.ceil(waves * sms / row_blocks))
         per_split = math.ceil(tiles / splits) * block_n
         splits = math.ceil(cols / per_split)
-        yield (LaunchConfig(block_m, block_n, splits, per_split, warps, stages, needs_int64(x), _align(x.stride(0)), _align(math.gcd(cols, per_split)), row_blocks), stages)
+        yield (LaunchConfig(block_m, block_n, splits, per_split, warps, stages, needs_int64(x), _align(x.stride(0), x.element_size()), _align(math.gcd(cols, per_split), x.element_size()), row_blocks), stages)
 
 
 def variants(x, sms):

@@ -225,8 +225,12 @@ class Context:
         """
         if self._comparison is None:
             out = _rows_of(check, self.out, self.example.shape[0])
-            self._comparison = compare(self.example.values, out)
+            self._comparison = compare(self.on_device(self.example.values), out)
         return self._comparison
+
+    def on_device(self, values: torch.Tensor) -> torch.Tensor:
+        """``values`` where the input lives, so the float64 oracle runs on the GPU when there is one."""
+        return values.to(self.example.x.device)
 
     def rng(self, check: str) -> np.random.Generator:
         return np.random.default_rng([self.plan.seed, zlib.crc32(check.encode())])
@@ -431,7 +435,7 @@ def _judge_pair(check, ctx, *, pick, values, out, relation, row_details, extra: 
     """Fail ``check`` where ``out`` (for ``values``) breaks the oracle's relation to rows ``pick``."""
     first = ctx.comparison(check)
     rows = values.shape[0]
-    second = compare(values, out)
+    second = compare(ctx.on_device(values), out)
     pick = slice(None) if pick is None else pick
     g1, e1, b1 = first.got[pick], first.expected[pick], first.bound[pick]
     bad = _inconsistent(g1, e1, b1, second.got, second.expected, second.bound)

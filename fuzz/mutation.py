@@ -17,7 +17,8 @@ Steps:
 2. Each mutant runs in its own worker process (``python -m fuzz.mutation_worker``), which runs
    ``fuzz.check`` on it and then the huge-offset probe (:data:`HUGE_OFFSET_PROBES`), and writes
    one JSON line per result. A worker that runs past ``max(timeout_factor * baseline_seconds,
-   timeout_floor)`` (baseline: the slowest correct run of the gate) is killed.
+   timeout_floor)`` (baseline: the slowest correct run of the gate) is killed. Mutants start on
+   the workers the gate leaves free, before the gate ends, but none is scored unless it passes.
 3. :func:`classify`, the one mapping from a raw outcome (the worker's result, its exit code or
    signal, a timeout) to a :class:`MutantStatus`.
 4. The report: a terminal table, a JSON report in the mutation-testing-report schema of Stryker
@@ -148,6 +149,7 @@ _COMPILE_ERROR_TYPES = (
     "builtins.SyntaxError",  # the kernel's file does not even parse
 )
 _INTERPRETER_ERROR = "triton.runtime.errors.InterpreterError"
+_PASS_MANAGER_FAILED = "PassManager::run failed"
 _DEVICE_ASSERT = "builtins.AssertionError"
 
 
@@ -162,6 +164,10 @@ def _is_compile_error(chain: Sequence[dict]) -> bool:
     """
     names = [set(entry.get("mro", [])) | {entry.get("type", "")} for entry in chain]
     if any(name in types for types in names for name in _COMPILE_ERROR_TYPES):
+        return True
+    # A crash inside Triton's MLIR pipeline (a compiler bug the kernel tripped, seen on Triton 3.6)
+    # surfaces as a plain RuntimeError: it is still the kernel failing to compile.
+    if any(_PASS_MANAGER_FAILED in str(entry.get("message", "")) for entry in chain):
         return True
     interpreted = any(_INTERPRETER_ERROR in types for types in names)
     return interpreted and not any(_DEVICE_ASSERT in types for types in names)
@@ -349,8 +355,8 @@ class MutationReport:
     config: dict[str, object]
     baseline_seconds: float
     timeout_seconds: float
-    gate_seconds: float
-    mutation_seconds: float
+    gate_seconds: float  # from the start until the gate's verdict
+    mutation_seconds: float  # from the gate's verdict until the last mutant's (they overlap the gate)
     setup_seconds: float = 0.0
     matrix: bool = False
 
@@ -436,6 +442,7 @@ class _Settings:
     work_dir: Path  # the workers' working directory (Hypothesis writes there), removed afterwards
     reproducer_dir: Path
     env: dict[str, str]
+    max_elements: int | None = None  # None: the strategies' default for the device
 
 
 def _project_root() -> Path:
@@ -468,6 +475,8 @@ def _worker_command(job: _Job, cells: Sequence[tuple[str, ...]], out: Path, sett
                "--contract", settings.contract, "--reproducer-dir", str(settings.reproducer_dir)]
     if not settings.huge_probe:
         command.append("--no-huge-probe")
+    if settings.max_elements is not None:
+        command += ["--max-elements", str(settings.max_elements)]
     for cell in cells:
         command += ["--cell", ",".join(cell) if cell else ALL_CHECKS]
     return command
@@ -489,6 +498,14 @@ def _read_records(path: Path) -> list[dict]:
     return records
 
 
+class _Timeout:
+    """Seconds a worker may go without a result; mutable, since the mutants' value is only known
+    once the gate has finished, and they may be running by then."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
 class _Runner:
     """Runs jobs in worker processes, a cell timeout each, resuming after a crash or a timeout."""
 
@@ -498,7 +515,8 @@ class _Runner:
         self._processes: set[subprocess.Popen] = set()
         self._stopping = False
 
-    def run_job(self, job: _Job, cell_timeout: float) -> list[CellResult]:
+    def run_job(self, job: _Job, timeout: _Timeout | float) -> list[CellResult]:
+        timeout = timeout if isinstance(timeout, _Timeout) else _Timeout(timeout)
         results: list[CellResult | None] = [None] * len(job.cells)
         start = 0
         attempt = 0
@@ -509,10 +527,10 @@ class _Runner:
             out = self.settings.work_dir / f"{job.key}.{attempt}.jsonl"
             err = self.settings.work_dir / f"{job.key}.{attempt}.stderr"
             records, returncode, timed_out, stopped_at = self._run_worker(
-                job, job.cells[start:], out, err, cell_timeout)
+                job, job.cells[start:], out, err, timeout)
             for record, wall in records:
                 index = start + int(record["cell"])
-                raw = RawOutcome(result=record, returncode=None, timeout=cell_timeout)
+                raw = RawOutcome(result=record, returncode=None, timeout=timeout.seconds)
                 status, reason = classify(raw)
                 results[index] = CellResult(job.cells[index], status, reason, raw, wall)
             done = start + len(records)
@@ -520,7 +538,7 @@ class _Runner:
                 break
             # The cell in progress when the worker died or was killed gets that as its verdict.
             stderr = err.read_text(errors="replace") if err.exists() else ""
-            raw = RawOutcome(result=None, returncode=returncode, timed_out=timed_out, timeout=cell_timeout,
+            raw = RawOutcome(result=None, returncode=returncode, timed_out=timed_out, timeout=timeout.seconds,
                              stderr=stderr)
             status, reason = classify(raw)
             results[done] = CellResult(job.cells[done], status, reason, raw, stopped_at)
@@ -528,7 +546,7 @@ class _Runner:
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
 
-    def _run_worker(self, job: _Job, cells, out: Path, err: Path, cell_timeout: float):
+    def _run_worker(self, job: _Job, cells, out: Path, err: Path, timeout: _Timeout):
         """Run one worker; return (records with their wall seconds, returncode, timed_out, seconds)."""
         command = _worker_command(job, cells, out, self.settings)
         with open(err, "wb") as stderr:
@@ -549,7 +567,7 @@ class _Runner:
                     last = now
                 if returncode is not None:
                     break
-                if now - last > cell_timeout or self._stopping:
+                if now - last > timeout.seconds or self._stopping:
                     timed_out = not self._stopping
                     _kill_group(process)
                     returncode = process.wait()
@@ -634,6 +652,7 @@ def run_mutation_analysis(
     checks: Iterable[str] | None = None,
     out_dir: Path | str | None = DEFAULT_OUT_DIR,
     huge_probe: bool = True,
+    max_elements: int | None = None,
     gate_correct: Sequence[tuple[str, str]] = GATE_CORRECT,
     gate_broken: Sequence[tuple[str, str]] = GATE_BROKEN,
     progress: Callable[[str, int, int], None] | None = None,
@@ -649,6 +668,11 @@ def run_mutation_analysis(
     ``matrix``: each selected check alone against every mutant. ``out_dir``: where the reproducers
     of the counterexamples go (``out_dir/reproducers``) and where :meth:`MutationReport.write` is
     meant to put the reports; None: a temporary directory, removed afterwards.
+    ``max_elements``: the largest M * N drawn (default: the strategies' default for the device,
+    :func:`fuzz.strategies.default_max_elements`). Keep it large on a GPU: the reference launch
+    policy loops over tiles only for rows of more than 4096 columns in a grid of more than two row
+    blocks per multiprocessor (about 2**20 elements on an H200), and a mutation run capped at
+    2**18 let the loop mutants survive there.
     ``gate_correct``/``gate_broken``: (label, target) pairs the suite must pass / catch.
     ``progress(phase, done, total)`` is called as workers finish. Raises :class:`GateFailure`
     when the gate fails, InvalidArgument for bad arguments.
@@ -666,6 +690,8 @@ def run_mutation_analysis(
     timeout_floor = float(_positive("timeout_floor", timeout_floor, integer=False, low=1))
     contract = Contract.parse(contract).value
     device = str(_device_option(device))
+    if max_elements is not None:
+        max_elements = int(_positive("max_elements", max_elements, integer=True, low=1))
     selected = validate_checks(checks)
     suite: tuple[str, ...] = () if checks is None else selected  # () is every check
     if not gate_correct or not gate_broken:
@@ -676,37 +702,48 @@ def run_mutation_analysis(
     base.mkdir(parents=True, exist_ok=True)
     work_dir = Path(tempfile.mkdtemp(prefix=".work-", dir=base))
     settings = _Settings(budget=budget, seed=seed, device=device, contract=contract, huge_probe=huge_probe,
-                         work_dir=work_dir, reproducer_dir=base / "reproducers", env=_worker_env())
+                         max_elements=max_elements, work_dir=work_dir, reproducer_dir=base / "reproducers", env=_worker_env())
     runner = _Runner(settings)
     config = {"budget": budget, "seed": seed, "device": device, "contract": contract, "jobs": jobs,
               "timeout_factor": timeout_factor, "timeout_floor": timeout_floor, "matrix": matrix,
-              "huge_offset_probe": huge_probe, "checks": list(selected)}
+              "huge_offset_probe": huge_probe, "max_elements": max_elements, "checks": list(selected)}
     setup_seconds = time.perf_counter() - setup_started
 
     try:
-        # 1. The gate. Correct runs are also the baseline for the timeout, so they get a generous one.
+        # The gate and the mutants share one pool, gate first: mutants start on the cores the gate
+        # leaves free instead of waiting for it (on a GPU the gate is mostly compile time). Until
+        # the gate has passed, a mutant runs under the gate's generous timeout; then under
+        # max(k * baseline, floor), and nothing is scored unless the gate passed.
         gate_started = time.perf_counter()
         gate_jobs = [(label, _absolute_target(target), "pass") for label, target in gate_correct]
         gate_jobs += [(label, _absolute_target(target), "fail") for label, target in gate_broken]
         gate_timeout = max(timeout_floor, 600.0)
-        jobs_list = [_Job(f"gate{i}", target, (suite,)) for i, (_, target, _) in enumerate(gate_jobs)]
-        cells = _run_all(runner, jobs_list, gate_timeout, jobs,
-                         lambda done, total: progress and progress("gate", done, total))
-        gate = [GateResult(label, target, must, cells[i][0]) for i, (label, target, must) in enumerate(gate_jobs)]
-        gate_seconds = time.perf_counter() - gate_started
-        if not all(entry.ok for entry in gate):
-            raise GateFailure(gate)
-        baseline = max(entry.cell.wall_seconds for entry in gate if entry.must == "pass")
-        timeout = max(timeout_factor * baseline, timeout_floor)
-
-        # 2. The mutants.
-        mutation_started = time.perf_counter()
+        mutant_timeout = _Timeout(gate_timeout)
         check_cells = tuple((name,) for name in selected) if matrix else (suite,)
-        mutant_jobs = [_Job(f"m{i}-{m.name}", _absolute_target(m.target), check_cells) for i, m in enumerate(chosen)]
-        cells = _run_all(runner, mutant_jobs, timeout, jobs,
-                         lambda done, total: progress and progress("mutants", done, total))
+        gate_list = [_Job(f"gate{i}", target, (suite,)) for i, (_, target, _) in enumerate(gate_jobs)]
+        mutant_list = [_Job(f"m{i}-{m.name}", _absolute_target(m.target), check_cells) for i, m in enumerate(chosen)]
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            try:
+                gate_futures = [pool.submit(runner.run_job, job, gate_timeout) for job in gate_list]
+                mutant_futures = [pool.submit(runner.run_job, job, mutant_timeout) for job in mutant_list]
+                # 1. The gate. Correct runs are also the baseline for the timeout.
+                cells = _collect(gate_futures, lambda done, total: progress and progress("gate", done, total))
+                gate = [GateResult(label, target, must, cells[i][0]) for i, (label, target, must) in enumerate(gate_jobs)]
+                gate_ended = time.perf_counter()
+                gate_seconds = gate_ended - gate_started
+                if not all(entry.ok for entry in gate):
+                    raise GateFailure(gate)
+                baseline = max(entry.cell.wall_seconds for entry in gate if entry.must == "pass")
+                timeout = max(timeout_factor * baseline, timeout_floor)
+                mutant_timeout.seconds = timeout
+                # 2. The mutants.
+                cells = _collect(mutant_futures, lambda done, total: progress and progress("mutants", done, total))
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                runner.stop()
+                raise
+        mutation_seconds = time.perf_counter() - gate_ended  # the mutants' time beyond the gate's
         results = [_mutant_result(m, cells[i], matrix) for i, m in enumerate(chosen)]
-        mutation_seconds = time.perf_counter() - mutation_started
     except BaseException:
         runner.stop()
         raise
@@ -718,20 +755,14 @@ def run_mutation_analysis(
                           setup_seconds=setup_seconds, matrix=matrix)
 
 
-def _run_all(runner: _Runner, jobs: list[_Job], timeout: float, workers: int, on_done) -> list[list[CellResult]]:
-    results: list[list[CellResult] | None] = [None] * len(jobs)
-    on_done(0, len(jobs))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(runner.run_job, job, timeout): i for i, job in enumerate(jobs)}
-        done = 0
-        try:
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                done += 1
-                on_done(done, len(jobs))
-        except BaseException:
-            runner.stop()
-            raise
+def _collect(futures: list, on_done) -> list[list[CellResult]]:
+    """The futures' results in order, reporting each completion as it comes."""
+    index = {future: i for i, future in enumerate(futures)}
+    results: list[list[CellResult] | None] = [None] * len(futures)
+    on_done(0, len(futures))
+    for done, future in enumerate(as_completed(futures), start=1):
+        results[index[future]] = future.result()
+        on_done(done, len(futures))
     return results  # type: ignore[return-value]
 
 

@@ -122,7 +122,8 @@ def run_cell(impl, recorder: _Recorder, *, index: int, checks, args) -> dict:
     contract = Contract.parse(args.contract)
     record: dict = {"cell": index, "checks": list(names), "stage": "fuzz"}
     result = fuzz.check(recorder, budget=args.budget, seed=args.seed, device=args.device, contract=contract,
-                        checks=names, reproducer_dir=args.reproducer_dir, target=args.target)
+                        checks=names, reproducer_dir=args.reproducer_dir, target=args.target,
+                        max_elements=args.max_elements)
     examples, seconds = result.examples, result.seconds
     failure, example, reproducer = result.failure, result.counterexample, result.reproducer
     outcome = {"passed": "passed", "failed": "failed", "flaky": "flaky", "error": "raised"}[result.status.value]
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--contract", default="strict")
     parser.add_argument("--reproducer-dir", type=Path, required=True)
     parser.add_argument("--no-huge-probe", dest="huge_probe", action="store_false")
+    parser.add_argument("--max-elements", type=int, default=None)
     parser.add_argument("--cell", action="append", required=True, help="'all' or comma-separated check names")
     args = parser.parse_args(argv)
     cells = [None if cell == "all" else cell.split(",") for cell in args.cell]

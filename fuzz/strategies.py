@@ -87,6 +87,11 @@ _COL_COUNTS = (1, 0, 2, 3, 4, 5, 7, 8, 9, 11, 13, 16, 17, 31, 32, 33, 61, 63, 64
                4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 32767, 32768, 32769, 65521,
                65535, 65536, 65537, 131071, 131072, 131073, 262147, 524287, 1048577, 4194305)
 
+_GRID_MIN_ROWS = 257
+_GRID_MIN_COLS = 4097  # one column past a 4096-column tile
+_GRID_MAX_COLS = 16385
+_GRID_COLS = (4097, 8191, 8193, 12289, 16385)
+
 _CPU_MAX_ELEMENTS = 2**16  # Triton's interpreter runs each program in numpy: keep launches cheap
 _CUDA_MAX_ELEMENTS = 2**22  # generation and the float64 oracle run on the host: keep each example well under a second
 
@@ -128,13 +133,27 @@ def shapes(*, max_elements: int = _CPU_MAX_ELEMENTS, max_rows: int | None = None
     Over-represents 1, 2, 3, primes, 2**k - 1, 2**k and 2**k + 1: rows just past one tile and
     row counts that are no multiple of common rows-per-program counts. N reaches max_elements
     (one very long row); M reaches ``max_rows`` (default: max_elements).
+
+    When the budget allows it (a GPU's), one example in eight is a grid of long rows: more than
+    256 rows of 4097 to 16385 columns. A GPU kernel typically splits a long row across programs
+    only when there are too few rows to fill the machine, so its loop over tiles (and every bug
+    in it) runs only on inputs that have both many rows and rows of several tiles, which the
+    independent draws of M and N above almost never combine.
     """
     max_elements = _positive_int("max_elements", max_elements)
     max_rows = max_elements if max_rows is None else _positive_int("max_rows", max_rows)
     max_rows = min(max_rows, max_elements)
+    grid = min(max_rows, max_elements // _GRID_MIN_COLS) >= _GRID_MIN_ROWS
 
     @st.composite
     def draw_shape(draw: st.DrawFn) -> tuple[int, int]:
+        # Drawn only where a grid fits, so smaller budgets (the CPU's) keep their examples.
+        if grid and draw(st.integers(0, 7)) == 7:
+            cols = draw(st.one_of(st.sampled_from(_GRID_COLS), st.integers(_GRID_MIN_COLS, _GRID_MAX_COLS)))
+            rows = draw(st.integers(_GRID_MIN_ROWS, max(_GRID_MIN_ROWS, min(max_rows, max_elements // cols))))
+            if rows * cols <= max_elements:
+                return rows, cols
+            return _GRID_MIN_ROWS, max_elements // _GRID_MIN_ROWS
         rows = draw(_interesting_then_any(_ROW_COUNTS, max_rows))
         cols = draw(_interesting_then_any(_COL_COUNTS, max_elements // max(rows, 1)))
         return rows, cols

@@ -62,8 +62,8 @@ def launch_config(x: torch.Tensor) -> LaunchConfig:
         num_warps=4,
         num_stages=1,
         int64=needs_int64(x),
-        row_align=_align(x.stride(0)),
-        col_align=_align(math.gcd(cols, cols_per_split)),
+        row_align=_align(x.stride(0), x.element_size()),
+        col_align=_align(math.gcd(cols, cols_per_split), x.element_size()),
         row_blocks=math.ceil(rows / block_m),
     )
 

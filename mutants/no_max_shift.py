@@ -34,7 +34,10 @@ def _update(run_max, run_sum, x):
     new_max = tl.maximum(run_max, tl.max(x, axis=1))
     # BUG: no shift by the running max: exp(x) overflows above ~88.7 and underflows below ~-104.
     terms = tl.exp(x)
-    return new_max, run_sum + tl.sum(terms, axis=1)
+    # The select changes nothing (the running sum is 0 while the running max is -inf), but without
+    # it Triton 3.6 fails to compile the split-row variant for float32 input: its thread-locality
+    # pass asserts on a loop that only accumulates a reduction ("loopResult.hasOneUse()").
+    return new_max, tl.where(new_max != -float("inf"), run_sum, 0.0) + tl.sum(terms, axis=1)
 
 
 @triton.jit

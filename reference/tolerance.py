@@ -52,18 +52,20 @@ def allowed_error(x: torch.Tensor, expected: torch.Tensor, *, out_dtype: torch.d
     """Per-row absolute error bound (float64, shape (M,), on the CPU) for an output of ``out_dtype``.
 
     ``expected`` is :func:`reference.lse_reference` of ``x``. Rows whose expected value is not
-    finite get a bound of 0: those values must match exactly.
+    finite get a bound of 0: those values must match exactly. The bound is computed where ``x``
+    is (a GPU does the float64 passes over a large input far faster than the host) and only the
+    (M,) result moves to the CPU.
     """
     validate_input(x)
     if out_dtype not in UNIT_ROUNDOFF:
         raise ValueError(f"out_dtype={out_dtype} has no unit roundoff; expected one of {list(UNIT_ROUNDOFF)}")
     rows, cols = x.shape
-    values = x.detach().to(device="cpu", dtype=torch.float64)
-    y = expected.detach().to(device="cpu", dtype=torch.float64)
     if rows == 0:
         return torch.zeros(0, dtype=torch.float64)
     if cols == 0:
         return torch.zeros(rows, dtype=torch.float64)
+    values = x.detach().to(torch.float64)
+    y = expected.detach().to(device=x.device, dtype=torch.float64)
     finite = torch.isfinite(values)
     row_max = torch.where(finite, values, torch.full_like(values, -math.inf)).amax(dim=1)
     significant = finite & (values >= (row_max - SIGNIFICANT_RANGE)[:, None])
@@ -77,7 +79,7 @@ def allowed_error(x: torch.Tensor, expected: torch.Tensor, *, out_dtype: torch.d
         u_out * abs_y
         + u_acc * (abs_y + 4.0 * magnitude + 2.0 * (depth + passes) + SIGNIFICANT_RANGE + FIXED_ULPS)
     )
-    return torch.where(torch.isfinite(y), bound, torch.zeros_like(bound))
+    return torch.where(torch.isfinite(y), bound, torch.zeros_like(bound)).cpu()
 
 
 @dataclass(frozen=True)
@@ -117,15 +119,14 @@ def compare(x: torch.Tensor, got: torch.Tensor, *, expected: torch.Tensor | None
     """Compare a candidate's output ``got`` for input ``x`` with the oracle under the tolerance model.
 
     ``got`` must already have shape (M,); its dtype picks u_out. ``expected`` may be passed when the
-    caller computed the oracle already (e.g. in another process).
+    caller computed the oracle already (e.g. in another process). The oracle and the bound are
+    computed on ``x``'s device; the Comparison holds CPU tensors.
     """
     if expected is None:
-        expected = lse_reference(x)
+        expected = lse_reference(x)  # where x is: on a GPU, the float64 passes cost microseconds
+    bound = allowed_error(x, expected, out_dtype=got.dtype if got.dtype in UNIT_ROUNDOFF else torch.float32)
     expected = expected.detach().to(device="cpu", dtype=torch.float64)
-    got_cpu = got.detach().to(device="cpu")
-    out_dtype = got_cpu.dtype if got_cpu.dtype in UNIT_ROUNDOFF else torch.float32
-    got64 = got_cpu.to(torch.float64)
-    bound = allowed_error(x, expected, out_dtype=out_dtype)
+    got64 = got.detach().to(device="cpu").to(torch.float64)
     close = is_close(got64, expected, bound)
     error = torch.where(close & ~torch.isfinite(expected), torch.zeros_like(got64), (got64 - expected).abs())
     error = torch.nan_to_num(error, nan=math.inf)

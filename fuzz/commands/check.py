@@ -43,7 +43,7 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = 200, time
     group.add_argument("--device", default="auto", help="auto (CUDA when present, default), cpu, cuda or cuda:N")
     group.add_argument("--profile", default=None, help="Hypothesis settings profile: lse-ci, lse-thorough, lse-gpu")
     group.add_argument("--max-elements", type=int, default=None, metavar="N",
-                       help="largest M*N drawn (default 65536 on the CPU, 2**24 on CUDA)")
+                       help="largest M*N drawn (default 65536 on the CPU, 2**22 on CUDA)")
     group.add_argument("--huge-offsets", action="store_true",
                        help="also draw inputs whose elements lie 2**31 or more elements into their storage")
     limits = parser.add_argument_group("limits")

@@ -48,6 +48,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help=f"the least seconds a mutant gets (default {DEFAULT_TIMEOUT_FLOOR:g})")
     parser.add_argument("--checks", default=None, metavar="NAMES",
                         help="comma-separated checks of the suite (default: all; the gate uses the same)")
+    parser.add_argument("--max-elements", type=int, default=None, metavar="N",
+                        help="largest M*N drawn (default 4194304 on CUDA, 65536 on the CPU)")
     parser.add_argument("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")
     parser.add_argument("--no-huge-probe", dest="huge_probe", action="store_false",
                         help="skip the 2**31-offset probe (the int32-offset mutant then survives)")
@@ -78,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
                 args.names or None, jobs=args.jobs, budget=args.budget, seed=args.seed, device=args.device,
                 contract=args.contract, timeout_factor=args.timeout_factor, timeout_floor=args.timeout_floor,
                 matrix=args.matrix, checks=args.checks.split(",") if args.checks else None,
-                out_dir=args.out_dir, huge_probe=args.huge_probe, progress=update,
+                out_dir=args.out_dir, huge_probe=args.huge_probe, max_elements=args.max_elements,
+                progress=update,
             )
         except GateFailure as failure:
             update.stop()

@@ -365,3 +365,40 @@ def test_on_cuda_a_passing_kernel_gets_its_bandwidth_and_speedups(tmp_path):
     bench = record["bench"]
     assert bench["output_ok"] and bench["gbps"] > 10 and bench["bytes"] == 4096 * 4096 * 4 + 4 * 4096
     assert bench["speedup_vs_reference"] > 0 and bench["speedup_vs_torch"] > 0
+
+
+def test_a_call_stuck_on_the_gpu_delays_only_the_benchmark_not_other_calls(tmp_path):
+    import threading
+    import time
+
+    from fuzz.grading import GpuLock
+
+    stuck, bencher, other = (GpuLock(tmp_path, patience=0.2) for _ in range(3))
+    release = threading.Event()
+    events: list[str] = []
+
+    def hang_in_a_call():
+        with stuck.shared():
+            events.append("stuck call holds the GPU")
+            release.wait(10)
+
+    def benchmark():
+        with bencher.exclusive():
+            events.append("benchmark")
+
+    hanging = threading.Thread(target=hang_in_a_call)
+    hanging.start()
+    while not events:
+        time.sleep(0.01)
+    waiting = threading.Thread(target=benchmark)
+    waiting.start()
+    time.sleep(0.05)  # the benchmark now waits, holding the turnstile
+    started = time.monotonic()
+    with other.shared():  # before the fix this blocked until the stuck call ended
+        events.append("other call")
+    assert time.monotonic() - started < 2.0
+    assert "benchmark" not in events  # never while a call holds the GPU
+    release.set()
+    hanging.join(5)
+    waiting.join(5)
+    assert events == ["stuck call holds the GPU", "other call", "benchmark"]

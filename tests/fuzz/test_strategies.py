@@ -225,3 +225,16 @@ def test_values_never_round_to_an_unasked_infinity():
         v = row_values([RowSpec("near_limit", 0)], 4, 1000, dtype, 3)
         assert torch.isfinite(v).all()
         assert np.isfinite(v.to(torch.float64).numpy()).all()
+
+
+def test_a_gpu_budget_draws_grids_of_long_rows_that_reach_a_gpu_kernels_loop():
+    # Many rows of several 4096-column tiles: the only inputs on which a GPU kernel that splits
+    # rows only when few exist runs its loop over tiles.
+    from hypothesis import find, settings as hsettings
+
+    from fuzz.strategies import shapes
+
+    rows, cols = find(shapes(max_elements=2**22), lambda s: s[0] > 256 and s[1] > 4096,
+                      settings=hsettings(max_examples=500, database=None))
+    assert rows * cols <= 2**22
+

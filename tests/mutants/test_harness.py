@@ -154,7 +154,7 @@ def test_cli_gate_failure_exits_2_with_the_gate_report(monkeypatch, capsys):
     monkeypatch.setattr("fuzz.mutation.run_mutation_analysis", fail)
     args = SimpleNamespace(list=False, names=[], jobs=1, budget=1, seed=0, device=None, contract="strict",
                            timeout_factor=1.0, timeout_floor=1.0, matrix=False, checks=None, out_dir=".",
-                           huge_probe=True, show_progress=False)
+                           huge_probe=True, max_elements=None, show_progress=False)
     assert command.run(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("lse-fuzz: error: the fuzz suite failed the gate, so no mutant was scored:")
@@ -177,6 +177,6 @@ def test_cells_after_a_crash_run_in_a_fresh_worker(tmp_path):
                          work_dir=tmp_path, reproducer_dir=tmp_path / "reproducers", env=_worker_env())
     job = _Job("crash-once", f"{Path(__file__).parent / 'planted' / 'crash_once.py'}:lse",
                (("agreement",), ("bounds",)))
-    first, second = _Runner(settings).run_job(job, cell_timeout=120.0)
+    first, second = _Runner(settings).run_job(job, timeout=120.0)
     assert first.status is MutantStatus.RUNTIME_ERROR and "SIGABRT" in first.reason
     assert second.status is MutantStatus.SURVIVED and second.checks == ("bounds",)

@@ -50,6 +50,10 @@ CASES = [
      RawOutcome(result={"outcome": "raised",
                         "exception": _chain("triton.runtime.errors.InterpreterError", "builtins.AssertionError")}),
      MutantStatus.RUNTIME_ERROR, ""),
+    ("Triton's MLIR pipeline crashed while compiling the kernel",
+     RawOutcome(result={"outcome": "raised", "exception": [
+         {"type": "builtins.RuntimeError", "mro": ["builtins.RuntimeError"], "message": "PassManager::run failed"}]}),
+     MutantStatus.COMPILE_ERROR, ""),
     ("the kernel file does not parse",
      RawOutcome(result={"outcome": "load_failed", "exception": _chain("builtins.SyntaxError")}),
      MutantStatus.COMPILE_ERROR, ""),

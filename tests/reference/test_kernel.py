@@ -92,7 +92,8 @@ def _config(x, *, block_m, block_n, splits, int64=False, prefetch=False):
     return LaunchConfig(
         block_m=block_m, block_n=block_n, splits=math.ceil(cols / cols_per_split),
         cols_per_split=cols_per_split, num_warps=4, num_stages=1, int64=int64,
-        row_align=_align(x.stride(0)), col_align=_align(math.gcd(cols, cols_per_split)),
+        row_align=_align(x.stride(0), x.element_size()),
+        col_align=_align(math.gcd(cols, cols_per_split), x.element_size()),
         row_blocks=math.ceil(rows / block_m), prefetch=prefetch,
     )
 

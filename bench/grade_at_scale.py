@@ -1,0 +1,102 @@
+"""Time ``lse-fuzz grade`` on a batch of many candidates, as a grading run of generated kernels would.
+
+    python bench/grade_at_scale.py [--copies 4] [-j 8] [--work DIR] [-- extra grade options]
+
+The batch is every planted candidate under ``tests/fuzz/candidates`` (correct kernels, wrong ones,
+crashing, hanging, cheating and unloadable ones) ``--copies`` times over. Each copy gets a comment
+naming it inside every function body: Triton keys its compile cache on a kernel's source, so the
+copies are compiled afresh, as distinct generated kernels would be, instead of hitting the cache.
+Prints the wall time, candidates per minute and the count of each verdict; the grade reports
+(``grade.jsonl``, ``grade.csv``) are left in ``--work``/report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CANDIDATES = ROOT / "tests" / "fuzz" / "candidates"
+
+
+def distinct_copy(source: str, label: str) -> str:
+    """``source`` with a ``# label`` comment as the first line of every function body."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return f"# {label}\n{source}"  # an unloadable candidate stays unloadable
+    lines = source.splitlines(keepends=True)
+    starts = sorted({node.body[0].lineno for node in ast.walk(tree)
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body[0].lineno > node.lineno},
+                    reverse=True)
+    for lineno in starts:
+        body_line = lines[lineno - 1]
+        indent = body_line[: len(body_line) - len(body_line.lstrip())]
+        lines.insert(lineno - 1, f"{indent}# {label}\n")
+    return f"# {label}\n" + "".join(lines)
+
+
+def build_batch(directory: Path, copies: int) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    made = []
+    for path in sorted(CANDIDATES.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        for k in range(copies):
+            target = directory / f"{path.stem}_copy{k}.py"
+            target.write_text(distinct_copy(path.read_text(), f"copy {k} of {path.name}"))
+            made.append(target)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=4, help="copies of each planted candidate (default 4)")
+    parser.add_argument("-j", "--jobs", type=int, default=8, help="candidates graded at once (default 8)")
+    parser.add_argument("--work", type=Path, help="where the batch and the report go (default: a temporary folder)")
+    parser.add_argument("grade_options", nargs="*", help="more `lse-fuzz grade` options, after --")
+    args = parser.parse_args(argv)
+    if args.copies < 1 or args.jobs < 1:
+        parser.error("--copies and -j take integers >= 1")
+    work = args.work or Path(tempfile.mkdtemp(prefix="lse-grade-scale-"))
+    batch_dir = work / "candidates"
+    report_dir = work / "report"
+    shutil.rmtree(batch_dir, ignore_errors=True)
+    batch = build_batch(batch_dir, args.copies)
+
+    import torch
+    import triton
+
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU"
+    print(f"# {datetime.date.today().isoformat()}, {device}, torch {torch.__version__}, triton {triton.__version__}, "
+          f"python {platform.python_version()}, {os.cpu_count()} CPUs", flush=True)
+    command = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), "-j", str(args.jobs), "--out", str(report_dir),
+               "--overwrite", "-q", *args.grade_options]
+    print(f"# {len(batch)} candidates: lse-fuzz {' '.join(command[3:])}", flush=True)
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=ROOT)
+    wall = time.perf_counter() - start
+    records = [json.loads(line) for line in (report_dir / "grade.jsonl").read_text().splitlines() if line.strip()]
+    verdicts = collections.Counter(r["verdict"] for r in records)
+    print(f"graded {len(records)} of {len(batch)} candidates in {wall:.0f} s ({60 * len(records) / wall:.1f} per minute); "
+          f"grade exit code {proc.returncode}")
+    print("verdicts: " + ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())))
+    benched = [r["bench"]["gbps"] for r in records if isinstance(r.get("bench"), dict) and r["bench"].get("gbps")]
+    if benched:
+        print(f"bandwidth measured for {len(benched)} passing candidates: {min(benched)}..{max(benched)} GB/s")
+    return 0 if len(records) == len(batch) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
