@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
+import os
+import platform
+
 import torch
 
 SHAPES = [
@@ -33,3 +37,12 @@ def copy_bandwidth_gbs(nbytes: int = 2 * 1024**3) -> float:
 def lse_bytes(x: torch.Tensor) -> int:
     rows, cols = x.shape
     return rows * cols * x.element_size() + 4 * rows
+
+
+def run_header(device: str) -> str:
+    """'date, device, torch, triton, python, CPUs': what a committed result file must say it ran on."""
+    import triton
+
+    where = torch.cuda.get_device_name() if device.startswith("cuda") else "CPU"
+    return (f"{datetime.date.today().isoformat()}, {where}, torch {torch.__version__}, triton {triton.__version__}, "
+            f"python {platform.python_version()}, {os.cpu_count()} CPUs")

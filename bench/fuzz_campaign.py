@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
-import datetime
 import json
 import multiprocessing
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -52,15 +50,6 @@ def _run_chunk(impl_target: str, options: dict, threads: int) -> dict:
     return record
 
 
-def _versions(device: str) -> str:
-    import torch
-    import triton
-
-    where = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "CPU"
-    return (f"{where}, torch {torch.__version__}, triton {triton.__version__}, "
-            f"python {platform.python_version()}, {os.cpu_count()} CPUs")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", default="reference:lse", help="TARGET: path/to/file.py:func or module:func")
@@ -83,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from bench._common import run_header
+
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     sizes = [args.chunk] * (args.examples // args.chunk)
     if args.examples % args.chunk:
@@ -90,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     options = [dict(budget=size, seed=args.seed + i, profile=args.profile, contract=args.contract, device=device,
                     huge_offsets=args.huge_offsets, reproducer_dir=args.reproducer_dir)
                for i, size in enumerate(sizes)]
-    header = (f"# {datetime.date.today().isoformat()}, {_versions(device)}\n"
+    header = (f"# {run_header(device)}\n"
               f"# fuzz campaign of {args.impl}: {args.examples} examples in {len(sizes)} chunks of "
               f"<= {args.chunk}, {args.workers} workers, profile {args.profile}, contract {args.contract}, "
               f"device {device}, seeds {args.seed}..{args.seed + len(sizes) - 1}"

@@ -15,10 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
-import datetime
 import json
-import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -27,6 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 CANDIDATES = ROOT / "tests" / "fuzz" / "candidates"
 
 
@@ -76,11 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     batch = build_batch(batch_dir, args.copies)
 
     import torch
-    import triton
 
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU"
-    print(f"# {datetime.date.today().isoformat()}, {device}, torch {torch.__version__}, triton {triton.__version__}, "
-          f"python {platform.python_version()}, {os.cpu_count()} CPUs", flush=True)
+    from bench._common import run_header
+
+    print(f"# {run_header('cuda' if torch.cuda.is_available() else 'cpu')}", flush=True)
     command = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), "-j", str(args.jobs), "--out", str(report_dir),
                "--overwrite", "-q", *args.grade_options]
     print(f"# {len(batch)} candidates: lse-fuzz {' '.join(command[3:])}", flush=True)

@@ -214,20 +214,24 @@ class GradeOptions:
         return cls(**data)
 
 
-def single_threaded_on_cpu(device: str, *, processes: int = 2) -> None:
-    """Torch threads for a fuzzing process: one on the CPU, where its tensors are small and an
-    OpenMP pool spins against the worker's on the same cores (measured: 10x slower calls on 2
-    cores); on CUDA, the cores shared among the ``processes`` of the run (drivers and their
-    workers). Sixteen threads in each of 28 processes on a 16-core GPU host measured about 2 s
-    of host time per example; the name is kept for its callers."""
+def torch_threads(options: GradeOptions) -> int:
+    """Torch intra-op threads for each process of a run: a driver (or ``check``) and its worker.
+
+    One on the CPU, where the fuzzing process's tensors are small and an OpenMP pool spins against
+    the worker's on the same cores (measured: 10x slower calls on 2 cores). On CUDA, an equal share
+    of the cores among the 2 * jobs processes: 16 threads in each of 28 processes on a 16-core GPU
+    host measured about 2 s of host time per example.
+    """
+    if options.device.startswith("cpu"):
+        return 1
+    return max(1, (os.cpu_count() or 1) // (2 * max(1, options.jobs)))
+
+
+def use_torch_threads(options: GradeOptions) -> None:
+    """Give this (driving) process its :func:`torch_threads`."""
     import torch
 
-    torch.set_num_threads(1 if device.startswith("cpu") else cuda_threads(processes))
-
-
-def cuda_threads(processes: int) -> int:
-    """Torch threads per process when ``processes`` processes share this machine's cores."""
-    return max(1, (os.cpu_count() or 1) // max(1, processes))
+    torch.set_num_threads(torch_threads(options))
 
 
 def parse_device(device: str | None) -> str:
@@ -390,9 +394,7 @@ def evaluate(
     if memory_limit is None:
         memory_limit = default_memory_limit(options.device, jobs=options.jobs, huge_offsets=options.huge_offsets)
     try:
-        threads = options.threads
-        if threads is None and not options.device.startswith("cpu"):
-            threads = cuda_threads(2 * max(1, options.jobs))  # the worker's share, as its driver's
+        threads = torch_threads(options) if options.threads is None else options.threads
         impl = IsolatedImpl(candidate.target, device=options.device, call_timeout=options.call_timeout,
                             timeout=options.timeout, memory_limit=memory_limit, threads=threads)
         impl.guard = guard
@@ -748,7 +750,7 @@ class GpuLock:
     def exclusive(self) -> Iterator[None]:
         import fcntl
 
-        while not self._try_exclusive(fcntl):
+        while not self._try_exclusive():
             # A call has held the GPU for a while (a hang, a long compile): let the calls queued
             # behind the turnstile through, then queue again.
             fcntl.flock(self._turnstile, fcntl.LOCK_UN)
@@ -759,8 +761,10 @@ class GpuLock:
             fcntl.flock(self._main, fcntl.LOCK_UN)
             fcntl.flock(self._turnstile, fcntl.LOCK_UN)
 
-    def _try_exclusive(self, fcntl) -> bool:
+    def _try_exclusive(self) -> bool:
         """Take the turnstile, then wait up to ``patience`` for the exclusive lock; True if held."""
+        import fcntl
+
         fcntl.flock(self._turnstile, fcntl.LOCK_EX)
         deadline = time.monotonic() + self.patience
         while True:
@@ -781,7 +785,7 @@ def driver_main(channel_fd: int, args: dict) -> int:
     """Grade the candidates the parent sends, one at a time, until it closes the channel."""
     conn = Connection(channel_fd)
     options = GradeOptions.from_wire(args["options"])
-    single_threaded_on_cpu(options.device, processes=2 * max(1, options.jobs))
+    use_torch_threads(options)
     lock = GpuLock(args["lock_dir"]) if args.get("lock_dir") else None
     while True:
         try:

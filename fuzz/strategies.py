@@ -144,16 +144,16 @@ def shapes(*, max_elements: int = _CPU_MAX_ELEMENTS, max_rows: int | None = None
     max_rows = max_elements if max_rows is None else _positive_int("max_rows", max_rows)
     max_rows = min(max_rows, max_elements)
     grid = min(max_rows, max_elements // _GRID_MIN_COLS) >= _GRID_MIN_ROWS
+    # Widest grid row that still leaves room for the fewest grid rows (>= _GRID_MIN_COLS when grid).
+    grid_max_cols = min(_GRID_MAX_COLS, max_elements // _GRID_MIN_ROWS)
 
     @st.composite
     def draw_shape(draw: st.DrawFn) -> tuple[int, int]:
-        # Drawn only where a grid fits, so smaller budgets (the CPU's) keep their examples.
+        # Drawn only where a grid fits (not within the CPU default of 2**16 elements).
         if grid and draw(st.integers(0, 7)) == 7:
-            cols = draw(st.one_of(st.sampled_from(_GRID_COLS), st.integers(_GRID_MIN_COLS, _GRID_MAX_COLS)))
-            rows = draw(st.integers(_GRID_MIN_ROWS, max(_GRID_MIN_ROWS, min(max_rows, max_elements // cols))))
-            if rows * cols <= max_elements:
-                return rows, cols
-            return _GRID_MIN_ROWS, max_elements // _GRID_MIN_ROWS
+            cols = draw(st.one_of(st.sampled_from([c for c in _GRID_COLS if c <= grid_max_cols]),
+                                  st.integers(_GRID_MIN_COLS, grid_max_cols)))
+            return draw(st.integers(_GRID_MIN_ROWS, min(max_rows, max_elements // cols))), cols
         rows = draw(_interesting_then_any(_ROW_COUNTS, max_rows))
         cols = draw(_interesting_then_any(_COL_COUNTS, max_elements // max(rows, 1)))
         return rows, cols

@@ -129,11 +129,11 @@ def run(args: argparse.Namespace) -> int:
     from reference.errors import InvalidArgument
 
     from ..grading import (EXIT_CODES, Verdict, atomic_write, evaluate, evaluate_replay, format_record,
-                           render_markdown, single_threaded_on_cpu)
+                           render_markdown, use_torch_threads)
     from ..isolation import resolve_target
 
     options = options_from_args(args, bench=args.bench)
-    single_threaded_on_cpu(options.device)
+    use_torch_threads(options)
     target = resolve_target(args.target)
     for name in ("json", "markdown"):
         value = getattr(args, name)
