@@ -322,6 +322,26 @@ def discover(paths: Iterable[str], *, function: str = "lse") -> list[Candidate]:
     return sorted(found.values(), key=lambda c: c.name)
 
 
+def schedule(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """The order candidates start in: those that define a Triton kernel first, then the rest.
+
+    A kernel is compiled on the host for each new launch configuration the fuzzer reaches (about
+    a second each on an H200's host; dozens per candidate), so kernel candidates take minutes
+    where a plain-PyTorch or broken one takes seconds. Starting the long ones first (longest
+    processing time first) keeps a batch from ending on a tail of one compiling candidate while
+    the other jobs sit idle. Each group keeps its name order; reports are sorted by name anyway.
+    """
+    from .static_scan import scan
+
+    def defines_kernel(candidate: Candidate) -> bool:
+        try:
+            return not any(f.flag == "no_triton_kernel" for f in scan(candidate.path))
+        except (OSError, SyntaxError, ValueError):
+            return False  # it will not load: seconds, not minutes
+
+    return sorted(candidates, key=lambda c: not defines_kernel(c))  # stable: name order within each group
+
+
 # --------------------------------------------------------------------------------------------
 # Grading one candidate
 
@@ -1019,7 +1039,7 @@ def grade(
                     and record["verdict"] != Verdict.INTERNAL_ERROR.value:
                 kept[candidate.target] = dict(record, candidate=candidate.name)
     records = dict(kept)
-    pending = deque(c for c in candidates if c.target not in kept)
+    pending = deque(schedule(c for c in candidates if c.target not in kept))
     total = len(candidates)
     write_reports(out, records.values())
     baselines = None

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLES = ROOT / "tests" / "fuzz" / "doubles" / "__init__.py"
@@ -64,3 +67,50 @@ def test_each_copy_of_a_candidate_differs_inside_every_function_body():
             body = "\n".join(lines[function.lineno - 1:function.end_lineno])
             assert f"# {label}" in body, function.name
     assert distinct_copy("def f(:\n", "copy 0").startswith("# copy 0\n")  # unparsable stays unparsable
+
+
+def test_profile_check_reports_the_pace_the_compiles_and_the_hot_functions(tmp_path):
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "profile_check.py"), "--device", "cpu", "--budget", "5", "--top", "3",
+         "--impl", f"{DOUBLES}:lse_float64"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "PASSED" in run.stdout and "5 examples" in run.stdout
+    assert "triton kernels compiled: 0;" in run.stdout  # nothing compiles in the interpreter
+    assert "## top 3 by cumulative" in run.stdout and "## top 3 by tottime" in run.stdout
+
+
+COMPILE_TWICE = """
+import cProfile, io, pstats, sys
+sys.path.insert(0, sys.argv[1])
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from bench.profile_check import _compile_stats
+
+@triton.jit
+def add_one(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)) + 1)
+
+profiler = cProfile.Profile()
+profiler.enable()
+source = ASTSource(fn=add_one, signature={"x_ptr": "*fp32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 128})
+for _ in range(2):  # a miss, then a hit of the disk cache
+    triton.compile(source, target=GPUTarget("cuda", 90, 32))
+profiler.disable()
+print(_compile_stats(pstats.Stats(profiler, stream=io.StringIO()))[0])
+"""
+
+
+def test_profile_check_counts_a_cache_miss_as_a_compile_and_a_hit_not(tmp_path):
+    # Triton compiles for a GPU target without a GPU (its bundled ptxas does the last stage).
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache"), "TRITON_INTERPRET": "0"}
+    script = tmp_path / "compile_twice.py"  # @triton.jit needs its source in a file
+    script.write_text(COMPILE_TWICE)
+    run = subprocess.run([sys.executable, str(script), str(ROOT)], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path, env=env)
+    if run.returncode != 0 and "ptxas" in run.stderr:
+        pytest.skip("this Triton install has no ptxas to compile for sm_90 with")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[-1] == "1"

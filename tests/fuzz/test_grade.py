@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import main
-from fuzz.grading import Candidate, GradeOptions, Verdict, discover, verdict_of
+from fuzz.grading import Candidate, GradeOptions, Verdict, discover, schedule, verdict_of
 from fuzz.isolation import Outcome
 from fuzz.runner import Status
 from fuzz.static_scan import FLAGS, scan_source
@@ -283,6 +283,18 @@ def test_discover_sorts_dedupes_and_skips_package_files(tmp_path, monkeypatch):
     assert [c.name for c in found] == ["a.py", "b.py", "b.py:other", "sub/c.py"]
     assert all(isinstance(c, Candidate) and Path(c.path).is_absolute() for c in found)
     assert found[2].target.endswith("b.py:other")
+
+
+def test_candidates_with_a_triton_kernel_start_first_in_name_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    kernel = "import triton\n@triton.jit\ndef k(x_ptr):\n    pass\ndef lse(x):\n    return x\n"
+    sources = {"a_torch.py": "import torch\ndef lse(x):\n    return torch.logsumexp(x, 1)\n",
+               "b_kernel.py": kernel, "c_broken.py": "def lse(x:\n", "d_kernel.py": kernel}
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
+    found = discover(["."])
+    assert [c.name for c in schedule(found)] == ["b_kernel.py", "d_kernel.py", "a_torch.py", "c_broken.py"]
+    assert [c.name for c in found] == sorted(sources)  # discovery order itself is unchanged
 
 
 # --------------------------------------------------------------------------------------------
