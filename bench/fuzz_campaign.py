@@ -70,11 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 1:
             parser.error(f"--{name}={getattr(args, name)}; expected an integer >= 1")
 
-    import torch
-
     from bench._common import run_header
+    from fuzz.grading import parse_device
+    from reference.errors import InvalidArgument
 
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    try:
+        device = parse_device(args.device)
+    except InvalidArgument as exc:
+        parser.error(str(exc))
     sizes = [args.chunk] * (args.examples // args.chunk)
     if args.examples % args.chunk:
         sizes.append(args.examples % args.chunk)

@@ -73,11 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(batch_dir, ignore_errors=True)
     batch = build_batch(batch_dir, args.copies)
 
-    import torch
-
     from bench._common import run_header
+    from fuzz.grading import parse_device
 
-    print(f"# {run_header('cuda' if torch.cuda.is_available() else 'cpu')}", flush=True)
+    print(f"# {run_header(parse_device('auto'))}", flush=True)
     command = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), "-j", str(args.jobs), "--out", str(report_dir),
                "--overwrite", "-q", *args.grade_options]
     print(f"# {len(batch)} candidates: lse-fuzz {' '.join(command[3:])}", flush=True)

@@ -46,13 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="functions listed per table")
     args = parser.parse_args(argv)
 
-    import torch
-
     import fuzz
     from bench._common import run_header
     from fuzz._target import load_target
+    from fuzz.grading import parse_device
+    from reference.errors import InvalidArgument
 
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    try:
+        device = parse_device(args.device)
+    except InvalidArgument as exc:
+        parser.error(str(exc))
     impl = load_target(args.impl)
     print(f"# {run_header(device)}\n# profile of fuzz.check({args.impl}, budget={args.budget}, seed={args.seed}, "
           f"device={device}, max_elements={args.max_elements})", flush=True)
@@ -62,14 +65,14 @@ def main(argv: list[str] | None = None) -> int:
                         target=args.impl)
     profiler.disable()
     print(result.summary().splitlines()[0])
-    stats = pstats.Stats(profiler, stream=io.StringIO())
+    stats = pstats.Stats(profiler)
     compiles, compile_s = _compile_stats(stats)
     share = f" ({compile_s / result.seconds:.0%})" if result.seconds else ""
     print(f"triton kernels compiled: {compiles}; seconds in triton.compiler.compile: {compile_s:.1f} of "
           f"{result.seconds:.1f}{share}")
     for order in ("cumulative", "tottime"):
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(args.top)
+        stats.stream = out = io.StringIO()
+        stats.sort_stats(order).print_stats(args.top)
         print(f"\n## top {args.top} by {order}\n" + out.getvalue().split("\n\n", 1)[-1].strip())
     return 0 if result.passed else 1
 
