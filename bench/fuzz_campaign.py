@@ -37,7 +37,7 @@ def _run_chunk(impl_target: str, options: dict, threads: int) -> dict:
     import torch
 
     import fuzz
-    from fuzz._target import load_target
+    from fuzz.target import load_target
 
     # The workers share the cores: a full OpenMP pool in each spins against the others'.
     torch.set_num_threads(threads)
@@ -71,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name}={getattr(args, name)}; expected an integer >= 1")
 
     from bench._common import run_header
-    from fuzz.grading import parse_device
+    from fuzz.validate import device as parse_device
     from reference.errors import InvalidArgument
 
     try:
-        device = parse_device(args.device)
+        device = str(parse_device(args.device))
     except InvalidArgument as exc:
         parser.error(str(exc))
     sizes = [args.chunk] * (args.examples // args.chunk)

@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     batch = build_batch(batch_dir, args.copies)
 
     from bench._common import run_header
-    from fuzz.grading import parse_device
+    from fuzz.validate import device as parse_device
 
-    print(f"# {run_header(parse_device('auto'))}", flush=True)
+    print(f"# {run_header(str(parse_device('auto')))}", flush=True)
     command = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), "-j", str(args.jobs), "--out", str(report_dir),
                "--overwrite", "-q", *args.grade_options]
     print(f"# {len(batch)} candidates: lse-fuzz {' '.join(command[3:])}", flush=True)

@@ -48,12 +48,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import fuzz
     from bench._common import run_header
-    from fuzz._target import load_target
-    from fuzz.grading import parse_device
+    from fuzz.target import load_target
+    from fuzz.validate import device as parse_device
     from reference.errors import InvalidArgument
 
     try:
-        device = parse_device(args.device)
+        device = str(parse_device(args.device))
     except InvalidArgument as exc:
         parser.error(str(exc))
     impl = load_target(args.impl)

@@ -18,34 +18,35 @@ _EXPORTS = {
     "CHECKS": "checks",
     "METAMORPHIC": "checks",
     "Check": "checks",
-    "CheckFailure": "checks",
-    "ImplError": "checks",
     "Plan": "checks",
     "run_checks": "checks",
+    "CheckFailure": "failures",
+    "ImplError": "failures",
     "Layout": "layouts",
     "LayoutKind": "layouts",
+    "ImplLost": "outcomes",
+    "MutantStatus": "outcomes",
+    "Status": "outcomes",
+    "Verdict": "outcomes",
     "PROFILES": "profiles",
     "CheckResult": "runner",
-    "Status": "runner",
     "check": "runner",
     "replay": "runner",
-    "status_of": "runner",
     "RECIPES": "strategies",
     "Contract": "strategies",
     "LseInput": "strategies",
     "RowSpec": "strategies",
-    "describe_target": "_target",
-    "load_target": "_target",
+    "describe_target": "target",
+    "load_target": "target",
+    "__version__": "_version",
 }
 
 __all__ = sorted([*_EXPORTS, "InvalidArgument"])
 
 
 def __getattr__(name: str):
-    if name == "InvalidArgument":
-        from reference.errors import InvalidArgument
-
-        return InvalidArgument
+    if name == "InvalidArgument":  # the one exception for bad input lives with the reference
+        return importlib.import_module("reference.errors").InvalidArgument
     if name in _EXPORTS:
         return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module 'fuzz' has no attribute {name!r}")

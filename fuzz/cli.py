@@ -13,17 +13,16 @@ import sys
 
 from reference.errors import InvalidArgument
 
-__version__ = "0.1.0"
+from ._version import __version__
+from .outcomes import ExitCode
 
 # Sub-command name -> module under fuzz.commands; the order is the order of --help.
 COMMANDS = ("mutants", "check", "grade", "replay")
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,15 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
-        return EXIT_USAGE
+        return ExitCode.USAGE
     try:
         return int(args._run(args))
     except InvalidArgument as exc:
         print(f"lse-fuzz: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print("lse-fuzz: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

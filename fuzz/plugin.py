@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import pytest
 
+from .defaults import REPRODUCER_DIR
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lse-fuzz", "row-wise LogSumExp fuzzing")
@@ -21,6 +23,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default: the project's kernel, reference.lse)")
     group.addoption("--lse-contract", choices=("strict", "finite"), default="strict",
                     help="strict: every input (NaN, +inf included); finite: no NaN or +inf inputs")
+    group.addoption("--lse-dtypes", metavar="NAMES", default=None,
+                    help="declared contract: comma-separated input dtypes (default: all four)")
+    group.addoption("--lse-layouts", choices=("contiguous", "rows", "any"), default="any",
+                    help="declared contract: contiguous rows, any row stride, or any strides (default)")
+    group.addoption("--lse-output-dtype", choices=("float32", "input", "either"), default="either",
+                    help="declared contract: the result's dtype (default: float32 or the input's)")
+    group.addoption("--lse-max-n", metavar="N", type=int, default=None,
+                    help="declared contract: the longest row (default: any)")
     group.addoption("--lse-budget", metavar="N", type=int, default=None,
                     help="examples per check (default: the profile's, 50 for lse-ci)")
     group.addoption("--lse-seed", metavar="N", type=int, default=0, help="seed of the example generator")
@@ -32,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--lse-isolate", action="store_true", default=False,
                     help="run the implementation in a worker process: a crash or hang fails a test "
                          "instead of ending the pytest run")
-    group.addoption("--lse-reproducers", metavar="DIR", default=".lse-fuzz",
+    group.addoption("--lse-reproducers", metavar="DIR", default=REPRODUCER_DIR,
                     help="where reproducer files of failures are written")
 
 
@@ -49,14 +59,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
         try:
             if isolate:
+                from . import validate
                 from .isolation import RestartingImpl
-                from .runner import _device_option
 
-                device = str(_device_option(config.getoption("lse_device")))
+                device = str(validate.device(config.getoption("lse_device"), name="--lse-device"))
                 impl = RestartingImpl(target or "reference:lse", device=device).start()
                 config.add_cleanup(impl.close)
             else:
-                from ._target import load_target
+                from .target import load_target
 
                 impl = load_target(target)
         except InvalidArgument as exc:
@@ -66,7 +76,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     target = config.getoption("lse_impl") or "reference.lse"
-    return f"lse-fuzz: impl {target}, contract {config.getoption('lse_contract')}"
+    return f"lse-fuzz: impl {target}, contract {config.getoption('lse_contract')}" + (
+        "" if _declared(config) == {} else f" ({', '.join(f'{k} {v}' for k, v in _declared(config).items())})")
+
+
+def _declared(config: pytest.Config) -> dict[str, object]:
+    """The declared-contract options given on the command line (beyond --lse-contract)."""
+    given = {"dtypes": config.getoption("lse_dtypes"), "layouts": config.getoption("lse_layouts"),
+             "output_dtype": config.getoption("lse_output_dtype"), "max_n": config.getoption("lse_max_n")}
+    defaults = {"dtypes": None, "layouts": "any", "output_dtype": "either", "max_n": None}
+    return {name: value for name, value in given.items() if value != defaults[name]}
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +112,7 @@ def lse_fuzz(request: pytest.FixtureRequest, lse_impl):
         budget=option("lse_budget"),
         seed=option("lse_seed"),
         contract=option("lse_contract"),
+        **_declared(request.config),
         profile=option("lse_profile"),
         device=option("lse_device"),
         database=option("lse_database"),

@@ -9,6 +9,7 @@ text. :meth:`Reproducer.example` rebuilds the exact input, strides and storage o
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ class Reproducer:
     check: str | None  # the check that failed (None for an error raised by the implementation)
     message: str
     meta: dict[str, str]
+    lost: str | None = None  # the Outcome when the isolated worker was lost on this example (crash, hang)
 
     def example(self, device: torch.device | str | None = None) -> LseInput:
         device = torch.device("cpu") if device is None else torch.device(device)
@@ -43,8 +45,9 @@ class Reproducer:
         return LseInput(x=x, values=self.values, layout=self.layout, specs=self.specs, seed=self.seed)
 
 
-def replay_command(path: Path | str, target: str) -> str:
-    return f"python -m fuzz replay {path} --impl {target}"
+def replay_command(path: Path | str, target: str, *, isolate: bool = False) -> str:
+    """The one replay command; ``isolate`` for an input that crashed or hung its worker."""
+    return f"python -m fuzz replay {path} --impl {target}" + (" --isolate" if isolate else "")
 
 
 def save_reproducer(
@@ -56,6 +59,7 @@ def save_reproducer(
     contract: Contract,
     check: str | None,
     message: str,
+    lost: str | None = None,
 ) -> Path:
     """Write the example to ``directory`` (created if needed); the name depends only on its content."""
     directory = Path(directory)
@@ -69,9 +73,10 @@ def save_reproducer(
         "seed": example.seed,
         "plan": plan.to_dict(),
         "checks": list(checks),
-        "contract": contract.value,
+        "contract": contract.to_dict(),
         "check": check,
         "message": message,
+        "lost": lost,
         "meta": {
             "torch": str(torch.__version__),
             "python": platform.python_version(),
@@ -82,8 +87,10 @@ def save_reproducer(
     digest.update(values.view(torch.uint8).numpy().tobytes() if values.numel() else b"")
     digest.update(repr((str(values.dtype), tuple(values.shape), payload["layout"], payload["plan"],
                         payload["checks"], check)).encode())
-    path = directory / f"lse-fuzz-{check or 'error'}-{digest.hexdigest()[:10]}.pt"
-    torch.save(payload, path)
+    path = directory / f"lse-fuzz-{check or lost or 'error'}-{digest.hexdigest()[:10]}.pt"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)  # never half a file, also when the process dies right after
     return path
 
 
@@ -104,10 +111,11 @@ def load_reproducer(path: Path | str) -> Reproducer:
         layout=Layout.from_dict(data["layout"]),
         specs=tuple(RowSpec(name, level) for name, level in data["specs"]),
         seed=int(data["seed"]),
-        plan=Plan(plan["metamorphic"], int(plan["seed"])),
+        plan=Plan.from_dict(plan),
         checks=validate_checks(data["checks"]),
         contract=Contract.parse(data["contract"]),
         check=data["check"],
         message=data["message"],
         meta=dict(data["meta"]),
+        lost=data.get("lost"),
     )

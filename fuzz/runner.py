@@ -9,7 +9,6 @@ contiguous float32 where the bug allows) and saved as a reproducer that ``replay
 from __future__ import annotations
 
 import contextlib
-import enum
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -23,37 +22,22 @@ from hypothesis import errors as hypothesis_errors
 
 from reference.errors import InvalidArgument
 
-from ._target import describe_target
-from .checks import METAMORPHIC, CheckFailure, ImplError, Plan, run_checks, validate_checks
+from . import defaults, validate
+from .checks import METAMORPHIC, Plan, run_checks, validate_checks
+from .failures import CheckFailure, ImplError
+from .outcomes import ImplLost, Status, run_status
 from .profiles import PROFILES, database_for, profile_settings
 from .reproducer import load_reproducer, replay_command, save_reproducer
-from .strategies import Contract, LseInput, default_device, lse_inputs
+from .strategies import Contract, LseInput, lse_inputs
+from .target import describe_target
+from .timing import SLOW_FACTOR, SlowCall
 
-__all__ = ["CheckResult", "Status", "check", "replay", "status_of"]
+__all__ = ["CheckResult", "check", "replay"]
 
-DEFAULT_BUDGET = 200
+DEFAULT_BUDGET = defaults.CHECK_BUDGET
 # A failure that passed when Hypothesis ran the same example again (older versions: Flaky).
 _NOT_REPRODUCED = getattr(hypothesis_errors, "FlakyFailure", hypothesis_errors.Flaky)
-DEFAULT_REPRODUCER_DIR = Path(".lse-fuzz")
-
-
-class Status(str, enum.Enum):
-    PASSED = "passed"  # every example passed every selected check
-    FAILED = "failed"  # a check failed; the failure reproduced on the shrunk example
-    ERROR = "error"  # the implementation raised an exception
-    FLAKY = "flaky"  # a check failed once but not when the same example ran again (stateful impl?)
-
-
-def status_of(outcome: CheckFailure | ImplError | None, *, reproduced: bool = True) -> Status:
-    """The one mapping from a raw outcome to a status."""
-    if outcome is None:
-        return Status.PASSED
-    if not reproduced:
-        return Status.FLAKY
-    if isinstance(outcome, ImplError):
-        return Status.ERROR
-    assert isinstance(outcome, CheckFailure), f"unexpected outcome {outcome!r}"
-    return Status.FAILED
+DEFAULT_REPRODUCER_DIR = Path(defaults.REPRODUCER_DIR)
 
 
 @dataclass
@@ -73,6 +57,7 @@ class CheckResult:
     plan: Plan | None = None
     reproducer: Path | None = None
     notes: list[str] = field(default_factory=list)
+    slow: list[SlowCall] = field(default_factory=list)  # calls far slower than reference.lse (findings, not failures)
 
     @property
     def passed(self) -> bool:
@@ -96,14 +81,22 @@ class CheckResult:
         pace = f"{self.examples} examples in {self.seconds:.1f} s ({self.examples_per_second:.1f}/s)"
         if self.passed:
             head = (f"PASSED {self.target}: {pace}; checks: {', '.join(self.checks)}; "
-                    f"contract {self.contract.value}; seed {self.seed}")
-            return head
+                    f"contract {self.contract.describe()}; seed {self.seed}")
+            return "\n".join([head, *self._slow_lines()])
         what = f"check {self.check!r}" if self.check else "the implementation raised"
         lines = [f"{self.status.name} {self.target}: {what} after {pace}; seed {self.seed}"]
         lines.extend(self.notes)
         if self.failure is not None:
             lines.append(self.failure.message())
+        lines.extend(self._slow_lines())
         return "\n".join(lines)
+
+    def _slow_lines(self) -> list[str]:
+        if not self.slow:
+            return []
+        slowest = max(self.slow, key=lambda call: call.seconds)
+        return [f"slow (a finding, not a failure): {len(self.slow)} call(s) over {SLOW_FACTOR:g} x reference.lse "
+                f"on the same input; the slowest: {slowest.describe()}"]
 
     def to_dict(self) -> dict[str, object]:
         example = self.counterexample
@@ -117,7 +110,7 @@ class CheckResult:
             "examples_per_second": round(self.examples_per_second, 2) if self.seconds > 0 else None,
             "seed": self.seed,
             "budget": self.budget,
-            "contract": self.contract.value,
+            "contract": self.contract.to_dict(),
             "checks": list(self.checks),
             "failure": None if self.failure is None else self.failure.to_dict(),
             "error": self.error,
@@ -131,6 +124,7 @@ class CheckResult:
             "plan": None if self.plan is None else self.plan.to_dict(),
             "reproducer": None if self.reproducer is None else str(self.reproducer),
             "notes": list(self.notes),
+            "slow": [call.to_dict() for call in self.slow],
         }
 
 
@@ -140,24 +134,6 @@ class _Falsified(Exception):
     def __init__(self, failure: CheckFailure | ImplError, example: LseInput, plan: Plan) -> None:
         super().__init__(str(failure))
         self.failure, self.example, self.plan = failure, example, plan
-
-
-def _int_option(name: str, value: object, low: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InvalidArgument(f"{name}={value!r}; expected an int >= {low}.")
-    return value
-
-
-def _device_option(device: torch.device | str | None) -> torch.device:
-    if device is None:
-        return default_device()
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise InvalidArgument(f"device={device!r}; expected 'cpu', 'cuda' or 'cuda:N'.") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidArgument(f"device={device!r}, but no CUDA device is available: use device='cpu'.")
-    return resolved
 
 
 def plans(checks: Iterable[str]) -> st.SearchStrategy[Plan]:
@@ -174,23 +150,37 @@ def check(
     seed: int = 0,
     device: torch.device | str | None = None,
     contract: Contract | str = Contract.STRICT,
+    dtypes: Iterable[str] | str | None = None,
+    layouts: str | None = None,
+    output_dtype: str | None = None,
+    max_n: int | None = None,
     checks: Iterable[str] | None = None,
     profile: str | None = None,
     database: ExampleDatabase | Path | str | None = None,
     reproducer_dir: Path | str | None = None,
     max_elements: int | None = None,
-    huge_offsets: bool = False,
+    max_rows: int | None = None,
+    huge_offsets: bool = True,
+    time_limit: float | None = None,
     target: str | None = None,
 ) -> CheckResult:
     """Fuzz ``impl`` (any callable x -> Tensor) and return what was found.
 
     ``budget`` examples (default 200, or the profile's max_examples) are generated unless a check
     fails first; each costs about three calls of ``impl``. ``checks`` selects a subset of
-    :data:`fuzz.checks.CHECKS`. ``contract='finite'`` leaves NaN and +inf out of the inputs.
-    ``huge_offsets`` adds inputs with element offsets >= 2**31 (run those in an isolated process:
-    a kernel with 32-bit indexing may crash it; each such example is first saved as
-    ``reproducer_dir/lse-fuzz-pending-crash.pt`` and removed once it ran, so a crashed run leaves
-    the input that crashed it). ``target`` is the TARGET string printed in the
+    :data:`fuzz.checks.CHECKS`. ``contract`` is what the implementation declares it supports (a
+    :class:`fuzz.contract.Contract`, or "strict"/"finite" for its values policy); ``dtypes``,
+    ``layouts``, ``output_dtype`` and ``max_n`` set those fields of it. Only inputs inside the
+    contract are generated, and the output must have the declared dtype. ``max_elements`` and
+    ``max_rows`` cap M * N and M (defaults: :func:`fuzz.strategies.default_max_elements` and
+    :func:`~fuzz.strategies.default_max_rows`). ``huge_offsets`` (on by default) adds inputs with
+    element offsets >= 2**31: a kernel with 32-bit indexing may crash the process on them, so each
+    such example is first saved as ``reproducer_dir/lse-fuzz-pending-crash.pt`` and removed once it
+    ran (a crashed run leaves the input that crashed it); run untrusted implementations isolated
+    (``lse-fuzz check``, :class:`fuzz.isolation.IsolatedImpl`). A call far slower than
+    ``reference.lse`` on the same input is a finding in ``result.slow`` (see :mod:`fuzz.timing`);
+    with ``time_limit`` (seconds) a call slower than that fails the example instead (check
+    ``time_limit``). ``target`` is the TARGET string printed in the
     replay command (derived from ``impl`` when omitted). Failures are saved under
     ``reproducer_dir`` (default ``./.lse-fuzz``).
     """
@@ -198,14 +188,17 @@ def check(
         raise InvalidArgument(f"impl={impl!r} is not callable; pass a function x -> Tensor.")
     base = profile_settings(profile)
     budget = (PROFILES[profile] if profile else DEFAULT_BUDGET) if budget is None else budget
-    budget = _int_option("budget", budget, 1)
-    seed = _int_option("seed", seed, 0)
-    device = _device_option(device)
-    contract = Contract.parse(contract)
+    budget = validate.integer(budget, name="budget", low=1)
+    seed = validate.integer(seed, name="seed", low=0)
+    device = validate.device(device)
+    time_limit = validate.seconds(time_limit, name="time_limit", optional=True)
+    contract = Contract.parse(contract).with_options(dtypes=dtypes, layouts=layouts, output_dtype=output_dtype,
+                                                     max_n=max_n)
     names = validate_checks(checks)
     db = database_for(database)
     target = describe_target(impl) if target is None else target
-    inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, huge_offsets=huge_offsets)
+    inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
+                        huge_offsets=huge_offsets)
     state = _RunState()
 
     @settings(base, max_examples=budget, database=db)
@@ -213,14 +206,27 @@ def check(
     @given(example=inputs, plan=plans(names))
     def run_one(example: LseInput, plan: Plan) -> None:
         state.examples += 1
+        if state.release_device_memory:
+            # The last example was a huge-offset view: gigabytes a GPU's caching allocator would
+            # otherwise keep from the next one (and from other processes on the same GPU).
+            torch.cuda.empty_cache()
+        state.release_device_memory = example.layout.is_huge and example.x.device.type == "cuda"
         failure = None
         # A kernel with 32-bit index math may crash the process on a huge-offset input; the
         # example is saved first so that whoever ran this process finds what crashed it.
         pending = _save_pending(example, plan, names, contract, reproducer_dir) if example.layout.is_huge else None
         try:
-            run_checks(impl, example, checks=names, plan=plan)
+            run_checks(impl, example, checks=names, plan=plan, contract=contract, time_limit=time_limit,
+                       on_slow=state.note_slow)
         except (CheckFailure, ImplError) as exc:
             failure = exc
+        except ImplLost as lost:
+            # An isolated implementation's worker is gone (crash, exit, hang): keep the example it
+            # was lost on, replayable like any failure, then stop the run (no shrinking).
+            _record_lost(lost, example, plan, names, contract, target, reproducer_dir)
+            if pending is not None:
+                pending.unlink(missing_ok=True)
+            raise
         if pending is not None:
             pending.unlink(missing_ok=True)
         if failure is not None:  # raised outside the except block: no __context__, one origin
@@ -228,7 +234,7 @@ def check(
             raise state.last
 
     # Failures saved in a database belong to this implementation and selection only.
-    run_one.hypothesis.inner_test._hypothesis_internal_add_digest = repr((target, contract.value, names)).encode()
+    run_one.hypothesis.inner_test._hypothesis_internal_add_digest = repr((target, contract.to_dict(), names)).encode()
 
     started = time.perf_counter()
     falsified, reproduced = None, True
@@ -244,9 +250,9 @@ def check(
     seconds = time.perf_counter() - started
 
     result = CheckResult(
-        status=status_of(None if falsified is None else falsified.failure, reproduced=reproduced),
+        status=run_status(None if falsified is None else falsified.failure, reproduced=reproduced),
         examples=state.examples, seconds=seconds, target=target, seed=seed, budget=budget,
-        contract=contract, checks=names,
+        contract=contract, checks=names, slow=list(state.slow.values()),
     )
     if falsified is not None:
         _record_failure(result, falsified, reproducer_dir)
@@ -279,6 +285,13 @@ def _one_cpu_thread(device: torch.device):
 class _RunState:
     examples: int = 0
     last: _Falsified | None = None
+    slow: dict[tuple, SlowCall] = field(default_factory=dict)  # one per kind of input (shrinking repeats them)
+    release_device_memory: bool = False
+
+    def note_slow(self, call: SlowCall) -> None:
+        key = (call.call, call.shape, call.dtype, call.layout)
+        if key not in self.slow or self.slow[key].seconds < call.seconds:
+            self.slow[key] = call
 
 
 PENDING_NAME = "lse-fuzz-pending-crash.pt"
@@ -289,6 +302,15 @@ def _save_pending(example: LseInput, plan: Plan, names, contract: Contract, repr
     path = save_reproducer(directory, example, plan, checks=names, contract=contract, check=None,
                            message="the process running this example ended before it finished")
     return path.replace(directory / PENDING_NAME)
+
+
+def _record_lost(lost: ImplLost, example: LseInput, plan: Plan, names, contract: Contract, target: str,
+                 reproducer_dir) -> None:
+    directory = DEFAULT_REPRODUCER_DIR if reproducer_dir is None else Path(reproducer_dir)
+    path = save_reproducer(directory, example, plan, checks=names, contract=contract, check=None,
+                           message=f"the worker was lost during call {lost.call}: {lost}", lost=lost.outcome.value)
+    lost.example, lost.reproducer = example, path
+    lost.replay = replay_command(path, target, isolate=True)
 
 
 def _record_failure(result: CheckResult, falsified: _Falsified, reproducer_dir: Path | str | None) -> None:
@@ -314,18 +336,19 @@ def replay(
     if not callable(impl):
         raise InvalidArgument(f"impl={impl!r} is not callable; pass a function x -> Tensor.")
     saved = load_reproducer(path)
-    device = _device_option(device if device is not None else ("cuda" if saved.meta.get("device", "").startswith("cuda")
-                                                                 and torch.cuda.is_available() else "cpu"))
+    if device is None:
+        device = "cuda" if saved.meta.get("device", "").startswith("cuda") and torch.cuda.is_available() else "cpu"
+    device = validate.device(device)
     example = saved.example(device)
     target = describe_target(impl) if target is None else target
     started = time.perf_counter()
     failure = None
     try:
-        run_checks(impl, example, checks=saved.checks, plan=saved.plan)
+        run_checks(impl, example, checks=saved.checks, plan=saved.plan, contract=saved.contract)
     except (CheckFailure, ImplError) as exc:
         failure = exc
     result = CheckResult(
-        status=status_of(failure), examples=1, seconds=time.perf_counter() - started, target=target,
+        status=run_status(failure), examples=1, seconds=time.perf_counter() - started, target=target,
         seed=saved.seed, budget=1, contract=saved.contract, checks=saved.checks, failure=failure,
         counterexample=example, plan=saved.plan, reproducer=Path(path),
     )

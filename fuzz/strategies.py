@@ -21,7 +21,6 @@ contiguous and the dtype towards float32.
 
 from __future__ import annotations
 
-import enum
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -33,12 +32,14 @@ from hypothesis import strategies as st
 
 from reference.errors import InvalidArgument
 
+from .contract import DTYPES, Contract, Values
 from .layouts import Layout, LayoutKind
 
 __all__ = [
     "DTYPES",
     "RECIPES",
     "Contract",
+    "default_max_rows",
     "LseInput",
     "Recipe",
     "RowSpec",
@@ -52,31 +53,6 @@ __all__ = [
     "shapes",
 ]
 
-
-class Contract(str, enum.Enum):
-    """Which inputs an implementation promises to handle.
-
-    ``strict``: everything torch.logsumexp handles, NaN and +inf included. ``finite``: no NaN and
-    no +inf in the input; -inf (masked entries, all -inf rows) stays in, since attention-style
-    callers rely on it.
-    """
-
-    STRICT = "strict"
-    FINITE = "finite"
-
-    @classmethod
-    def parse(cls, value: object) -> Contract:
-        try:
-            return cls(value)
-        except ValueError:
-            raise InvalidArgument(
-                f"contract={value!r}; expected 'strict' (every input, NaN and +inf included) "
-                "or 'finite' (no NaN or +inf inputs)."
-            ) from None
-
-
-DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
-"""Input dtypes, float32 first: shrinking ends there."""
 
 # Powers of two and their neighbours are where tiles and rows-per-program counts break; the other
 # entries are primes and counts that no power of two divides.
@@ -94,6 +70,11 @@ _GRID_COLS = (4097, 8191, 8193, 12289, 16385)
 
 _CPU_MAX_ELEMENTS = 2**16  # Triton's interpreter runs each program in numpy: keep launches cheap
 _CUDA_MAX_ELEMENTS = 2**22  # generation and the float64 oracle run on the host: keep each example well under a second
+# In Triton's interpreter every program instance costs about a millisecond of Python (measured on a
+# 2-core machine: 1.3 ms per program of a one-row-per-program kernel), so the number of rows is the
+# grid size of the most common kernel design. 512 rows keep such a correct kernel's call well under
+# a second; every other dimension keeps its full range.
+_CPU_MAX_ROWS = 512
 
 
 def default_device() -> torch.device:
@@ -104,6 +85,12 @@ def default_max_elements(device: torch.device | str | None = None) -> int:
     """Largest M * N drawn by default: 2**16 on the CPU (interpreted kernels), 2**22 on a GPU."""
     device = default_device() if device is None else torch.device(device)
     return _CUDA_MAX_ELEMENTS if device.type == "cuda" else _CPU_MAX_ELEMENTS
+
+
+def default_max_rows(device: torch.device | str | None = None) -> int | None:
+    """Largest M drawn by default: 512 on the CPU (the interpreter's grid cost), no cap on a GPU."""
+    device = default_device() if device is None else torch.device(device)
+    return None if device.type == "cuda" else _CPU_MAX_ROWS
 
 
 def _positive_int(name: str, value: object, low: int = 1) -> int:
@@ -122,17 +109,25 @@ def _interesting_then_any(interesting: Sequence[int], limit: int) -> st.SearchSt
     return st.one_of(st.sampled_from(listed), st.integers(0, limit))
 
 
-def dtypes() -> st.SearchStrategy[torch.dtype]:
-    """float32, float16, bfloat16, float64 (shrinks to float32)."""
-    return st.sampled_from(DTYPES)
+def dtypes(allowed: tuple[torch.dtype, ...] = DTYPES) -> st.SearchStrategy[torch.dtype]:
+    """float32, float16, bfloat16, float64 (shrinks to float32), or the ``allowed`` ones in that order."""
+    return st.sampled_from([dtype for dtype in DTYPES if dtype in allowed])
 
 
-def shapes(*, max_elements: int = _CPU_MAX_ELEMENTS, max_rows: int | None = None) -> st.SearchStrategy[tuple[int, int]]:
-    """(M, N) with M * N <= max_elements; M and N start at 0.
+def _log_uniform(limit: int) -> st.SearchStrategy[int]:
+    """0..limit with every power-of-two range equally likely: small counts often, the limit sometimes."""
+    return st.integers(0, max(limit, 1).bit_length()).flatmap(lambda k: st.integers(0, min(limit, 2**k)))
+
+
+def shapes(*, max_elements: int = _CPU_MAX_ELEMENTS, max_rows: int | None = None,
+           max_cols: int | None = None) -> st.SearchStrategy[tuple[int, int]]:
+    """(M, N) with M * N <= max_elements, M <= max_rows, N <= max_cols; M and N start at 0.
 
     Over-represents 1, 2, 3, primes, 2**k - 1, 2**k and 2**k + 1: rows just past one tile and
     row counts that are no multiple of common rows-per-program counts. N reaches max_elements
-    (one very long row); M reaches ``max_rows`` (default: max_elements).
+    (one very long row) unless ``max_cols`` (a declared contract's largest N) caps it; M reaches
+    ``max_rows`` (default: max_elements), drawn log-uniformly besides the listed counts so that a
+    one-program-per-row kernel's grid (in an interpreter, its cost) stays mostly small.
 
     When the budget allows it (a GPU's), one example in eight is a grid of long rows: more than
     256 rows of 4097 to 16385 columns. A GPU kernel typically splits a long row across programs
@@ -143,9 +138,11 @@ def shapes(*, max_elements: int = _CPU_MAX_ELEMENTS, max_rows: int | None = None
     max_elements = _positive_int("max_elements", max_elements)
     max_rows = max_elements if max_rows is None else _positive_int("max_rows", max_rows)
     max_rows = min(max_rows, max_elements)
-    grid = min(max_rows, max_elements // _GRID_MIN_COLS) >= _GRID_MIN_ROWS
+    max_cols = max_elements if max_cols is None else min(_positive_int("max_cols", max_cols), max_elements)
+    grid_max_cols = min(_GRID_MAX_COLS, max_elements // _GRID_MIN_ROWS, max_cols)
     # Widest grid row that still leaves room for the fewest grid rows (>= _GRID_MIN_COLS when grid).
-    grid_max_cols = min(_GRID_MAX_COLS, max_elements // _GRID_MIN_ROWS)
+    grid = min(max_rows, max_elements // _GRID_MIN_COLS) >= _GRID_MIN_ROWS and grid_max_cols >= _GRID_MIN_COLS
+    listed_rows = [n for n in _ROW_COUNTS if n <= max_rows]
 
     @st.composite
     def draw_shape(draw: st.DrawFn) -> tuple[int, int]:
@@ -154,21 +151,26 @@ def shapes(*, max_elements: int = _CPU_MAX_ELEMENTS, max_rows: int | None = None
             cols = draw(st.one_of(st.sampled_from([c for c in _GRID_COLS if c <= grid_max_cols]),
                                   st.integers(_GRID_MIN_COLS, grid_max_cols)))
             return draw(st.integers(_GRID_MIN_ROWS, min(max_rows, max_elements // cols))), cols
-        rows = draw(_interesting_then_any(_ROW_COUNTS, max_rows))
-        cols = draw(_interesting_then_any(_COL_COUNTS, max_elements // max(rows, 1)))
+        rows = draw(st.one_of(st.sampled_from(listed_rows), _log_uniform(max_rows)))
+        cols = draw(_interesting_then_any(_COL_COUNTS, min(max_cols, max_elements // max(rows, 1))))
         return rows, cols
 
     return draw_shape()
 
 
-def layouts(*, huge_offsets: bool = False) -> st.SearchStrategy[Layout]:
-    """Contiguous, padded row stride, column-major, column step > 1, nonzero storage offset.
+def layouts(*, huge_offsets: bool = True, kinds: tuple[LayoutKind, ...] | None = None) -> st.SearchStrategy[Layout]:
+    """Contiguous, padded row stride, column-major, column step > 1, nonzero storage offset, and
+    views whose elements lie >= 2**31 elements into the storage (lazily allocated; see
+    :class:`fuzz.layouts.Layout`) unless ``huge_offsets`` is False.
 
-    ``huge_offsets=True`` adds layouts whose elements lie >= 2**31 elements into the storage
-    (lazily allocated; see :class:`fuzz.layouts.Layout`). A kernel with 32-bit index math may
-    crash the process on them, so run those examples in an isolated process.
+    ``kinds`` keeps only those layouts (a declared contract's, see :class:`fuzz.contract.Layouts`).
+    A kernel with 32-bit index math may crash the process on a huge offset, so run candidates in an
+    isolated process (``lse-fuzz check`` does).
     """
-    kinds = [kind for kind in LayoutKind if huge_offsets or kind is not LayoutKind.HUGE_OFFSET]
+    allowed = tuple(LayoutKind) if kinds is None else kinds
+    kinds = [kind for kind in LayoutKind if kind in allowed and (huge_offsets or kind is not LayoutKind.HUGE_OFFSET)]
+    if not kinds:
+        raise InvalidArgument(f"kinds={allowed!r} leaves no layout to draw.")
     by_kind = {
         LayoutKind.CONTIGUOUS: st.just(Layout()),
         LayoutKind.PADDED: st.builds(Layout, kind=st.just(LayoutKind.PADDED), pad=st.integers(1, 67)),
@@ -179,7 +181,11 @@ def layouts(*, huge_offsets: bool = False) -> st.SearchStrategy[Layout]:
         LayoutKind.HUGE_OFFSET: st.builds(Layout, kind=st.just(LayoutKind.HUGE_OFFSET),
                                           pad=st.integers(0, 3), offset=st.integers(0, 7)),
     }
-    return st.sampled_from(kinds).flatmap(lambda kind: by_kind[kind])
+    # Every other kind twice, a huge offset once: it is there to expose 32-bit index math, which one
+    # example in a dozen does, and each costs gigabytes of address space (on a GPU, of memory).
+    weighted = [kind for kind in kinds if kind is not LayoutKind.HUGE_OFFSET for _ in range(2)]
+    weighted += [kind for kind in kinds if kind is LayoutKind.HUGE_OFFSET]
+    return st.sampled_from(weighted).flatmap(lambda kind: by_kind[kind])
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,9 +408,9 @@ class RowSpec:
 
 
 def row_recipes(*, contract: Contract | str = Contract.STRICT) -> st.SearchStrategy[RowSpec]:
-    """A recipe and level for a group of rows; under ``contract='finite'`` no NaN or +inf recipe."""
+    """A recipe and level for a group of rows; under a finite contract no NaN or +inf recipe."""
     contract = Contract.parse(contract)
-    names = [r.name for r in _RECIPE_LIST if r.finite or contract is Contract.STRICT]
+    names = [r.name for r in _RECIPE_LIST if r.finite or contract.values is Values.STRICT]
     return st.builds(RowSpec, recipe=st.sampled_from(names), level=st.integers(0, LEVELS - 1))
 
 
@@ -511,25 +517,34 @@ def lse_inputs(
     contract: Contract | str = Contract.STRICT,
     device: torch.device | str | None = None,
     max_elements: int | None = None,
-    huge_offsets: bool = False,
+    max_rows: int | None = None,
+    huge_offsets: bool = True,
     dtype: st.SearchStrategy[torch.dtype] | None = None,
     shape: st.SearchStrategy[tuple[int, int]] | None = None,
     layout: st.SearchStrategy[Layout] | None = None,
 ) -> st.SearchStrategy[LseInput]:
-    """Complete inputs for a row-wise LSE implementation.
+    """Complete inputs for a row-wise LSE implementation, inside ``contract`` (a
+    :class:`fuzz.contract.Contract`, or "strict"/"finite").
 
-    ``device`` defaults to CUDA when present; ``max_elements`` to :func:`default_max_elements`.
+    ``device`` defaults to CUDA when present; ``max_elements`` and ``max_rows`` to
+    :func:`default_max_elements` and :func:`default_max_rows` (the contract's ``max_n`` caps N).
     ``dtype``, ``shape`` and ``layout`` replace the default sub-strategies (e.g.
-    ``dtype=st.just(torch.float16)``). ``huge_offsets`` is off by default: see :func:`layouts`.
+    ``dtype=st.just(torch.float16)``). ``huge_offsets``: see :func:`layouts`.
     """
     contract = Contract.parse(contract)
     device = default_device() if device is None else torch.device(device)
     if max_elements is None:
         max_elements = default_max_elements(device)
     max_elements = _positive_int("max_elements", max_elements)
-    dtype_strategy = dtypes() if dtype is None else dtype
-    shape_strategy = shapes(max_elements=max_elements) if shape is None else shape
-    layout_strategy = layouts(huge_offsets=huge_offsets) if layout is None else layout
+    if max_rows is None:
+        max_rows = default_max_rows(device)
+    # A huge-offset view spans 2**32 elements of (unbacked) address space: 4-byte elements at most.
+    huge_dtype = next((d for d in contract.dtypes if d.itemsize <= 4), None)
+    huge_offsets = huge_offsets and huge_dtype is not None
+    dtype_strategy = dtypes(contract.dtypes) if dtype is None else dtype
+    shape_strategy = shapes(max_elements=max_elements, max_rows=max_rows, max_cols=contract.max_n) \
+        if shape is None else shape
+    layout_strategy = layouts(huge_offsets=huge_offsets, kinds=contract.layouts.kinds) if layout is None else layout
     specs_strategy = row_recipes(contract=contract)
 
     @st.composite
@@ -539,12 +554,11 @@ def lse_inputs(
         chosen_layout = draw(layout_strategy)
         if chosen_layout.is_huge:
             # Three rows or more: the row stride then stays below 2**31 (an int32 kernel argument)
-            # while the last row lies past 2**31, so 32-bit `row * stride_row` really wraps. At most
-            # 4-byte elements: the storage spans about 2**32 elements of (unbacked) address space.
+            # while the last row lies past 2**31, so 32-bit `row * stride_row` really wraps.
             rows = max(rows, 3)
             cols = min(cols, max(1, max_elements // rows))
             if chosen_dtype.itemsize > 4:
-                chosen_dtype = torch.float32
+                chosen_dtype = huge_dtype or torch.float32
         specs = tuple(draw(st.lists(specs_strategy, min_size=1, max_size=max(1, min(rows, 6)))))
         seed = draw(st.integers(0, 2**32 - 1))
         values = row_values(specs, rows, cols, chosen_dtype, seed)

@@ -11,6 +11,8 @@ import os
 
 import torch
 
+from .errors import InvalidArgument
+
 
 def ensure_interpreter() -> bool:
     """Turn on Triton's interpreter when no CUDA device is present; return whether it is on.
@@ -28,8 +30,6 @@ def interpreting() -> bool:
 
 def check_device(x: torch.Tensor) -> None:
     """Refuse a tensor the current Triton mode cannot run on, with the fix in the message."""
-    from .errors import InvalidArgument
-
     if interpreting():
         if x.device.type != "cpu":
             raise InvalidArgument(

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 
+from .. import defaults
+
 EPILOG = """\
 TARGET is path/to/file.py[:func] or package.module[:func]; func defaults to lse and must take
 the 2-D input tensor and return the (M,) result.
 
-The implementation runs in a separate worker process (fuzz/isolation.py): a segfault, a hang, an
+The implementation runs in a separate worker process (fuzz/isolation/): a segfault, a hang, an
 exit or an out-of-memory there ends the run with a verdict instead of taking the fuzzer down.
 The worker is not a security sandbox: it runs with your rights.
 
@@ -26,7 +28,8 @@ exit codes:
 """
 
 
-def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = 200, timeout: float | None = None) -> None:
+def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.CHECK_BUDGET,
+                     timeout: float | None = None) -> None:
     """Options shared by check and grade (what decides a verdict)."""
     group = parser.add_argument_group("fuzzing")
     group.add_argument("--budget", type=int, default=budget, metavar="N",
@@ -36,22 +39,38 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = 200, time
                        help="mix a secret into the seed so implementations cannot be tuned to the public one "
                             "(reports show only a fingerprint); env:NAME reads it from an environment variable "
                             "and file:PATH from a file, so it stays out of the process list")
-    group.add_argument("--contract", choices=("strict", "finite"), default="strict",
-                       help="strict: every input, NaN and +inf included (default); finite: no NaN or +inf inputs")
     group.add_argument("--checks", metavar="NAMES", default=None,
                        help="comma-separated subset of the checks (default: all)")
     group.add_argument("--device", default="auto", help="auto (CUDA when present, default), cpu, cuda or cuda:N")
     group.add_argument("--profile", default=None, help="Hypothesis settings profile: lse-ci, lse-thorough, lse-gpu")
     group.add_argument("--max-elements", type=int, default=None, metavar="N",
                        help="largest M*N drawn (default 65536 on the CPU, 2**22 on CUDA)")
-    group.add_argument("--huge-offsets", action="store_true",
-                       help="also draw inputs whose elements lie 2**31 or more elements into their storage")
+    group.add_argument("--no-huge-offsets", dest="huge_offsets", action="store_false",
+                       help="do not draw inputs whose elements lie 2**31 or more elements into their storage "
+                            "(drawn by default: they expose 32-bit index math)")
+    declared = parser.add_argument_group(
+        "declared contract", "what the implementation supports; only such inputs are generated (default: everything)")
+    declared.add_argument("--contract", choices=("strict", "finite"), default="strict",
+                          help="strict: every input, NaN and +inf included (default); finite: no NaN or +inf inputs")
+    declared.add_argument("--dtypes", metavar="NAMES", default=None,
+                          help="comma-separated input dtypes it accepts (default: float32,float16,bfloat16,float64)")
+    declared.add_argument("--layouts", choices=("contiguous", "rows", "any"), default="any",
+                          help="contiguous: contiguous rows only; rows: any row stride, column stride 1; "
+                               "any: any strides (default)")
+    declared.add_argument("--output-dtype", choices=("float32", "input", "either"), default="either",
+                          help="the result's dtype: float32, the input's, or either (default)")
+    declared.add_argument("--max-n", type=int, default=None, metavar="N",
+                          help="the longest row it accepts (default: any)")
     limits = parser.add_argument_group("limits")
-    limits.add_argument("--call-timeout", type=float, default=60.0, metavar="S",
-                        help="seconds one call may take, compilation included, before it counts as a hang (default 60)")
+    limits.add_argument("--call-timeout", type=float, default=defaults.CALL_TIMEOUT, metavar="S",
+                        help="seconds one call may take, compilation included, before it counts as a hang "
+                             f"(default {defaults.CALL_TIMEOUT:g})")
     limits.add_argument("--timeout", type=float, default=timeout, metavar="S",
                         help="seconds the implementation's worker may live in all"
                              + (f" (default {timeout:g})" if timeout else " (default: no limit)"))
+    limits.add_argument("--time-limit", type=float, default=None, metavar="S",
+                        help="fail a call slower than S seconds (default: a call far slower than reference.lse "
+                             "on the same input is reported as slow, not failed)")
     limits.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
                         help="address-space limit of a CPU worker in GiB (default: the machine's memory; 0: none)")
     bench = parser.add_argument_group("bandwidth (CUDA only)")
@@ -62,19 +81,20 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = 200, time
 
 
 def options_from_args(args: argparse.Namespace, *, bench: bool):
-    """The validated GradeOptions of the parsed command line (InvalidArgument otherwise)."""
+    """The validated GradeOptions of the parsed command line (InvalidArgument naming the flag otherwise)."""
+    # Imported here, not at the top: `lse-fuzz --help` must not pay for torch and triton.
     import os
     from pathlib import Path
 
     from reference.errors import InvalidArgument
 
-    from ..grading import GradeOptions, parse_shape
+    from .. import validate
+    from ..grading import GradeOptions
 
     memory_limit = None
     if args.memory_limit is not None:
-        if args.memory_limit < 0:
-            raise InvalidArgument(f"--memory-limit={args.memory_limit!r}; expected GiB >= 0 (0: no limit).")
-        memory_limit = int(args.memory_limit * (1 << 30))
+        gib = validate.number(args.memory_limit, name="--memory-limit", low=0)
+        memory_limit = int(gib * (1 << 30))
     private_seed = args.private_seed
     if private_seed is not None and private_seed.startswith("env:"):
         name = private_seed[4:]
@@ -87,15 +107,15 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
             private_seed = Path(path).read_text().strip()
         except OSError as exc:
             raise InvalidArgument(f"--private-seed=file:{path}: cannot read it ({exc.strerror}).") from None
-    checks = None
-    if args.checks is not None:
-        checks = tuple(name.strip() for name in args.checks.split(",") if name.strip())
     return GradeOptions(
-        budget=args.budget, seed=args.seed, private_seed=private_seed, contract=args.contract, checks=checks,
-        device=args.device, call_timeout=args.call_timeout, timeout=args.timeout, memory_limit=memory_limit,
+        budget=args.budget, seed=args.seed, private_seed=private_seed, contract=args.contract,
+        dtypes=None if args.dtypes is None else tuple(part.strip() for part in args.dtypes.split(",")),
+        layouts=args.layouts, output_dtype=args.output_dtype, max_n=args.max_n, checks=args.checks,
+        device=args.device, call_timeout=args.call_timeout, timeout=args.timeout, time_limit=args.time_limit,
+        memory_limit=memory_limit,
         huge_offsets=args.huge_offsets, max_elements=args.max_elements, profile=args.profile, bench=bench,
-        bench_shape=parse_shape(args.bench_shape), bench_dtype=args.bench_dtype,
-    ).validated()
+        bench_shape=args.bench_shape, bench_dtype=args.bench_dtype,
+    ).validated(cli=True)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -113,11 +133,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     output.add_argument("--json", metavar="FILE", default=None, help="write the result as JSON")
     output.add_argument("--markdown", metavar="FILE", default=None,
                         help="write a Markdown summary (e.g. for a pull-request comment)")
-    output.add_argument("--reproducers", metavar="DIR", default=".lse-fuzz",
+    output.add_argument("--reproducers", metavar="DIR", default=defaults.REPRODUCER_DIR,
                         help="where failing inputs are saved (default .lse-fuzz)")
     output.add_argument("--bench", action="store_true", help="on CUDA, also measure bandwidth after a pass")
-    output.add_argument("--replay", metavar="FILE", default=None,
-                        help="run one saved input (a reproducer, or the input of a crash or hang) instead of fuzzing")
     return parser
 
 
@@ -128,9 +146,11 @@ def run(args: argparse.Namespace) -> int:
 
     from reference.errors import InvalidArgument
 
-    from ..grading import (EXIT_CODES, Verdict, atomic_write, evaluate, evaluate_replay, format_record,
-                           render_markdown, use_torch_threads)
-    from ..isolation import resolve_target
+    from ..grading import evaluate, format_record, render_markdown
+    from ..grading.options import use_torch_threads
+    from ..grading.reports import atomic_write
+    from ..outcomes import CHECK_EXIT_CODES, Verdict
+    from ..target import resolve_target
 
     options = options_from_args(args, bench=args.bench)
     use_torch_threads(options)
@@ -139,16 +159,13 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and not Path(value).parent.is_dir():
             raise InvalidArgument(f"--{name}={value!r}: the directory {str(Path(value).parent)!r} does not exist.")
-    if args.replay is not None:
-        record = evaluate_replay(target, args.replay, options)
-    else:
-        what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
+    what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
 
-        def announce() -> None:  # only once the target loaded: a bad target gets one line, the error
-            print(f"lse-fuzz check {target} on {options.device} ({what}, contract {options.contract})",
-                  file=sys.stderr, flush=True)
+    def announce() -> None:  # only once the target loaded: a bad target gets one line, the error
+        print(f"lse-fuzz check {target} on {options.device} ({what}; contract {options.declared().describe()})",
+              file=sys.stderr, flush=True)
 
-        record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce)
+    record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce)
     verdict = Verdict(record["verdict"])
     if verdict is Verdict.LOAD_ERROR:
         raise InvalidArgument(record["reason"])
@@ -157,5 +174,4 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(Path(args.json), json.dumps(record, indent=2, sort_keys=True) + "\n")
     if args.markdown:
         atomic_write(Path(args.markdown), render_markdown([record], title="lse-fuzz check"))
-    return EXIT_CODES[verdict]
-
+    return CHECK_EXIT_CODES[verdict]

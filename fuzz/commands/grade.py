@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import defaults
 from .check import add_fuzz_options
 
 EPILOG = """\
@@ -48,9 +49,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="the function each candidate file defines (default lse)")
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                         help="candidates graded in parallel (default 1)")
-    add_fuzz_options(parser, timeout=900.0)
+    add_fuzz_options(parser, timeout=defaults.GRADE_TIMEOUT)
     output = parser.add_argument_group("output")
-    output.add_argument("--out", metavar="DIR", default="lse-fuzz-report",
+    output.add_argument("--out", metavar="DIR", default=defaults.OUT_DIR,
                         help="report directory (default lse-fuzz-report)")
     output.add_argument("--resume", action="store_true",
                         help="continue the report in --out: skip candidates already graded with the same options")
@@ -68,11 +69,13 @@ def run(args: argparse.Namespace) -> int:
 
     from reference.errors import InvalidArgument
 
-    from ..grading import REPORT_JSONL, atomic_write, discover, grade, render_markdown, render_table
+    from .. import validate
+    from ..grading import discover, grade, render_markdown, render_table
+    from ..grading.reports import REPORT_JSONL, atomic_write
+    from ..outcomes import ExitCode
     from .check import options_from_args
 
-    if args.jobs < 1:
-        raise InvalidArgument(f"--jobs={args.jobs}; expected an int >= 1.")
+    validate.integer(args.jobs, name="--jobs", low=1)
     if not args.function.isidentifier():
         raise InvalidArgument(f"--function={args.function!r} is not a function name.")
     if args.resume and args.overwrite:
@@ -96,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
     print(f"lse-fuzz grade: {len(candidates)} candidates on {options.device} with {args.jobs} job(s) "
-          f"({what}, contract {options.contract}) -> {out}", file=sys.stderr, flush=True)
+          f"({what}; contract {options.declared().describe()}) -> {out}", file=sys.stderr, flush=True)
     result = grade(candidates, options, out=out, jobs=args.jobs, resume=args.resume, progress=progress)
     if result.resumed:
         print(f"resumed: {result.resumed} candidates kept from the earlier report", file=sys.stderr)
@@ -106,5 +109,5 @@ def run(args: argparse.Namespace) -> int:
     if result.interrupted:
         print(f"lse-fuzz: interrupted after {len(result.records)} of {len(candidates)} candidates; the report in "
               f"{out} holds the finished ones: continue with --resume", file=sys.stderr)
-        return 130
-    return 0 if all(r["verdict"] == "pass" for r in result.records) else 1
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK if all(r["verdict"] == "pass" for r in result.records) else ExitCode.FAILED

@@ -4,6 +4,7 @@
     lse-fuzz mutants no_max_added nan_ignored --budget 500
     lse-fuzz mutants --matrix                # every check alone against every mutant
     lse-fuzz mutants --list                  # the mutants, their pitfalls and expected checks
+    lse-fuzz mutants --show no_max_added     # the mutant's patch of the reference kernel, as a diff
 
 Exit code: 0 every mutant killed; 1 some mutant survived, timed out or crashed; 2 the gate failed
 (the suite fails the correct kernel or passes a broken one) or the arguments are invalid.
@@ -17,12 +18,13 @@ import argparse
 import os
 import sys
 
-EXIT_GATE = 2
+from ..defaults import MUTANT_BUDGET as DEFAULT_BUDGET
+from ..defaults import MUTANT_TIMEOUT_FACTOR as DEFAULT_TIMEOUT_FACTOR
+from ..defaults import MUTANT_TIMEOUT_FLOOR as DEFAULT_TIMEOUT_FLOOR
+from ..defaults import OUT_DIR as DEFAULT_OUT_DIR
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    from fuzz.mutation import DEFAULT_BUDGET, DEFAULT_OUT_DIR, DEFAULT_TIMEOUT_FACTOR, DEFAULT_TIMEOUT_FLOOR
-
     parser = subparsers.add_parser(
         "mutants",
         help="mutation analysis: run the suite against every planted-bug kernel in mutants/",
@@ -51,11 +53,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-elements", type=int, default=None, metavar="N",
                         help="largest M*N drawn (default 4194304 on CUDA, 65536 on the CPU)")
     parser.add_argument("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")
-    parser.add_argument("--no-huge-probe", dest="huge_probe", action="store_false",
-                        help="skip the 2**31-offset probe (the int32-offset mutant then survives)")
     parser.add_argument("--out-dir", default=str(DEFAULT_OUT_DIR), metavar="DIR",
                         help=f"where mutation.json, mutation.md and reproducers go (default {DEFAULT_OUT_DIR}/)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--show", metavar="MUTANT", default=None,
+                        help="print the mutant's patch of the reference kernel (a unified diff) and exit")
     parser.add_argument("--no-progress", dest="show_progress", action="store_false", help="no progress bar")
     return parser
 
@@ -63,16 +65,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from fuzz.mutation import GateFailure, run_mutation_analysis
-    from fuzz.mutation_report import rich_tables
     from mutants import MUTANTS
+    from reference.errors import InvalidArgument
+
+    from ..mutation import GateFailure, rich_tables, run_mutation_analysis, write_reports
+    from ..outcomes import ExitCode
 
     console = Console()
     if not console.is_terminal:  # a log or a pipe: do not fold names to 80 columns
         console = Console(width=200)
     if args.list:
         _print_list(console, MUTANTS)
-        return 0
+        return ExitCode.OK
+    if args.show is not None:
+        if args.show not in MUTANTS:
+            raise InvalidArgument(f"--show={args.show!r} is not a mutant; choose from: {', '.join(MUTANTS)}.")
+        print(MUTANTS[args.show].diff(), end="")
+        return ExitCode.OK
     errors = Console(stderr=True)
     with _Progress(errors, args.show_progress) as update:
         try:
@@ -80,16 +89,15 @@ def run(args: argparse.Namespace) -> int:
                 args.names or None, jobs=args.jobs, budget=args.budget, seed=args.seed, device=args.device,
                 contract=args.contract, timeout_factor=args.timeout_factor, timeout_floor=args.timeout_floor,
                 matrix=args.matrix, checks=args.checks.split(",") if args.checks else None,
-                out_dir=args.out_dir, huge_probe=args.huge_probe, max_elements=args.max_elements,
-                progress=update,
+                out_dir=args.out_dir, max_elements=args.max_elements, progress=update,
             )
         except GateFailure as failure:
             update.stop()
             print(f"lse-fuzz: error: {failure}", file=sys.stderr)
-            return EXIT_GATE
+            return ExitCode.USAGE
     for table in rich_tables(report):
         console.print(table)
-    paths = report.write(args.out_dir)
+    paths = write_reports(report, args.out_dir)
     console.print(f"{report.summary()}; reports: {paths['json']}, {paths['markdown']}")
     if report.exit_code:
         console.print("[bold red]not every mutant was killed[/]: see the table above and the reasons in "

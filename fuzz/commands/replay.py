@@ -1,14 +1,22 @@
 """``lse-fuzz replay FILE --impl TARGET``: run a saved counterexample through the implementation again.
 
-The replay runs in this process (no worker), so a debugger or print statements in the
-implementation work as usual. Exit codes: 0 the example passes now, 1 it still fails (the same
-report as when it was found), 2 the file or the target cannot be used.
+Every reproducer file (a failing check, an error, or the example a worker crashed or hung on) is
+replayed the same way: the example is rebuilt exactly (values, strides, storage offset) and the
+checks that ran on it run again. By default the replay runs in this process, so a debugger or
+print statements in the implementation work as usual; ``--isolate`` runs the implementation in a
+worker instead, for an example that crashed or hung it (the replay command printed for those
+already says ``--isolate``).
+
+Exit codes: 0 the example passes now, 1 it still fails (the same report as when it was found),
+2 the file or the target cannot be used.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from .. import defaults
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -22,20 +30,38 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--impl", default="reference:lse", metavar="TARGET",
                         help="path/to/file.py[:func] or package.module[:func] (default reference:lse)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: where the example was found, if present)")
+    parser.add_argument("--isolate", action="store_true",
+                        help="run the implementation in a worker process (for an example that crashed or hung it)")
+    parser.add_argument("--call-timeout", type=float, default=defaults.CALL_TIMEOUT, metavar="S",
+                        help=f"with --isolate: seconds the call may take (default {defaults.CALL_TIMEOUT:g})")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `lse-fuzz --help` must not pay for torch and triton.
     from reference.errors import InvalidArgument
+
+    from .. import validate
+    from ..grading import GradeOptions, evaluate_replay, format_record
+    from ..outcomes import CHECK_EXIT_CODES, ExitCode, Verdict
+    from ..reproducer import load_reproducer
+    from ..runner import replay
+    from ..target import load_target, resolve_target
 
     if not args.file.is_file():
         raise InvalidArgument(f"file={str(args.file)!r} does not exist; pass the path printed after 'replay:'.")
-    import fuzz
-    from fuzz.isolation import resolve_target
-
-    target = resolve_target(args.impl)  # the function defaults to lse, as for check and grade
-
-    impl = fuzz.load_target(target)
-    result = fuzz.replay(args.file, impl, device=args.device, target=target)
+    saved = load_reproducer(args.file)  # a bad file is one line, before anything is loaded
+    target = resolve_target(args.impl, name="--impl")
+    if args.isolate:
+        device = args.device or ("cuda" if saved.meta.get("device", "").startswith("cuda") else "cpu")
+        options = GradeOptions(device=str(validate.device(device, name="--device")),
+                               call_timeout=validate.seconds(args.call_timeout, name="--call-timeout"))
+        record = evaluate_replay(target, args.file, options)
+        verdict = Verdict(record["verdict"])
+        if verdict is Verdict.LOAD_ERROR:
+            raise InvalidArgument(record["reason"])
+        print(format_record(record))
+        return CHECK_EXIT_CODES[verdict]
+    result = replay(args.file, load_target(target, name="--impl"), device=args.device, target=target)
     print(result.summary())
-    return 0 if result.passed else 1
+    return ExitCode.OK if result.passed else ExitCode.FAILED

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOUBLES = ROOT / "tests" / "fuzz" / "doubles" / "__init__.py"
+DOUBLES = ROOT / "tests" / "implementations" / "doubles" / "__init__.py"
 
 
 def _load(name: str):
@@ -55,7 +55,7 @@ def test_a_deadline_reports_the_examples_not_run(tmp_path):
 
 def test_each_copy_of_a_candidate_differs_inside_every_function_body():
     distinct_copy = _load("grade_at_scale").distinct_copy
-    source = (ROOT / "tests" / "fuzz" / "candidates" / "triton_two_pass.py").read_text()
+    source = (ROOT / "tests" / "implementations" / "candidates" / "triton_two_pass.py").read_text()
     first, second = distinct_copy(source, "copy 0"), distinct_copy(source, "copy 1")
     for copy, label in ((first, "copy 0"), (second, "copy 1")):
         tree = ast.parse(copy)  # still a valid module, docstrings intact

@@ -116,7 +116,7 @@ def test_huge_offsets_catch_32_bit_index_math_without_crashing(tmp_path):
     import sys
     from pathlib import Path
 
-    script = _WRAP_SCRIPT.format(doubles=str(Path(__file__).parent), out=str(tmp_path))
+    script = _WRAP_SCRIPT.format(doubles=str(Path(__file__).parents[1] / "implementations"), out=str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["failed", "agreement"]

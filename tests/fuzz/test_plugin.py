@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "implementations"
 
 SUITE = '''
 import pytest
@@ -87,7 +87,7 @@ def test_isolate_turns_a_crash_into_failed_tests(tmp_path):
     done = pytest_run(tmp_path, "--lse-isolate", "--lse-impl", f"{tmp_path / 'crash_lse.py'}:lse")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "2 failed" in done.stdout
-    assert done.stdout.count("WorkerLost") >= 2
+    assert done.stdout.count("ImplLost") >= 2
     assert "segmentation fault" in done.stdout.lower() or "SIGSEGV" in done.stdout
 
 
@@ -104,7 +104,7 @@ def test_a_module_target_and_the_header(tmp_path):
 
 
 @pytest.mark.parametrize(("target", "text"), [
-    ("no_colon", "target='no_colon'; expected 'path/to/file.py:func' or 'pkg.module:func'."),
+    ("no_colon", "cannot import 'no_colon'"),  # a module name alone: its function defaults to lse
     ("missing.py:lse", "no such file"),
     ("doubles:not_there", "has no attribute 'not_there'"),
 ])
@@ -132,7 +132,7 @@ def test_load_target_reads_files_and_modules(tmp_path):
 BAD_TARGETS = {
     "not_callable": ("doubles:CORRECT", "doubles:CORRECT': CORRECT is a dict, not a callable."),
     "no_module": ("no_such_module_here:lse", "cannot import 'no_such_module_here'"),
-    "empty_function": ("doubles:", "both the module (or file) and the function must be named."),
+    "empty_function": ("doubles:", "target='doubles:': '' is not a function name."),
 }
 
 

@@ -1,0 +1,157 @@
+"""What must hold for a row-wise LSE implementation, one named check per property.
+
+Every example costs about three calls of the implementation: one call whose output feeds the
+checks that need only it (output contract, input unchanged, agreement, bounds:
+:mod:`.first_call`), a second call on the same input (determinism), and one metamorphic check
+drawn per example (shift, permutation, row independence, fresh values: :mod:`.metamorphic`),
+each with one more call. :func:`run_checks` runs them in that order and raises the first
+:class:`~fuzz.failures.CheckFailure` (or :class:`~fuzz.failures.ImplError` when the
+implementation raised).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .. import validate
+from ..contract import Contract
+from ..failures import CheckFailure, ImplError
+from ..strategies import LseInput
+from ..timing import SlowCall
+from . import first_call, metamorphic
+from .context import Context, Impl, Plan
+
+__all__ = ["CHECKS", "METAMORPHIC", "Check", "CheckFailure", "ImplError", "Plan", "Stage", "run_checks",
+           "validate_checks"]
+
+
+class Stage(enum.Enum):
+    """When a check runs within one example."""
+
+    FIRST_CALL = "first_call"  # judges the output of the example's first call
+    SECOND_CALL = "second_call"  # calls again on the same input
+    METAMORPHIC = "metamorphic"  # calls on a transformed input; one drawn per example
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named property: ``fn(impl, example, ctx)`` raises :class:`CheckFailure` when it fails."""
+
+    name: str
+    summary: str
+    why: str
+    fn: Callable[[Impl, LseInput, Context], None] = field(repr=False)
+    stage: Stage = Stage.FIRST_CALL
+
+
+_CHECK_LIST = (
+    Check(
+        "output_contract",
+        "a new torch.Tensor of shape (M,), dtype float32 or x.dtype, on x.device, not sharing x's memory",
+        "callers index, cast and keep the result; a wrong shape or dtype breaks them far from the kernel, "
+        "and an output aliasing the input is overwritten by the caller's next write",
+        first_call.check_output_contract,
+    ),
+    Check(
+        "input_unchanged",
+        "x is bit for bit the same after the call (NaN payloads and padding included)",
+        "callers reuse their input (e.g. for the backward pass); a kernel that shifts or masks in place "
+        "corrupts it silently",
+        first_call.check_input_unchanged,
+    ),
+    Check(
+        "agreement",
+        "each row matches the float64 oracle within the tolerance model; non-finite rows exactly",
+        "this is the answer itself: the oracle is exact torch.logsumexp semantics in float64 and the "
+        "tolerance covers any correct float32-accumulating kernel",
+        first_call.check_agreement,
+    ),
+    Check(
+        "bounds",
+        "finite rows satisfy max <= lse <= max + log N (up to the tolerance)",
+        "these bounds hold for every input; leaving them means the max was not added back, masked lanes "
+        "were counted, or the log was taken per lane",
+        first_call.check_bounds,
+    ),
+    Check(
+        "determinism",
+        "two calls on the same input return identical bits",
+        "nondeterministic results make training runs irreproducible and hide races between programs",
+        first_call.check_determinism,
+        Stage.SECOND_CALL,
+    ),
+    Check(
+        "shift_invariance",
+        "lse(x + c) = lse(x) + c for a per-row constant c",
+        "a kernel that forgets to add the row max back is off by exactly the shift, yet looks like a valid "
+        "log-probability",
+        metamorphic.check_shift_invariance,
+        Stage.METAMORPHIC,
+    ),
+    Check(
+        "permutation_invariance",
+        "permuting the entries of a row does not change its lse",
+        "an answer that depends on entry order means the max or the sum only sees part of the row "
+        "(e.g. the first tile's max)",
+        metamorphic.check_permutation_invariance,
+        Stage.METAMORPHIC,
+    ),
+    Check(
+        "row_independence",
+        "a row alone gives the same answer as inside the batch",
+        "one row's answer leaking into another (shared max, wrong row stride, unmasked rows) corrupts "
+        "every batch that mixes rows",
+        metamorphic.check_row_independence,
+        Stage.METAMORPHIC,
+    ),
+    Check(
+        "fresh_values",
+        "new values written into the same tensor get their own answer",
+        "a result cached by shape, pointer or object is stale as soon as the caller reuses a buffer",
+        metamorphic.check_fresh_values,
+        Stage.METAMORPHIC,
+    ),
+)
+CHECKS: dict[str, Check] = {check.name: check for check in _CHECK_LIST}
+"""Every check by name, in the order they run within an example."""
+
+METAMORPHIC: tuple[str, ...] = tuple(c.name for c in _CHECK_LIST if c.stage is Stage.METAMORPHIC)
+
+
+def validate_checks(checks: Iterable[str] | str | None, *, name: str = "checks") -> tuple[str, ...]:
+    """The requested check names in registry order; all of them for None."""
+    if checks is None:
+        return tuple(CHECKS)
+    return validate.names(checks, name=name, choices=CHECKS)
+
+
+def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = None, plan: Plan | None = None,
+               contract: Contract | str = Contract.STRICT, time_limit: float | None = None,
+               on_slow: Callable[[SlowCall], None] | None = None) -> None:
+    """Run the selected checks on one example; raise the first :class:`CheckFailure` or :class:`ImplError`.
+
+    All first-call checks run, then determinism, then only the metamorphic check the plan names
+    (default: the first selected one). ``contract`` is the declared one (its output dtype policy
+    is what ``output_contract`` holds the result to). A call slower than ``time_limit`` seconds
+    fails the check ``time_limit``; without one, a slow call is passed to ``on_slow`` (see
+    :mod:`fuzz.timing`).
+    """
+    names = validate_checks(checks)
+    if plan is None:
+        plan = Plan(next((n for n in names if n in METAMORPHIC), None))
+    ctx = Context(impl, example, plan, Contract.parse(contract), time_limit=time_limit, on_slow=on_slow)
+    try:
+        ctx.out = ctx.call(example.x, "the first call")
+        for name in names:
+            check = CHECKS[name]
+            if check.stage is not Stage.METAMORPHIC or name == plan.metamorphic:
+                check.fn(impl, example, ctx)
+    except CheckFailure as failure:
+        failure.why = failure.why or (CHECKS[failure.check].why if failure.check in CHECKS else "")
+        failure.input = example.describe()
+        raise
+    except ImplError as error:
+        error.input = example.describe()
+        raise

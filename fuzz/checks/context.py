@@ -1,0 +1,144 @@
+"""What the checks of one example share: the plan, the first output, a snapshot of the input, the oracle."""
+
+from __future__ import annotations
+
+import time
+import warnings
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from reference import compare
+
+from ..contract import Contract
+from ..failures import CheckFailure, ImplError
+from ..strategies import LseInput
+from ..timing import SLOW_FACTOR, SLOW_FLOOR, SlowCall, reference_seconds
+
+Impl = Callable[[torch.Tensor], object]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which metamorphic check an example runs, and the seed its transformation derives from."""
+
+    metamorphic: str | None = None
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"metamorphic": self.metamorphic, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Plan:
+        return cls(data.get("metamorphic"), int(data.get("seed", 0)))
+
+
+class Snapshot:
+    """Raw bits of the input before the first call: the view, and the whole storage when small.
+
+    Bits, not values: NaN != NaN and -0.0 == 0.0 would hide changes a value comparison misses.
+    """
+
+    STORAGE_LIMIT = 1 << 28  # bytes; huge-offset storages are gigabytes and mostly unbacked
+
+    def __init__(self, x: torch.Tensor) -> None:
+        self.view = bits(x).clone()
+        self.storage = None
+        if x.untyped_storage().nbytes() <= self.STORAGE_LIMIT:
+            self.storage = storage_bytes(x).clone()
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's raw bits as integers of the same width (a view; works for any strides)."""
+    int_dtype = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.detach().view(int_dtype)
+
+
+def storage_bytes(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(0, dtype=torch.uint8, device=x.device).set_(x.untyped_storage())
+
+
+def hex_bits(value: int, width: int) -> str:
+    return f"0x{value & ((1 << (8 * width)) - 1):0{2 * width}x}"
+
+
+class Context:
+    """The state the checks of one example share."""
+
+    def __init__(self, impl: Impl, example: LseInput, plan: Plan, contract: Contract = Contract.STRICT, *,
+                 time_limit: float | None = None, on_slow: Callable[[SlowCall], None] | None = None) -> None:
+        self.impl = impl
+        self.example = example
+        self.plan = plan
+        self.contract = contract
+        self.time_limit = time_limit
+        self.on_slow = on_slow
+        self.snapshot = Snapshot(example.x)
+        self.out: object = None
+        self._comparison = None
+
+    def call(self, x: torch.Tensor, call: str) -> object:
+        started = time.perf_counter()
+        try:
+            # Triton's interpreter evaluates masked lanes with numpy and warns about inf - inf;
+            # those warnings say nothing about the implementation.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out = self.impl(x)
+        except Exception as exc:  # anything the implementation raises is its error, not ours
+            raise ImplError(call, exc) from None
+        elapsed = time.perf_counter() - started
+        if elapsed > SLOW_FLOOR or (self.time_limit is not None and elapsed > self.time_limit):
+            self._timed(x, call, elapsed)
+        return out
+
+    def _timed(self, x: torch.Tensor, call: str, elapsed: float) -> None:
+        """A slow call: a finding, or a failure when it is over the user's time limit."""
+        layout = self.example.layout.describe(*x.shape)
+        slow = SlowCall.of(call, x, layout, elapsed, reference_seconds(x))
+        if self.time_limit is not None and elapsed > self.time_limit:
+            raise CheckFailure("time_limit", f"{call} took {elapsed:.2f} s, over the time limit of "
+                               f"{self.time_limit:g} s", details=[f"timing:   {slow.describe()}"],
+                               why="a time limit was asked for (--time-limit): slow calls fail instead of "
+                                   "being reported")
+        if elapsed > SLOW_FLOOR and slow.ratio > SLOW_FACTOR and self.on_slow is not None:
+            self.on_slow(slow)
+
+    def comparison(self, check: str):
+        """reference.compare of the first output against the oracle (computed once).
+
+        An output that cannot be compared fails ``check``, the check that needed it.
+        """
+        if self._comparison is None:
+            out = rows_of(check, self.out, self.example.shape[0], self.example.x.device)
+            self._comparison = compare(self.on_device(self.example.values), out)
+        return self._comparison
+
+    def on_device(self, values: torch.Tensor) -> torch.Tensor:
+        """``values`` where the input lives, so the float64 oracle runs on the GPU when there is one."""
+        return values.to(self.example.x.device)
+
+    def rng(self, check: str) -> np.random.Generator:
+        return np.random.default_rng([self.plan.seed, zlib.crc32(check.encode())])
+
+
+def rows_of(check: str, out: object, rows: int, device: torch.device) -> torch.Tensor:
+    """The output as a (rows,) tensor, or a failure of ``check`` saying why it cannot be judged.
+
+    ``device`` is the input's: a result on the meta device holds no values to judge.
+    """
+    if not isinstance(out, torch.Tensor):
+        what = getattr(out, "type_name", None) or type(out).__name__  # a stand-in from a worker names the real type
+        raise CheckFailure(check, f"returned a {what}, not a torch.Tensor: there is nothing to compare")
+    if out.layout != torch.strided:
+        raise CheckFailure(check, f"returned a tensor with layout {out.layout}, not a dense (strided) tensor")
+    if tuple(out.shape) != (rows,):
+        raise CheckFailure(check, f"returned shape {tuple(out.shape)}, expected ({rows},): one value per row")
+    if not (out.dtype.is_floating_point or out.dtype.is_complex):
+        raise CheckFailure(check, f"returned dtype {out.dtype}, which cannot hold -inf, +inf or NaN")
+    if out.device.type == "meta":
+        raise CheckFailure(check, f"returned a tensor on meta, but the input is on {device}: it holds no values")
+    return out.detach()

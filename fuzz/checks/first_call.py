@@ -1,0 +1,158 @@
+"""Checks on the example's first call (output contract, input unchanged, agreement, bounds), and
+determinism (a second call on the same input)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from ..contract import OutputDtype
+from ..failures import CheckFailure
+from ..strategies import LseInput
+from .context import Context, Impl, bits, hex_bits, rows_of, storage_bytes
+
+
+def check_output_contract(impl: Impl, example: LseInput, ctx: Context) -> None:
+    x, out = example.x, ctx.out
+    rows_of("output_contract", out, example.shape[0], x.device)
+    assert isinstance(out, torch.Tensor)
+    allowed = ctx.contract.output_dtype.allowed(x.dtype)
+    if out.dtype not in allowed:
+        names = " or ".join(sorted(str(d) for d in allowed))
+        declared = "" if ctx.contract.output_dtype is OutputDtype.EITHER else \
+            f" (the declared output dtype: {ctx.contract.output_dtype.describe()})"
+        raise CheckFailure("output_contract", f"returned dtype {out.dtype}, expected {names}{declared}")
+    if out.device != x.device:
+        raise CheckFailure("output_contract", f"returned a tensor on {out.device}, but the input is on {x.device}")
+    if _overlaps(out, x):
+        raise CheckFailure(
+            "output_contract",
+            "the output shares memory with the input",
+            details=[f"output storage at {out.untyped_storage().data_ptr():#x}, input storage at "
+                     f"{x.untyped_storage().data_ptr():#x}"],
+        )
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    if not sa.nbytes() or not sb.nbytes():
+        return False
+    a0, b0 = sa.data_ptr(), sb.data_ptr()
+    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
+
+
+def check_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
+    x = example.x
+    before, after = ctx.snapshot.view, bits(x)
+    changed = before != after
+    if changed.any():
+        row, col = (int(i) for i in torch.nonzero(changed)[0])
+        width = x.element_size()
+        was = ctx.example.values[row, col].item()
+        now = x[row, col].item()
+        raise CheckFailure(
+            "input_unchanged",
+            f"the call changed the input at x[{row}, {col}] ({int(changed.sum())} elements changed)",
+            row=row,
+            details=[
+                f"before:   {hex_bits(int(before[row, col]), width)} ({was!r})",
+                f"after:    {hex_bits(int(after[row, col]), width)} ({now!r})",
+                f"recipe:   row {row} follows {example.row_recipe(row)}",
+            ],
+        )
+    if ctx.snapshot.storage is not None:
+        storage_now = storage_bytes(x)
+        if not torch.equal(storage_now, ctx.snapshot.storage):
+            first = int(torch.nonzero(storage_now != ctx.snapshot.storage)[0]) // x.element_size()
+            raise CheckFailure(
+                "input_unchanged",
+                f"the call wrote into the input's storage outside the view, at storage element {first}",
+                details=[f"layout:   {example.layout.describe(*example.shape)}: "
+                         "padding and neighbouring data belong to the caller"],
+            )
+
+
+def check_agreement(impl: Impl, example: LseInput, ctx: Context) -> None:
+    raise_disagreement("agreement", example, ctx.comparison("agreement"), "differs from the float64 reference")
+
+
+def raise_disagreement(check: str, example: LseInput, comparison, what: str, *, details: Sequence[str] = ()) -> None:
+    row = comparison.first_mismatch()
+    if row is None:
+        return
+    rows = example.shape[0]
+    raise CheckFailure(
+        check,
+        f"row {row} {what}",
+        row=row,
+        expected=float(comparison.expected[row]),
+        got=float(comparison.got[row]),
+        bound=float(comparison.bound[row]),
+        mismatches=comparison.mismatches,
+        rows=rows,
+        details=[*details, f"row {row}:   recipe {example.row_recipe(row)}, row max {_row_max(example, row)}"],
+    )
+
+
+def _row_max(example: LseInput, row: int) -> str:
+    values = example.values[row].to(torch.float64)
+    return repr(float(values.max())) if values.numel() else "(empty row)"
+
+
+def check_bounds(impl: Impl, example: LseInput, ctx: Context) -> None:
+    comparison = ctx.comparison("bounds")
+    rows, cols = example.shape
+    if not rows or not cols:
+        return
+    values = example.values.to(torch.float64)
+    row_max = values.amax(dim=1)
+    checked = torch.isfinite(comparison.expected)
+    got, bound = comparison.got, comparison.bound
+    log_n = math.log(cols)
+    low, high = row_max - bound, row_max + log_n + bound
+    outside = checked & ~((got >= low) & (got <= high))
+    if not outside.any():
+        return
+    row = int(torch.nonzero(outside)[0])
+    raise CheckFailure(
+        "bounds",
+        f"row {row} lies outside [max, max + log N] = [{float(row_max[row])!r}, {float(row_max[row] + log_n)!r}]",
+        row=row,
+        got=float(got[row]),
+        mismatches=int(outside.sum()),
+        rows=rows,
+        details=[
+            f"allowed:  [{float(low[row])!r}, {float(high[row])!r}] including the tolerance {float(bound[row]):.6g}",
+            f"row {row}:   recipe {example.row_recipe(row)}, N = {cols}",
+        ],
+    )
+
+
+def check_determinism(impl: Impl, example: LseInput, ctx: Context) -> None:
+    rows = example.shape[0]
+    device = example.x.device
+    first = rows_of("determinism", ctx.out, rows, device)
+    second = rows_of("determinism", ctx.call(example.x, "the second call on the same input"), rows, device)
+    if first.dtype != second.dtype:
+        raise CheckFailure("determinism", f"the first call returned {first.dtype}, the second {second.dtype}")
+    a, b = bits(first.cpu()), bits(second.cpu())
+    differ = a != b
+    if not differ.any():
+        return
+    row = int(torch.nonzero(differ)[0])
+    width = first.element_size()
+    raise CheckFailure(
+        "determinism",
+        f"two calls on the same input returned different bits in row {row}",
+        row=row,
+        mismatches=int(differ.sum()),
+        rows=rows,
+        details=[
+            f"first:    {hex_bits(int(a[row]), width)} ({first[row].item()!r})",
+            f"second:   {hex_bits(int(b[row]), width)} ({second[row].item()!r})",
+        ],
+    )

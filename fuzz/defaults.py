@@ -1,0 +1,26 @@
+"""Default values of the options, in one light module: the CLI's help text and the code that applies
+them read the same numbers, and ``lse-fuzz --help`` imports nothing heavy to print them."""
+
+from __future__ import annotations
+
+CHECK_BUDGET = 200
+"""Examples per fuzz run of ``fuzz.check``, ``lse-fuzz check`` and ``grade``."""
+
+CALL_TIMEOUT = 60.0
+"""Seconds one call of an isolated implementation may take before it counts as a hang."""
+
+GRADE_TIMEOUT = 900.0
+"""Seconds one candidate of ``lse-fuzz grade`` may take in all."""
+
+MUTANT_BUDGET = 250
+"""Examples per mutant of ``lse-fuzz mutants`` (a killed mutant stops at its first failure)."""
+
+MUTANT_TIMEOUT_FACTOR = 3.0
+MUTANT_TIMEOUT_FLOOR = 30.0
+"""A mutant is stopped after max(factor * the gate's slowest correct run, floor) seconds."""
+
+OUT_DIR = "lse-fuzz-report"
+"""Where ``mutants`` and ``grade`` write their reports."""
+
+REPRODUCER_DIR = ".lse-fuzz"
+"""Where failing examples are saved."""

@@ -1,0 +1,94 @@
+"""Bandwidth of a passing candidate on CUDA: achieved GB/s on a fixed shape, and speed against
+``reference.lse`` and ``torch.logsumexp`` measured the same way."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+import reference
+from reference import allowed_error, is_close, lse_reference
+
+from .options import GradeOptions
+
+__all__ = ["bench_bytes", "bench_candidate", "bench_input", "measure_baselines", "time_in_process"]
+
+
+def bench_input(options: GradeOptions) -> torch.Tensor:
+    rows, cols = options.bench_shape
+    generator = torch.Generator(device=options.device).manual_seed(options.effective_seed)
+    x = torch.randn(rows, cols, generator=generator, device=options.device, dtype=torch.float32)
+    return x.to(getattr(torch, options.bench_dtype))
+
+
+def bench_bytes(options: GradeOptions) -> int:
+    rows, cols = options.bench_shape
+    return rows * cols * getattr(torch, options.bench_dtype).itemsize + 4 * rows
+
+
+def time_in_process(fn, x, *, min_seconds: float = 0.2, repeats: int = 5) -> float:
+    """Seconds per call of a trusted function, timed like the candidate (loops between syncs)."""
+    for _ in range(3):
+        fn(x)
+    iters = 1
+    while True:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn(x)
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        if seconds >= min_seconds or iters >= 1 << 16:
+            break
+        iters *= max(2, min(16, int(min_seconds / max(seconds, 1e-6))))
+    best = seconds
+    for _ in range(repeats - 1):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn(x)
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return best / iters
+
+
+def measure_baselines(options: GradeOptions) -> dict[str, float]:
+    """Seconds per call of reference.lse and torch.logsumexp on the benchmark input."""
+    x = bench_input(options)
+    baselines = {"reference": time_in_process(reference.lse, x),
+                 "torch": time_in_process(lambda t: torch.logsumexp(t, dim=1), x)}
+    del x
+    torch.cuda.empty_cache()
+    return baselines
+
+
+_BENCH_EXPECTED: dict[tuple, tuple] = {}  # per driver: the benchmark input, its oracle and tolerance
+
+
+def bench_candidate(impl, options: GradeOptions, baselines: dict | None) -> dict[str, object]:
+    """Achieved bandwidth (bytes = M*N*elem + 4M) and speed against the baselines.
+
+    The output of the timed calls is checked against the oracle too: a fast wrong answer (or
+    one from a cache) is marked ``output_ok: false``.
+    """
+    seconds, out = impl.bench(shape=options.bench_shape, dtype=getattr(torch, options.bench_dtype),
+                              seed=options.effective_seed)
+    key = (options.bench_shape, options.bench_dtype, options.effective_seed, options.device)
+    if key not in _BENCH_EXPECTED:
+        x = bench_input(options)
+        expected = lse_reference(x).cpu()
+        _BENCH_EXPECTED[key] = (x.shape[0], expected, allowed_error(x, expected))
+        del x
+    rows, expected, bound = _BENCH_EXPECTED[key]
+    output_ok = isinstance(out, torch.Tensor) and tuple(out.shape) == (rows,) and out.dtype.is_floating_point \
+        and bool(is_close(out.detach().cpu().to(torch.float64), expected, bound).all())
+    nbytes = bench_bytes(options)
+    result: dict[str, object] = {
+        "shape": list(options.bench_shape), "dtype": options.bench_dtype, "bytes": nbytes,
+        "seconds": seconds, "gbps": round(nbytes / seconds / 1e9, 1), "output_ok": output_ok,
+    }
+    for name, base in (baselines or {}).items():
+        result[f"{name}_gbps"] = round(nbytes / base / 1e9, 1)
+        result[f"speedup_vs_{name}"] = round(base / seconds, 3)
+    return result

@@ -1,0 +1,259 @@
+"""Grading one candidate: static findings, the fuzz suite with the candidate in an isolated worker,
+and (on CUDA, when asked) its bandwidth. The result is a JSON-able record whose ``verdict`` is a
+:class:`fuzz.outcomes.Verdict`; :func:`grade_job` is the same as a job of the worker pool (what
+``grade``, ``mutants`` and the campaign scripts run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from reference.errors import InvalidArgument
+
+from .. import static_scan
+from .._version import __version__
+from ..isolation.environment import default_memory_limit
+from ..isolation.proxy import IsolatedImpl, LoadFailed
+from ..outcomes import ImplLost, Verdict, verdict_of
+from ..runner import CheckResult, check, replay
+from ..static_scan import Severity
+from .bench import bench_candidate
+from .candidates import Candidate
+from .gpu_lock import GpuLock
+from .options import GradeOptions, torch_threads, use_torch_threads
+
+__all__ = ["RUNTIME_FLAGS", "evaluate", "evaluate_replay", "grade_job"]
+
+RUNTIME_FLAGS = {
+    "prints": (Severity.INFO, "wrote to stdout or stderr while running (captured; tolerated)"),
+    "mutates_input": (Severity.CHEAT, "changed its input during a call"),
+}
+"""Flags seen while running (besides the static ones of :data:`fuzz.static_scan.FLAGS`)."""
+
+
+def base_record(candidate: Candidate, options: GradeOptions) -> dict[str, object]:
+    return {
+        "candidate": candidate.name,
+        "target": candidate.target,
+        "sha256": candidate.sha256,
+        "verdict": None,
+        "check": None,
+        "reason": "",
+        "details": "",
+        "exception": None,
+        "counterexample": None,
+        "reproducer": None,
+        "replay": None,
+        "examples": None,
+        "calls": 0,
+        "seconds": 0.0,
+        "candidate_seconds": 0.0,
+        "flags": [],
+        "slow": [],
+        "noise": None,
+        "bench": None,
+        "seed": options.seed,
+        "seed_id": options.seed_id,
+        "key": options.key(),
+        "options": options.public(),
+        "tool": __version__,
+    }
+
+
+def _isolated(target: str, options: GradeOptions, guard=None) -> IsolatedImpl:
+    memory_limit = options.memory_limit
+    if memory_limit is None:
+        memory_limit = default_memory_limit(options.device, jobs=options.jobs)
+    threads = torch_threads(options) if options.threads is None else options.threads
+    impl = IsolatedImpl(target, device=options.device, call_timeout=options.call_timeout, timeout=options.timeout,
+                        memory_limit=memory_limit, threads=threads)
+    impl.guard = guard
+    return impl
+
+
+def _start(impl: IsolatedImpl, record: dict, started: float) -> bool:
+    """Load the target in its worker; False (and a load_error record) if it cannot be used."""
+    try:
+        impl.start()
+    except ImplLost as lost:
+        _finish(record, started, impl, verdict=Verdict.LOAD_ERROR,
+                reason=f"loading the target failed: the worker {lost.outcome.value.replace('_', ' ')}: {lost.detail}",
+                details=lost.stderr)
+        return False
+    except LoadFailed as exc:
+        record["exception"] = exc.chain
+        _finish(record, started, impl, verdict=Verdict.LOAD_ERROR, reason=str(exc))
+        return False
+    return True
+
+
+def evaluate(
+    candidate: Candidate | str,
+    options: GradeOptions,
+    *,
+    reproducer_dir: Path | str,
+    guard: Callable[[], contextlib.AbstractContextManager] | None = None,
+    exclusive: Callable[[], contextlib.AbstractContextManager] | None = None,
+    baselines: dict | None = None,
+    on_loaded: Callable[[], None] | None = None,
+) -> dict[str, object]:
+    """Grade one candidate; a record (see the module docstring). Never raises for anything the
+    candidate does; InvalidArgument-style problems become a ``load_error`` verdict.
+
+    ``guard`` wraps each call of the candidate (grading shares a GPU: calls hold a shared lock),
+    ``exclusive`` the benchmark (which must have the GPU to itself). ``on_loaded`` is called once
+    the target has loaded in its worker, before fuzzing starts.
+    """
+    started = time.monotonic()
+    if isinstance(candidate, str):
+        try:
+            candidate = Candidate.of_target(candidate)
+        except InvalidArgument as exc:
+            record = base_record(Candidate(candidate, "", candidate), options)
+            _finish(record, started, None, verdict=Verdict.LOAD_ERROR, reason=str(exc))
+            return record
+    record = base_record(candidate, options)
+    if candidate.path:
+        try:
+            record["flags"] = [f.to_dict() for f in static_scan.scan(candidate.path)]
+        except (SyntaxError, ValueError, OSError):
+            pass  # the worker reports it as a load error
+    try:
+        impl = _isolated(candidate.target, options, guard)
+    except InvalidArgument as exc:
+        _finish(record, started, None, verdict=Verdict.LOAD_ERROR, reason=str(exc))
+        return record
+    if not _start(impl, record, started):
+        return record
+    if on_loaded is not None:
+        on_loaded()
+    try:
+        result = check(impl, budget=options.budget, seed=options.effective_seed, device=options.device,
+                       contract=options.declared(), checks=options.checks, profile=options.profile,
+                       reproducer_dir=reproducer_dir, huge_offsets=options.huge_offsets,
+                       max_elements=options.max_elements, time_limit=options.time_limit, target=candidate.target)
+    except ImplLost as lost:
+        _record_lost(record, lost)
+        _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))
+        return record
+    except BaseException:  # Ctrl-C, or a bug here: do not leave the worker behind
+        impl.close()
+        raise
+    verdict = _record_result(record, result)
+    if verdict is Verdict.PASS and options.bench and options.device.startswith("cuda"):
+        try:
+            with exclusive() if exclusive else contextlib.nullcontext():
+                record["bench"] = bench_candidate(impl, options, baselines)
+        except ImplLost as lost:
+            record["bench"] = {"error": f"{lost.outcome.value}: {lost.detail}"}
+        except Exception as exc:
+            record["bench"] = {"error": f"{type(exc).__name__}: {exc}"}
+    _finish(record, started, impl, verdict=verdict)
+    return record
+
+
+def _record_lost(record: dict, lost: ImplLost) -> None:
+    record["reason"] = f"{lost.outcome.value.replace('_', ' ')}: {lost.detail}"
+    record["details"] = lost.stderr
+    if lost.reproducer is not None:
+        record["reproducer"] = str(lost.reproducer)
+        record["replay"] = lost.replay
+    if lost.example is not None:
+        example = lost.example
+        record["counterexample"] = {
+            "description": example.describe(), "shape": list(example.shape),
+            "dtype": str(example.dtype).replace("torch.", ""), "layout": example.layout.to_dict(),
+            "call": lost.call,
+        }
+
+
+def _record_result(record: dict, result: CheckResult) -> Verdict:
+    record["result"] = result.to_dict()
+    record["slow"] = record["result"]["slow"]
+    record["examples"] = result.examples
+    record["check"] = result.check
+    if result.failure is not None:
+        record["details"] = result.failure.message()
+        record["replay"] = result.failure.replay
+        record["reproducer"] = None if result.reproducer is None else str(result.reproducer)
+        head = result.failure.message().splitlines()[0]
+        record["reason"] = head if result.status.value != "flaky" else f"flaky: {head}"
+        record["exception"] = getattr(result.failure, "chain", None)
+        if result.counterexample is not None:
+            record["counterexample"] = record["result"]["counterexample"]
+    else:
+        record["reason"] = f"{result.examples} examples passed every check"
+    return verdict_of(status=result.status)
+
+
+def _finish(record: dict, started: float, impl: IsolatedImpl | None, *, verdict: Verdict, reason: str | None = None,
+            details: str | None = None) -> None:
+    if impl is not None:
+        impl.close()
+        record["calls"] = impl.calls
+        record["candidate_seconds"] = round(impl.candidate_seconds, 3)
+        noise = impl.noise()
+        if noise.any:
+            record["noise"] = noise.to_dict()
+        if impl.input_changes and record.get("check") != "input_unchanged":
+            # The runner compares the input after an example's first call only; the worker sees
+            # every call, so a candidate that writes into its input later is flagged here.
+            record["flags"].append({"flag": "mutates_input", "severity": RUNTIME_FLAGS["mutates_input"][0].value,
+                                    "message": f"changed its input in {impl.input_changes} of {impl.calls} calls "
+                                               "(input_unchanged inspects an example's first call only)",
+                                    "lines": []})
+        # A lost worker's stderr is its crash report, not noise.
+        if noise.any and verdict not in (Verdict.CRASH, Verdict.TIMEOUT, Verdict.LOAD_ERROR):
+            record["flags"].append({"flag": "prints", "severity": RUNTIME_FLAGS["prints"][0].value,
+                                    "message": f"printed while running: {noise.describe()}", "lines": []})
+    record["verdict"] = verdict.value
+    if reason is not None:
+        record["reason"] = reason
+    if details is not None:
+        record["details"] = details
+    record["seconds"] = round(time.monotonic() - started, 3)
+
+
+def evaluate_replay(target: str, path: Path | str, options: GradeOptions) -> dict[str, object]:
+    """Run one saved example (a reproducer file) through the candidate in a worker, its checks again."""
+    started = time.monotonic()
+    record = base_record(Candidate.of_target(target), options)
+    record["reproducer"] = str(path)
+    impl = _isolated(target, options)
+    if not _start(impl, record, started):
+        return record
+    try:
+        result = replay(path, impl, device=options.device, target=target)
+    except ImplLost as lost:
+        _record_lost(record, lost)
+        _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))
+        return record
+    except BaseException:
+        impl.close()
+        raise
+    verdict = _record_result(record, result)
+    if result.failure is None:
+        record["reason"] = "the saved example passes now"
+    _finish(record, started, impl, verdict=verdict)
+    return record
+
+
+_LOCKS: dict[str, GpuLock] = {}
+
+
+def grade_job(payload: dict) -> dict[str, object]:
+    """The worker pool's entry for one candidate: ``payload`` holds ``candidate`` (a Candidate's
+    fields), ``options`` (:meth:`GradeOptions.to_wire`), ``reproducer_dir``, and optionally
+    ``lock_dir`` (a GPU shared by several drivers) and ``baselines`` (bandwidth of the references)."""
+    options = GradeOptions.from_wire(payload["options"])
+    use_torch_threads(options)
+    lock = None
+    if payload.get("lock_dir"):
+        lock = _LOCKS.setdefault(payload["lock_dir"], GpuLock(payload["lock_dir"]))
+    return evaluate(Candidate(**payload["candidate"]), options, reproducer_dir=payload["reproducer_dir"],
+                    guard=lock.shared if lock else None, exclusive=lock.exclusive if lock else None,
+                    baselines=payload.get("baselines"))
+

@@ -1,0 +1,157 @@
+"""The options that decide a verdict, validated once, with the seed policy and the thread policy."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+
+import torch
+
+from reference.errors import InvalidArgument
+
+from .. import defaults, validate
+from .._version import __version__
+from ..checks import validate_checks
+from ..profiles import PROFILES
+from ..contract import Contract, Layouts, OutputDtype, parse_dtypes
+
+__all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "torch_threads", "use_torch_threads"]
+
+DEFAULT_BUDGET = defaults.CHECK_BUDGET
+DEFAULT_BENCH_SHAPE = (8192, 8192)
+BENCH_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    """Everything that decides a verdict, validated once (:meth:`validated`)."""
+
+    budget: int = DEFAULT_BUDGET
+    seed: int = 0
+    private_seed: str | None = field(default=None, repr=False)  # never written to a report
+    contract: str = "strict"  # the declared contract: its values policy ...
+    dtypes: tuple[str, ...] | None = None  # ... its input dtypes (None: all four)
+    layouts: str = "any"  # ... its layouts
+    output_dtype: str = "either"  # ... its output dtype policy
+    max_n: int | None = None  # ... and its longest row
+    checks: tuple[str, ...] | None = None
+    device: str = "cpu"
+    call_timeout: float = defaults.CALL_TIMEOUT
+    timeout: float | None = None
+    time_limit: float | None = None  # a call slower than this fails (check time_limit); None: slow is a finding
+    memory_limit: int | None = None  # bytes; None: fuzz.isolation.default_memory_limit; 0: none
+    threads: int | None = None
+    jobs: int = 1  # workers running at once (shares the default memory limit); not part of the key
+    huge_offsets: bool = True
+    max_elements: int | None = None  # largest M * N drawn (default: the strategies' default for the device)
+    profile: str | None = None
+    bench: bool = False
+    bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
+    bench_dtype: str = "float32"
+
+    def validated(self, *, cli: bool = False) -> GradeOptions:
+        """The options checked and normalised; InvalidArgument naming the option otherwise
+        (``--call-timeout`` when ``cli``, ``call_timeout`` from Python)."""
+
+        def name(option: str) -> str:
+            return "--" + option.replace("_", "-") if cli else option
+
+        validate.integer(self.budget, name=name("budget"), low=1)
+        validate.integer(self.seed, name=name("seed"), low=0)
+        if self.max_elements is not None:
+            validate.integer(self.max_elements, name=name("max_elements"), low=1)
+        validate.seconds(self.call_timeout, name=name("call_timeout"))
+        validate.seconds(self.timeout, name=name("timeout"), optional=True)
+        validate.seconds(self.time_limit, name=name("time_limit"), optional=True)
+        if self.private_seed is not None and not str(self.private_seed):
+            raise InvalidArgument(f"{name('private_seed')}=''; give a non-empty secret, or leave the option out.")
+        if self.memory_limit is not None:
+            validate.integer(self.memory_limit, name=name("memory_limit"), low=0)
+        if self.profile is not None:
+            validate.choice(self.profile, name=name("profile"), choices=PROFILES)
+        validate.choice(self.bench_dtype, name=name("bench_dtype"), choices=BENCH_DTYPES)
+        checks = None if self.checks is None else validate_checks(self.checks, name=name("checks"))
+        if self.max_n is not None:
+            validate.integer(self.max_n, name=name("max_n"), low=1)
+        if self.dtypes is not None:
+            parse_dtypes(self.dtypes, name=name("dtypes"))
+        validate.choice(self.layouts, name=name("layouts"), choices=[v.value for v in Layouts])
+        validate.choice(self.output_dtype, name=name("output_dtype"), choices=[v.value for v in OutputDtype])
+        declared = self.declared()
+        dtypes = None if self.dtypes is None else tuple(declared.to_dict()["dtypes"])
+        return replace(self, contract=declared.value, dtypes=dtypes, layouts=declared.layouts.value,
+                       output_dtype=declared.output_dtype.value, checks=checks,
+                       device=str(validate.device(self.device, name=name("device"))),
+                       bench_shape=validate.shape(self.bench_shape, name=name("bench_shape")))
+
+    def declared(self) -> Contract:
+        """The declared contract these options describe."""
+        return Contract(values=self.contract, layouts=self.layouts, output_dtype=self.output_dtype,
+                        max_n=self.max_n, **({} if self.dtypes is None else {"dtypes": self.dtypes}))
+
+    @property
+    def effective_seed(self) -> int:
+        """The seed the fuzzer uses: the public seed, or a hash of it with the private seed."""
+        if self.private_seed is None:
+            return self.seed
+        digest = hashlib.sha256(f"lse-fuzz\0{self.seed}\0{self.private_seed}".encode()).digest()
+        return int.from_bytes(digest[:8], "big")
+
+    @property
+    def seed_id(self) -> str:
+        """A fingerprint of the effective seed: equal runs are recognisable, the seed stays secret."""
+        return hashlib.sha256(f"lse-fuzz-seed\0{self.effective_seed}".encode()).hexdigest()[:12]
+
+    def public(self) -> dict[str, object]:
+        """The options as written to reports: the private seed only as a yes/no."""
+        data = asdict(self)
+        data["private_seed"] = self.private_seed is not None
+        data["checks"] = None if self.checks is None else list(self.checks)
+        data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
+        data["bench_shape"] = list(self.bench_shape)
+        data["seed_id"] = self.seed_id
+        data["declared_contract"] = self.declared().describe()
+        return data
+
+    def key(self) -> str:
+        """Identifies the options that decide verdicts: records with another key are re-graded."""
+        data = self.public()
+        for name in ("threads", "jobs"):  # speed, not verdicts
+            data.pop(name)
+        data["tool"] = __version__
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_wire(self) -> dict[str, object]:
+        data = asdict(self)
+        data["checks"] = None if self.checks is None else list(self.checks)
+        data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
+        data["bench_shape"] = list(self.bench_shape)
+        return data
+
+    @classmethod
+    def from_wire(cls, data: dict) -> GradeOptions:
+        data = dict(data)
+        for name in ("checks", "dtypes"):
+            data[name] = None if data[name] is None else tuple(data[name])
+        data["bench_shape"] = tuple(data["bench_shape"])
+        return cls(**data)
+
+
+def torch_threads(options: GradeOptions) -> int:
+    """Torch intra-op threads for each process of a run: a driver (or ``check``) and its worker.
+
+    One on the CPU, where the fuzzing process's tensors are small and an OpenMP pool spins against
+    the worker's on the same cores (measured: 10x slower calls on 2 cores). On CUDA, an equal share
+    of the cores among the 2 * jobs processes: 16 threads in each of 28 processes on a 16-core GPU
+    host measured about 2 s of host time per example.
+    """
+    if options.device.startswith("cpu"):
+        return 1
+    return max(1, (os.cpu_count() or 1) // (2 * max(1, options.jobs)))
+
+
+def use_torch_threads(options: GradeOptions) -> None:
+    """Give this (driving) process its :func:`torch_threads`."""
+    torch.set_num_threads(torch_threads(options))

@@ -1,0 +1,204 @@
+"""Reports of ``check`` and ``grade``: the JSONL and CSV records, the terminal table, Markdown, and
+the human summary of one record.
+
+Files are rewritten atomically (temporary file + ``os.replace``) after every candidate, so an
+interrupted run leaves a valid report of the finished ones, which ``--resume`` keeps.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..outcomes import Verdict
+
+__all__ = ["CSV_COLUMNS", "REPORT_CSV", "REPORT_JSONL", "atomic_write", "format_record", "read_records",
+           "render_markdown", "render_table", "summary_counts", "write_reports"]
+
+REPORT_JSONL = "grade.jsonl"
+REPORT_CSV = "grade.csv"
+
+CSV_COLUMNS = ("candidate", "verdict", "check", "reason", "flags", "examples", "seconds", "gbps",
+               "speedup_vs_reference", "speedup_vs_torch", "reproducer", "replay")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and os.replace: never half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _csv_row(record: dict) -> dict[str, object]:
+    bench = record.get("bench") or {}
+    return {
+        "candidate": record["candidate"], "verdict": record["verdict"], "check": record.get("check") or "",
+        "reason": record.get("reason", ""), "flags": ";".join(f["flag"] for f in record.get("flags", [])),
+        "examples": "" if record.get("examples") is None else record["examples"], "seconds": record.get("seconds"),
+        "gbps": bench.get("gbps", ""), "speedup_vs_reference": bench.get("speedup_vs_reference", ""),
+        "speedup_vs_torch": bench.get("speedup_vs_torch", ""), "reproducer": record.get("reproducer") or "",
+        "replay": record.get("replay") or "",
+    }
+
+
+def write_reports(out: Path, records: Iterable[dict]) -> None:
+    records = sorted(records, key=lambda r: r["candidate"])
+    atomic_write(out / REPORT_JSONL, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    for record in records:
+        writer.writerow(_csv_row(record))
+    atomic_write(out / REPORT_CSV, buffer.getvalue())
+
+
+def read_records(path: Path) -> list[dict]:
+    """Records of an earlier report; unreadable lines are skipped (they will be graded again)."""
+    records = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and "candidate" in record and "verdict" in record:
+            records.append(record)
+    return records
+
+
+def summary_counts(records: Iterable[dict]) -> dict[str, int]:
+    counts = {v.value: 0 for v in Verdict}
+    for record in records:
+        counts[record["verdict"]] = counts.get(record["verdict"], 0) + 1
+    return {k: v for k, v in counts.items() if v}
+
+
+def render_table(records: list[dict], *, file=None) -> None:
+    """The summary table (rich) of a grading run."""
+    stream = file or sys.stdout
+    console = Console(file=stream, width=None if stream.isatty() else 200)
+    table = Table(title="lse-fuzz grade", show_lines=False)
+    for column in ("candidate", "verdict", "check"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("flags", overflow="fold")
+    for column in ("GB/s", "vs ref", "time"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("reason", overflow="ellipsis", no_wrap=True, max_width=60)
+    styles = {"pass": "green", "fail": "red", "error": "red", "crash": "magenta", "timeout": "yellow",
+              "load_error": "cyan", "internal_error": "bold red"}
+    for record in sorted(records, key=lambda r: r["candidate"]):
+        bench = record.get("bench") or {}
+        flags = [f["flag"] for f in record.get("flags", [])]
+        # The check has its own column, the candidate its row: keep the reason to what is left.
+        reason = re.sub(r"^(check '\w+' failed: |target='[^']*': )", "", record.get("reason") or "")
+        table.add_row(
+            escape(record["candidate"]), f"[{styles.get(record['verdict'], '')}]{record['verdict']}[/]",
+            record.get("check") or "", ", ".join(flags), str(bench.get("gbps", "")),
+            str(bench.get("speedup_vs_reference", "")), f"{record.get('seconds', 0):.1f}s",
+            escape(reason.replace(record["target"], record["candidate"])[:200]),
+        )
+    console.print(table)
+    counts = summary_counts(records)
+    console.print(f"{len(records)} candidates: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+
+
+def render_markdown(records: list[dict], *, title: str) -> str:
+    """A Markdown summary (for a pull-request comment): verdicts, failures, replay commands."""
+    lines = [f"### {title}", ""]
+    counts = summary_counts(records)
+    lines.append(", ".join(f"**{n}** {v}" for v, n in counts.items()) or "no candidates")
+    lines += ["", "| candidate | verdict | check | flags | GB/s | reason |", "|---|---|---|---|---|---|"]
+    for record in sorted(records, key=lambda r: r["candidate"]):
+        bench = record.get("bench") or {}
+        flags = ", ".join(f"`{f['flag']}`" for f in record.get("flags", []))
+        reason = (record.get("reason") or "").replace("|", "\\|").replace("\n", " ")[:200]
+        lines.append(f"| `{record['candidate']}` | **{record['verdict']}** | {record.get('check') or ''} | "
+                     f"{flags} | {bench.get('gbps', '')} | {reason} |")
+    for record in records:
+        if record["verdict"] == Verdict.PASS.value or not (record.get("details") or record.get("replay")):
+            continue
+        lines += ["", f"<details><summary><code>{record['candidate']}</code>: {record['verdict']}</summary>", ""]
+        if record.get("details"):
+            lines += ["```text", record["details"].rstrip()[-6000:], "```"]
+        if record.get("replay"):
+            lines += ["", f"Replay: `{record['replay']}`"]
+        lines += ["", "</details>"]
+    options = records[0]["options"] if records else {}
+    if options:
+        lines += ["", f"<sub>seed {options.get('seed')} (id {options.get('seed_id')}), budget {options.get('budget')}, "
+                      f"contract: {options.get('declared_contract') or options.get('contract')}, device {options.get('device')}</sub>"]
+    return "\n".join(lines) + "\n"
+
+
+def format_record(record: dict) -> str:
+    """The human summary of one record (what ``lse-fuzz check`` prints)."""
+    verdict = record["verdict"]
+    head = f"{verdict.upper()} {record['target']}"
+    if record.get("check"):
+        head += f": check {record['check']!r}"
+    lines = [head]
+    seconds = record.get("seconds") or 0.0
+    if record.get("examples") is not None:
+        lines.append(f"  {record['examples']} examples, {record.get('calls', 0)} calls in {seconds:.1f} s "
+                     f"({record.get('candidate_seconds', 0):.1f} s in the implementation); "
+                     f"seed {record['seed']}"
+                     + (" + private seed" if record["options"].get("private_seed") else ""))
+        lines.append(f"  contract: {record['options'].get('declared_contract') or record['options']['contract']}")
+    details = (record.get("details") or "").rstrip()
+    if verdict in (Verdict.FAIL.value, Verdict.ERROR.value) and details:
+        lines += ["  " + line for line in details.splitlines()]
+    else:
+        lines.append(f"  {record.get('reason', '')}")
+        example = record.get("counterexample")
+        if example:
+            lines.append(f"  input:    {example['description']}")
+        if details:
+            tail = [line for line in details.splitlines()
+                    if "isolation_worker.py" not in line and 'File "<string>"' not in line
+                    and not line.startswith("Extension modules:")][-15:]
+            lines.append("  worker stderr (last lines):")
+            lines += ["    " + line for line in tail]
+        if record.get("replay") and verdict != Verdict.PASS.value:
+            lines.append(f"  replay:   {record['replay']}")
+    for flag in record.get("flags", []):
+        lines.append(f"  flag:     {flag['flag']} ({flag['severity']}): {flag['message']}")
+    slow = record.get("slow") or []
+    if slow:
+        slowest = max(slow, key=lambda call: call["seconds"])
+        lines.append(f"  slow:     {len(slow)} call(s) far slower than reference.lse (a finding, not a failure); the "
+                     f"slowest: {slowest['call']} on a {slowest['dtype']} {tuple(slowest['shape'])} {slowest['layout']} "
+                     f"input, {slowest['seconds']:.1f} s vs {slowest['reference_seconds']:.3f} s")
+    bench = record.get("bench")
+    if bench:
+        if "error" in bench:
+            lines.append(f"  bandwidth: not measured ({bench['error']})")
+        else:
+            text = f"  bandwidth: {bench['gbps']} GB/s on {bench['shape'][0]}x{bench['shape'][1]} {bench['dtype']}"
+            for name in ("reference", "torch"):
+                if f"speedup_vs_{name}" in bench:
+                    text += f"; {bench[f'speedup_vs_{name}']}x {name} ({bench[f'{name}_gbps']} GB/s)"
+            if not bench.get("output_ok", True):
+                text += "; WARNING: its output on the benchmark input is wrong"
+            lines.append(text)
+    return "\n".join(lines)

@@ -1,0 +1,211 @@
+"""The fork server ("zygote"): the process every worker and grading driver is forked from.
+
+The parent (:class:`fuzz.isolation.zygote.Zygote`) starts it with ``python -c`` and this module's
+:func:`zygote_main`. It imports only the standard library and the heavy, trusted third-party
+modules (numpy, torch, triton), so that every child it forks starts in a fraction of a second
+instead of paying for ``import torch`` again. It never touches CUDA (a forked child could not
+use it) and never imports the project's kernels (a kernel decides between Triton's interpreter and
+the GPU when it is decorated, and only a child knows which device it serves).
+
+A spawn request carries three file descriptors (channel, stdout, stderr) and a JSON config
+(entry ``module:function``, working directory, environment, import path, rlimits, arguments);
+the child runs in its own session with that environment and calls the entry with the channel.
+Linux only (fork, SCM_RIGHTS descriptor passing, PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import importlib
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+import traceback
+
+PRELOAD = ("numpy", "torch", "triton", "triton.language")
+"""Imported once by the zygote; every forked child inherits them."""
+
+MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
+_PR_SET_PDEATHSIG = 1
+
+
+def zygote_main(lifeline_fd: int) -> None:
+    """Serve spawn requests until the parent that started us goes away.
+
+    Clients are the parent (over the lifeline socket it passed us) and any process that connects
+    to the listening address we announce (grading drivers). A spawn request carries three file
+    descriptors (channel, stdout, stderr) and a JSON config; we fork, reply with the pid, and
+    later report the child's exit code to the client that spawned it. When a client goes away
+    its children are killed; when the parent goes away, all of them are, and we exit.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except Exception:  # a broken optional module must not stop the zygote; workers re-import
+            pass
+    address = os.path.join(tempfile.mkdtemp(prefix="lse-fuzz-zygote-"), "socket")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(address)
+    listener.listen(64)
+    lifeline = socket.socket(fileno=lifeline_fd)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    selector.register(lifeline, selectors.EVENT_READ)
+    children: dict[socket.socket, set[int]] = {lifeline: set()}
+    owner: dict[int, socket.socket] = {}
+    _send_json(lifeline, {"op": "hello", "address": address, "pid": os.getpid()})
+
+    def forget(client: socket.socket) -> None:
+        for pid in children.pop(client, set()):
+            _kill_group(pid)
+            owner.pop(pid, None)
+        selector.unregister(client)
+        client.close()
+
+    try:
+        while True:
+            for key, _ in selector.select(timeout=0.05):
+                sock = key.fileobj
+                if sock is listener:
+                    client, _ = listener.accept()
+                    children[client] = set()
+                    selector.register(client, selectors.EVENT_READ)
+                    continue
+                try:
+                    data, fds, _, _ = socket.recv_fds(sock, MAX_SPAWN_MESSAGE, 8)
+                except OSError:
+                    data, fds = b"", []
+                if not data:
+                    for fd in fds:
+                        os.close(fd)
+                    if sock is lifeline:
+                        return
+                    forget(sock)
+                    continue
+                reply = _spawn(json.loads(data), fds, selector, children, sock)
+                if "pid" in reply:
+                    children[sock].add(reply["pid"])
+                    owner[reply["pid"]] = sock
+                _send_json(sock, reply)
+            _reap(children, owner)
+    finally:
+        for client in list(children):
+            for pid in children[client]:
+                _kill_group(pid)
+        try:
+            os.unlink(address)
+            os.rmdir(os.path.dirname(address))
+        except OSError:
+            pass
+
+
+def _send_json(sock: socket.socket, message: dict) -> None:
+    try:
+        sock.send(json.dumps(message).encode())
+    except OSError:
+        pass  # that client is gone; forget() cleans up when its EOF is read
+
+
+def _kill_group(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _reap(children: dict, owner: dict) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        client = owner.pop(pid, None)
+        if client is not None:
+            children.get(client, set()).discard(pid)
+            _send_json(client, {"op": "exited", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def _spawn(config: dict, fds: list[int], selector, children: dict, client) -> dict:
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return {"op": "error", "message": f"spawn needs 3 file descriptors, got {len(fds)}"}
+    zygote_pid = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 70
+        try:
+            selector.close()
+            for sock in children:
+                sock.close()
+            code = _child_main(config, fds, zygote_pid)
+        except BaseException:
+            try:
+                traceback.print_exc()
+            except BaseException:
+                pass
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    return {"op": "spawned", "pid": pid}
+
+
+def _set_parent_death_signal() -> None:
+    """Die with the zygote (Linux): no worker outlives the process tree that started it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:
+    channel_fd, stdout_fd, stderr_fd = fds
+    os.setsid()  # own process group: the terminal's Ctrl-C does not reach it; killpg reaches its children
+    _set_parent_death_signal()
+    if os.getppid() != zygote_pid:
+        return 1
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(stdout_fd, 1)
+    os.dup2(stderr_fd, 2)
+    for fd in (devnull, stdout_fd, stderr_fd):
+        os.close(fd)
+    os.chdir(config["cwd"])
+    os.environ.clear()
+    os.environ.update(config["env"])
+    sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+    for entry in reversed(config.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for name, value in config.get("rlimits", {}).items():
+        limit = getattr(resource, name)
+        _, hard = resource.getrlimit(limit)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(limit, (value, hard))
+    faulthandler.enable()
+    # The entry is imported here, after the fork and after the environment is the child's own:
+    # a candidate worker decides between Triton's interpreter and the GPU only now.
+    module_name, _, function = config["entry"].partition(":")
+    module = importlib.import_module(module_name)
+    return int(getattr(module, function)(channel_fd, config["args"]) or 0)

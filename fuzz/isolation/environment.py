@@ -1,0 +1,73 @@
+"""What a child of the fork server sees: a scrubbed environment, an import path, resource limits."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+FILE_SIZE_LIMIT = 256 << 20
+"""RLIMIT_FSIZE of a worker: a candidate printing in a loop cannot fill the disk."""
+
+_ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "LD_LIBRARY_PATH", "CC", "CXX",
+             "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_ENV_KEEP_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "LC_", "ROCR_", "HIP_")
+
+
+def project_root() -> str:
+    """The directory holding the ``fuzz`` and ``reference`` packages."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def worker_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The scrubbed environment of a worker: what running Python, torch, triton and CUDA needs.
+
+    Kept: PATH, HOME, USER, locale, LD_LIBRARY_PATH, CC/CXX (Triton builds a launcher stub on
+    GPUs), thread counts, and every TRITON_*, CUDA_*, NVIDIA_* variable. Dropped: everything
+    else (tokens, proxies, cloud credentials, CI variables). PYTHONPATH is rebuilt so the
+    project and the caller's import path resolve; PYTHONHASHSEED is fixed.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    env = {k: v for k, v in environ.items() if k in _ENV_KEEP or k.startswith(_ENV_KEEP_PREFIXES)}
+    env.setdefault("PATH", os.defpath)
+    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(worker_sys_path(environ))
+    return env
+
+
+def worker_sys_path(environ: dict[str, str] | None = None) -> list[str]:
+    """Import path entries a worker adds: the project, then this process's own entries.
+
+    Module targets (``pkg.module:func``) then resolve in the worker as they would here.
+    """
+    environ = os.environ if environ is None else environ
+    entries = [project_root()]
+    entries += [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    entries += [os.getcwd() if p in ("", ".") else p for p in sys.path]
+    seen, result = set(), []
+    for entry in entries:
+        entry = os.path.abspath(entry)
+        if entry not in seen and os.path.exists(entry):
+            seen.add(entry)
+            result.append(entry)
+    return result
+
+
+INPUT_RESERVE = 18 << 30
+"""Address space a worker holds for its input besides the candidate's own memory: a huge-offset
+input is a lazily allocated storage of about 2**32 elements of at most 4 bytes (16 GiB, almost all
+of it never touched), and RLIMIT_AS counts address space, touched or not."""
+
+
+def default_memory_limit(device: str, *, jobs: int = 1) -> int | None:
+    """Memory (bytes) a CPU worker's candidate may use: the machine's memory shared among ``jobs``
+    workers, at least 4 GiB. None on a GPU: CUDA reserves large address ranges and breaks under
+    RLIMIT_AS. The worker's address-space limit is this plus :data:`INPUT_RESERVE`."""
+    if not device.startswith("cpu"):
+        return None
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 16 << 30
+    return max(4 << 30, total // max(1, jobs))

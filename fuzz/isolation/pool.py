@@ -1,0 +1,236 @@
+"""The one worker pool: jobs run in driver processes forked from the fork server.
+
+    with Pool(workers=4, work_dir=tmp) as pool:
+        for result in pool.run([Job("a", "fuzz.grading.evaluate:grade_job", payload), ...]):
+            result.outcome, result.record          # one outcome per job, in completion order
+
+``lse-fuzz grade``, ``lse-fuzz mutants`` and the campaign scripts all run their jobs here. A job
+is an entry ``module:function`` taking a JSON-able payload and returning a JSON-able record; a
+driver runs one job at a time and serves the next one after it. Each driver is a child of the
+fork server (:mod:`fuzz.isolation.child`): scrubbed environment, its own session and working
+directory, stdout to /dev/null and stderr to a log file of its own. Hard limits: a job that runs
+past its timeout has its driver killed (with its process group; the candidate workers it started
+die with its connection to the fork server) and gets :attr:`Outcome.TIMED_OUT`; a driver that
+dies gives its job :attr:`Outcome.CRASHED` or :attr:`Outcome.EXITED`. Either way a new driver
+takes its place and the remaining jobs run: one bad job never stops the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from ..outcomes import Outcome, describe_exit
+from . import wire
+from .environment import worker_environment, worker_sys_path
+from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, zygote_for
+
+__all__ = ["Job", "JobResult", "Pool", "driver_main"]
+
+DRIVER_ENTRY = "fuzz.isolation.pool:driver_main"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work: ``entry`` (``module:function``) is called with ``payload`` in a driver."""
+
+    key: str
+    entry: str
+    payload: dict = field(default_factory=dict)
+
+
+@dataclass
+class JobResult:
+    """How one job ended. ``record`` is what the entry returned (RETURNED only)."""
+
+    job: Job
+    outcome: Outcome
+    record: dict | None
+    seconds: float
+    detail: str = ""  # RAISED: the entry's traceback; CRASHED/EXITED/TIMED_OUT: what happened and the log tail
+
+
+class _Driver:
+    def __init__(self, zygote: Zygote, work_dir: Path, index: int, env: dict[str, str]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.log = work_dir / f"driver-{index}.log"
+        log = open(self.log, "ab")
+        devnull = open(os.devnull, "wb")
+        config = {"entry": DRIVER_ENTRY, "cwd": str(work_dir), "env": env, "sys_path": worker_sys_path(),
+                  "args": {}}
+        try:
+            self.pid = zygote.spawn(config, (theirs.fileno(), devnull.fileno(), log.fileno()))
+        finally:
+            theirs.close()
+            log.close()
+            devnull.close()
+        self.zygote = zygote
+        self.conn = Connection(ours.detach())
+        self.job: Job | None = None
+        self.started = 0.0
+
+    def send(self, job: Job) -> None:
+        self.job, self.started = job, time.monotonic()
+        wire.send_message(self.conn, {"op": "job", "entry": job.entry, "payload": job.payload})
+
+    def log_tail(self, limit: int = 4000) -> str:
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - limit))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> int | None:
+        """Kill the driver's process group; its exit code once the fork server has reaped it."""
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.conn.close()
+        return self.zygote.wait_exit(self.pid, timeout=5.0)
+
+
+class Pool:
+    """``workers`` drivers running jobs; see the module docstring.
+
+    ``timeout(job) -> seconds`` is asked again while the job runs, so a caller may tighten it once
+    it knows more (the mutation analysis does, once its gate has measured a baseline).
+    """
+
+    def __init__(self, workers: int, *, work_dir: Path | str | None = None,
+                 timeout: Callable[[Job], float] | float = math.inf, environ: dict[str, str] | None = None) -> None:
+        self.workers = max(1, int(workers))
+        self._timeout = timeout if callable(timeout) else (lambda job, seconds=float(timeout): seconds)
+        self._own_dir = work_dir is None
+        self.work_dir = Path(tempfile.mkdtemp(prefix="lse-fuzz-pool-") if work_dir is None else work_dir)
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self._env = worker_environment(environ)
+        self._drivers: list[_Driver] = []
+        self._zygote: Zygote | None = None
+        self._started = 0
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _new_driver(self) -> _Driver:
+        if self._zygote is None or not self._zygote.alive():
+            self._zygote = zygote_for(self._env)
+        env = dict(self._env, **{ZYGOTE_ADDRESS_ENV: self._zygote.address})
+        driver = _Driver(self._zygote, self.work_dir, self._started, env)
+        self._started += 1
+        self._drivers.append(driver)
+        return driver
+
+    def _retire(self, driver: _Driver) -> int | None:
+        self._drivers.remove(driver)
+        return driver.kill()
+
+    def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
+        """Run ``jobs`` (started in the order given) and yield each result as it completes.
+
+        Closing the iterator early (or Ctrl-C) kills the drivers still running.
+        """
+        pending = deque(jobs)
+        idle: list[_Driver] = [d for d in self._drivers if d.job is None]
+        busy: dict[Connection, _Driver] = {}
+        try:
+            while pending or busy:
+                while pending and (idle or len(busy) < self.workers):
+                    driver = idle.pop() if idle else self._new_driver()
+                    driver.send(pending.popleft())
+                    busy[driver.conn] = driver
+                for conn in wait(list(busy), timeout=0.2):
+                    driver = busy.pop(conn)
+                    result = self._receive(driver)
+                    if result.outcome in (Outcome.RETURNED, Outcome.RAISED):
+                        driver.job = None
+                        idle.append(driver)
+                    yield result
+                now = time.monotonic()
+                for conn, driver in list(busy.items()):
+                    limit = self._timeout(driver.job)
+                    if now - driver.started > limit:
+                        del busy[conn]
+                        job, seconds, tail = driver.job, now - driver.started, driver.log_tail()
+                        self._retire(driver)
+                        yield JobResult(job, Outcome.TIMED_OUT, None, seconds,
+                                        f"no result within the time limit of {limit:g} s: its driver was killed"
+                                        + _tail(tail))
+        finally:
+            for driver in list(busy.values()):
+                self._retire(driver)
+
+    def _receive(self, driver: _Driver) -> JobResult:
+        job = driver.job
+        assert job is not None
+        try:
+            header, _ = wire.recv_message(driver.conn)
+        except (EOFError, OSError, ValueError):
+            seconds, tail = time.monotonic() - driver.started, driver.log_tail()
+            code = self._retire(driver)
+            outcome = Outcome.CRASHED if code is None or code < 0 else Outcome.EXITED
+            return JobResult(job, outcome, None, seconds, f"its driver {describe_exit(code)}" + _tail(tail))
+        seconds = time.monotonic() - driver.started
+        if header.get("op") == "raised":
+            return JobResult(job, Outcome.RAISED, None, seconds, str(header.get("traceback", "")))
+        return JobResult(job, Outcome.RETURNED, header.get("record"), seconds)
+
+    def close(self) -> None:
+        """Kill every driver (and so the workers they started)."""
+        for driver in list(self._drivers):
+            self._retire(driver)
+        if self._own_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    text = (text or "").strip()
+    if not text:
+        return ""
+    return "\n  stderr (last lines):\n" + "\n".join("    " + line for line in text.splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------------------------
+# The driver (runs in a child of the fork server)
+
+
+def driver_main(channel_fd: int, args: dict) -> int:
+    """Run the jobs the parent sends, one at a time, until it closes the channel."""
+    conn = Connection(channel_fd)
+    entries: dict[str, Callable[[dict], dict]] = {}
+    while True:
+        try:
+            header, _ = wire.recv_message(conn)
+        except (EOFError, OSError):
+            return 0
+        if header.get("op") != "job":
+            return 0
+        entry = header["entry"]
+        try:
+            if entry not in entries:
+                module_name, _, function = entry.partition(":")
+                entries[entry] = getattr(importlib.import_module(module_name), function)
+            record = entries[entry](header.get("payload") or {})
+        except Exception as exc:  # a bug in the job's code: report it, serve the next job
+            wire.send_message(conn, {"op": "raised", "type": type(exc).__name__,
+                                     "traceback": traceback.format_exc()[-20000:]})
+            continue
+        wire.send_message(conn, {"op": "result", "record": record})

@@ -1,0 +1,561 @@
+"""Run the implementation under test in a worker process, so its failures stay there.
+
+    with IsolatedImpl("path/to/kernel.py:lse", device="cpu", call_timeout=60) as impl:
+        result = fuzz.check(impl, budget=200)   # the runner stays here
+
+The fuzz runner (Hypothesis, the float64 oracle, every check) runs in this process; only the
+candidate runs in the worker (:mod:`fuzz.isolation.worker`). ``IsolatedImpl`` is a callable proxy:
+each call ships the input (its storage bytes, size, strides, storage offset and dtype) to the
+worker, which rebuilds the same strided view, calls the candidate, and sends back the output and,
+if the call changed them, the input's bytes, which are written back here so ``input_unchanged``
+sees the mutation. The worker allocates nothing the runner compares against.
+
+Against answers that do not come from computing: the same tensor object here maps to the same
+object in the worker (so new values written into a reused input, as the ``fresh_values`` check
+does, meet whatever the candidate cached by object, pointer or shape); every output the
+candidate returns and every input storage the worker drops is filled with NaN bits before its
+memory can be reused (a row the kernel never writes cannot inherit a right answer from the
+previous call); and the input's bytes are compared after every call, not only the calls the
+checks inspect (:attr:`IsolatedImpl.input_changes`).
+
+What a call can end in (:class:`fuzz.outcomes.Outcome`, mapped by :func:`fuzz.outcomes.call_outcome`):
+
+* it returned: any object comes back (a tensor with its dtype, shape and device; anything else
+  as a stand-in with the same type name), and the checks judge it;
+* it raised: :class:`CandidateRaised` (an ``Exception``) carries the worker's traceback and
+  exception chain, and the runner reports it as the implementation's error; the worker lives on;
+* the worker died (segfault, abort, ``sys.exit``, ``os._exit``), hung, or ran out of memory:
+  :class:`fuzz.outcomes.ImplLost`, which stops the run at once.
+
+What the isolation is: a separate process in its own session (the terminal's Ctrl-C does not
+reach it; it is killed with its process group), with a scrubbed environment, its own temporary
+working directory, stdin from /dev/null, stdout and stderr captured to files (reported as noise),
+core dumps off, an address-space limit on the CPU, a file-size limit, and a kill when this process
+or the fork server dies. What it is not: a security sandbox. The candidate runs with your user's
+rights; isolation protects the fuzz run from accidents (crashes, hangs, leaks, stray output,
+corrupted interpreter state), not the machine from hostile code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import torch
+
+from reference.errors import InvalidArgument
+
+from .. import defaults, validate
+from ..outcomes import ImplLost, Outcome, call_outcome, describe_exit
+from ..target import resolve_target
+from ..timing import HANG_FACTOR, hang_deadline, reference_seconds
+from . import wire
+from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
+from .zygote import Zygote, zygote_for
+
+__all__ = ["CandidateRaised", "IsolatedImpl", "LoadFailed", "Noise", "RestartingImpl"]
+
+DEFAULT_CALL_TIMEOUT = defaults.CALL_TIMEOUT
+"""Seconds one call may take, Triton compilation of a new specialisation included."""
+
+DEFAULT_LOAD_TIMEOUT = 120.0
+WHOLE_STORAGE_LIMIT = 1 << 28
+"""Inputs whose storage is at most this many bytes travel whole (padding included, so writes
+into the padding are seen); larger ones (huge offsets) travel as the view's elements only."""
+
+MAX_FRAME = 1 << 34
+"""Largest frame accepted from a worker (an output or the input's storage)."""
+
+WORKER_ENTRY = "fuzz.isolation.worker:worker_main"
+
+
+class LoadFailed(InvalidArgument):
+    """The target could not be loaded in the worker (import error, missing function, signature).
+
+    ``chain`` is the exception chain the worker saw (see :func:`fuzz.failures.exception_chain`)."""
+
+    def __init__(self, message: str, chain: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.chain = list(chain or [])
+
+
+class CandidateRaised(Exception):
+    """The candidate raised in the worker. Subclasses carry the original exception's name, so
+    reports say ``ZeroDivisionError``; the worker's traceback is attached as a note."""
+
+    remote_type = "Exception"
+
+    def __init__(self, message: str, traceback_text: str = "", chain: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.traceback_text = traceback_text
+        self.remote_chain = list(chain or [])  # the exception chain in the worker, outermost first
+        if traceback_text and hasattr(self, "add_note"):  # Python 3.11+
+            self.add_note("traceback in the isolated worker:\n" + traceback_text.rstrip())
+
+
+_RAISED_CLASSES: dict[str, type[CandidateRaised]] = {}
+
+
+def _raised_class(name: str) -> type[CandidateRaised]:
+    if not name.isidentifier():
+        name = "Exception"
+    if name not in _RAISED_CLASSES:
+        _RAISED_CLASSES[name] = type(name, (CandidateRaised,), {"remote_type": name, "__module__": "candidate"})
+    return _RAISED_CLASSES[name]
+
+
+def _raised(header: dict) -> CandidateRaised:
+    """The worker's "raised" reply as an exception of the same type name."""
+    return _raised_class(header.get("type", "Exception"))(header.get("message", ""), header.get("traceback", ""),
+                                                          header.get("chain"))
+
+
+class ReturnedObject:
+    """Stands in for a non-tensor the candidate returned; subclasses carry its type's name."""
+
+    def __init__(self, type_name: str, text: str) -> None:
+        self.type_name, self.text = type_name, text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _returned_object(type_name: str, text: str) -> ReturnedObject:
+    name = type_name if type_name.replace("(", "").replace(")", "").replace("=", "").replace(".", "").isidentifier() \
+        else "object"
+    return type(name, (ReturnedObject,), {"__module__": "candidate"})(type_name, text)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """What the worker printed: byte counts and the first lines of each stream."""
+
+    stdout_bytes: int
+    stderr_bytes: int
+    stdout_head: str
+    stderr_head: str
+
+    @property
+    def any(self) -> bool:
+        return bool(self.stdout_bytes or self.stderr_bytes)
+
+    def describe(self) -> str:
+        parts = []
+        for name, size, head in (("stdout", self.stdout_bytes, self.stdout_head),
+                                 ("stderr", self.stderr_bytes, self.stderr_head)):
+            if size:
+                first = head.strip().splitlines()[0][:120] if head.strip() else ""
+                parts.append(f"{size} bytes to {name}" + (f" (first line: {first!r})" if first else ""))
+        return "; ".join(parts) if parts else "nothing"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"stdout_bytes": self.stdout_bytes, "stderr_bytes": self.stderr_bytes,
+                "stdout_head": self.stdout_head, "stderr_head": self.stderr_head}
+
+
+# --------------------------------------------------------------------------------------------
+# The proxy
+
+
+class IsolatedImpl:
+    """A callable ``x -> object`` that runs ``target`` in a worker process.
+
+    ``target`` is a TARGET string (``path/to/file.py:func`` or ``pkg.module:func``). The worker
+    starts on :meth:`start` (or the first call) and serves every call of this object, so its
+    imports and Triton compilations are paid once. ``call_timeout`` is each call's first deadline:
+    past it, ``calibrate(x)`` (default: the seconds reference.lse takes on the same input) sets a
+    second one (:func:`fuzz.timing.hang_deadline`), and only a call past both is a hang (None: the
+    second deadline is the first again). ``timeout`` (optional) bounds the whole life of the worker
+    from :meth:`start` (a candidate's time budget). ``memory_limit`` (bytes) is the memory the candidate may use on the CPU
+    (default :func:`default_memory_limit`; 0 for no limit), enforced as the worker's address-space
+    limit with :data:`~fuzz.isolation.environment.INPUT_RESERVE` added for the inputs the fuzzer builds. ``threads``: torch intra-op threads of
+    the worker (default 1 on the CPU).
+    """
+
+    def __init__(self, target: str, *, device: str | torch.device = "cpu", call_timeout: float = DEFAULT_CALL_TIMEOUT,
+                 load_timeout: float = DEFAULT_LOAD_TIMEOUT, timeout: float | None = None,
+                 memory_limit: int | None = None, threads: int | None = None,
+                 environ: dict[str, str] | None = None,
+                 calibrate: Callable[[torch.Tensor], float] | None = reference_seconds) -> None:
+        self.target = resolve_target(target)
+        self.device = str(torch.device(device))
+        self.call_timeout = validate.seconds(call_timeout, name="call_timeout")
+        self.load_timeout = validate.seconds(load_timeout, name="load_timeout")
+        self.timeout = validate.seconds(timeout, name="timeout", optional=True)
+        self.memory_limit = default_memory_limit(self.device) if memory_limit is None else memory_limit
+        if not self.device.startswith("cpu"):
+            self.memory_limit = 0  # CUDA reserves huge address ranges: RLIMIT_AS would break it
+        # One intra-op thread on the CPU by default: interpreted kernels are single-threaded numpy,
+        # and two processes with OpenMP pools on a few cores mostly spin against each other.
+        self.threads = threads if threads is not None else (1 if self.device.startswith("cpu") else None)
+        self.environ = environ
+        self.calibrate = calibrate  # seconds a trusted implementation takes on an input: the second deadline
+        self.second_deadline: tuple[float, float] | None = None  # (seconds, reference seconds) of the last one
+        self.guard = None  # optional: a context manager factory each call runs inside (a GPU lock)
+        self.calls = 0
+        self.input_changes = 0  # calls after which the input's bytes differed from what was sent
+        self.candidate_seconds = 0.0
+        self.load_seconds = 0.0
+        self.lost: ImplLost | None = None
+        self.pid: int | None = None
+        self._conn: Connection | None = None
+        self._zygote: Zygote | None = None
+        self._home: Path | None = None
+        self._deadline: float | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> IsolatedImpl:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"IsolatedImpl({self.target!r}, device={self.device!r})"
+
+    def start(self) -> IsolatedImpl:
+        """Start the worker and load the target; LoadFailed (an InvalidArgument) if it cannot."""
+        if self._conn is not None:
+            return self
+        env = worker_environment(self.environ)
+        self._zygote = zygote_for(env)
+        self._home = Path(tempfile.mkdtemp(prefix="lse-fuzz-worker-"))
+        cwd = self._home / "cwd"
+        cwd.mkdir()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        stdout = open(self._home / "stdout", "wb")
+        stderr = open(self._home / "stderr", "wb")
+        rlimits = {"RLIMIT_FSIZE": FILE_SIZE_LIMIT}
+        if self.memory_limit:
+            rlimits["RLIMIT_AS"] = int(self.memory_limit) + INPUT_RESERVE
+        child_env = dict(env, TMPDIR=str(cwd), TEMP=str(cwd), TMP=str(cwd))
+        config = {
+            "entry": WORKER_ENTRY, "cwd": str(cwd), "env": child_env, "rlimits": rlimits,
+            "sys_path": worker_sys_path(self.environ),
+            "args": {"target": self.target, "device": self.device, "threads": self.threads},
+        }
+        try:
+            self.pid = self._zygote.spawn(config, (theirs.fileno(), stdout.fileno(), stderr.fileno()))
+        finally:
+            theirs.close()
+            stdout.close()
+            stderr.close()
+        self._conn = Connection(ours.detach())
+        started = time.monotonic()
+        if self.timeout is not None:
+            self._deadline = started + self.timeout
+        reply = self._receive(min(self.load_timeout, self._time_left()), what="loading the target")
+        self.load_seconds = time.monotonic() - started
+        if reply[0]["op"] == "load_failed":
+            message = reply[0]["message"]
+            self.close()
+            if not message.startswith("target="):
+                message = f"target={self.target!r}: {message}"
+            raise LoadFailed(message, reply[0].get("chain"))
+        return self
+
+    def close(self) -> None:
+        """Stop the worker (kill its process group) and remove its temporary directory."""
+        if self._conn is not None:
+            try:
+                wire.send_message(self._conn, {"op": "close"})
+            except OSError:
+                pass
+            self._conn.close()
+            self._conn = None
+            if self.lost is None:
+                self._kill()
+                self._zygote.wait_exit(self.pid, timeout=2.0)
+        if self._home is not None:
+            self._final_noise = self.noise()
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
+
+    def _kill(self) -> None:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _time_left(self) -> float:
+        if self._deadline is None:
+            return math.inf
+        return self._deadline - time.monotonic()
+
+    # -- noise --------------------------------------------------------------------------------
+
+    def noise(self) -> Noise:
+        """What the worker has printed so far (also after :meth:`close`)."""
+        if self._home is None:
+            return getattr(self, "_final_noise", Noise(0, 0, "", ""))
+        sizes, heads = [], []
+        for name in ("stdout", "stderr"):
+            path = self._home / name
+            try:
+                sizes.append(path.stat().st_size)
+                with open(path, "rb") as f:
+                    heads.append(f.read(2000).decode(errors="replace"))
+            except OSError:
+                sizes.append(0)
+                heads.append("")
+        return Noise(sizes[0], sizes[1], heads[0], heads[1])
+
+    def stderr_tail(self, limit: int = 4000) -> str:
+        if self._home is None:
+            return ""
+        try:
+            with open(self._home / "stderr", "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - limit))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _lose(self, outcome: Outcome, detail: str, *, returncode: int | None = None,
+              x: torch.Tensor | None = None, reaped: bool = False) -> ImplLost:
+        """Kill what is left of the worker (its process group), wait until it is gone, and record
+        why it was lost."""
+        self._kill()
+        if not reaped and self._zygote is not None and self.pid is not None:
+            self._zygote.wait_exit(self.pid, timeout=5.0)
+        self.lost = ImplLost(outcome, detail, call=self.calls, input=x, returncode=returncode,
+                               stderr=self.stderr_tail())
+        return self.lost
+
+    def _receive(self, timeout: float, *, what: str, x: torch.Tensor | None = None,
+                 deadline: tuple[float, float] | None = None):
+        """The worker's next reply; ImplLost if it dies or does not answer within ``timeout``.
+
+        ``deadline``: (the second deadline, the reference's seconds) of a call given two."""
+        assert self._conn is not None
+        if not self._conn.poll(max(timeout, 0.0)):
+            budget = self.timeout is not None and self._time_left() <= 0
+            if budget:
+                detail = f"the candidate's time budget of {self.timeout:g} s ran out while {what}"
+            elif deadline is not None:
+                detail = (f"no answer within {deadline[0]:.3g} s while {what}: past the first deadline of "
+                          f"{self.call_timeout:g} s and the second ({HANG_FACTOR:g} x the {deadline[1]:.3g} s "
+                          "reference.lse takes on this input, at least the first again): a hang")
+            else:
+                detail = f"no answer within {max(timeout, 0):g} s while {what} (a hang, or far too slow)"
+            raise self._lose(call_outcome(timed_out=True), detail, x=x)
+        try:
+            return wire.recv_message(self._conn, max_frame=MAX_FRAME)
+        except (EOFError, OSError, ValueError):
+            code = self._zygote.wait_exit(self.pid) if self._zygote is not None else None
+            outcome = call_outcome(returncode=code if code is not None else -signal.SIGKILL)
+            raise self._lose(outcome, f"the worker {describe_exit(code)} while {what}", returncode=code, x=x,
+                             reaped=code is not None) from None
+
+    def _receive_call(self, what: str, x: torch.Tensor):
+        """The reply to a call, with two deadlines (see :mod:`fuzz.timing`): past ``call_timeout``
+        the call is timed against the reference on the same input, and it is a hang only once it
+        also ran past the second, calibrated deadline."""
+        assert self._conn is not None
+        started = time.monotonic()
+        first = min(self.call_timeout, self._time_left())
+        if first > 0 and self._conn.poll(first):
+            return self._receive(0.0, what=what, x=x)
+        if self._time_left() <= 0 or self.calibrate is None:
+            return self._receive(0.0, what=what, x=x)
+        reference = self.calibrate(x)  # the parent is idle meanwhile: the worker keeps running
+        second = hang_deadline(self.call_timeout, reference)
+        self.second_deadline = (second, reference)
+        return self._receive(min(second - (time.monotonic() - started), self._time_left()), what=what, x=x,
+                             deadline=(second, reference))
+
+    def _ensure_ready(self) -> None:
+        if self.lost is not None:
+            raise self.lost
+        if self._conn is None:
+            self.start()
+
+    def __call__(self, x: torch.Tensor) -> object:
+        self._ensure_ready()
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"IsolatedImpl takes a tensor, got {type(x).__name__}")
+        spec, frame = encode_input(x)
+        self.calls += 1
+        what = f"call {self.calls} on a {tuple(x.shape)} {wire.dtype_name(x.dtype)} input"
+        with self.guard() if self.guard is not None else contextlib.nullcontext():
+            try:
+                wire.send_message(self._conn, {"op": "call", "input": spec}, (frame,))
+            except OSError:
+                pass  # the worker is gone; _receive reports how
+            header, frames = self._receive_call(what, x)
+        op = header.get("op")
+        if op == "returned":
+            self.candidate_seconds += float(header.get("seconds", 0.0))
+            if header.get("input_changed"):
+                self.input_changes += 1
+                write_back(x, spec, frames[-1])
+            return decode_output(header["output"], frames, x)
+        if op == "raised":
+            self.candidate_seconds += float(header.get("seconds", 0.0))
+            outcome = call_outcome(error_kind=header.get("kind", "exception"))
+            message = f"{header.get('type', 'Exception')}: {header.get('message', '')}"
+            if header.get("during"):
+                message += f" (while {header['during']})"
+            if outcome.fatal:
+                raise self._lose(outcome, f"{message} during {what}", x=x)
+            raise _raised(header)
+        if op == "exit":
+            code = self._zygote.wait_exit(self.pid)
+            raise self._lose(call_outcome(exit_requested=True), f"{header.get('detail')} during {what}",
+                             returncode=code if code is not None else header.get("code"), x=x,
+                             reaped=code is not None)
+        raise self._lose(Outcome.CRASHED, f"the worker sent an unexpected {op!r} message during {what}", x=x)
+
+    # -- benchmark ----------------------------------------------------------------------------
+
+    def bench(self, *, shape: tuple[int, int], dtype: torch.dtype, seed: int, min_seconds: float = 0.2,
+              repeats: int = 5) -> tuple[float, object]:
+        """Seconds per call on a seeded ``randn`` input generated in the worker, and the output.
+
+        Timed here, around whole requests of n calls between two device synchronisations (so
+        work on side streams counts, and the candidate's process cannot fake the clock), minus
+        the round trip of an empty request; the best of ``repeats``.
+        """
+        self._ensure_ready()
+        wire.send_message(self._conn, {"op": "bench_prepare", "shape": list(shape), "dtype": wire.dtype_name(dtype),
+                                       "seed": seed, "warmup": 3})
+        self._bench_reply(self.call_timeout * 4, "the benchmark warm-up")
+        overhead = min(self._bench_round(0)[0] for _ in range(3))
+        iters = 1
+        while True:
+            seconds, out = self._bench_round(iters)
+            if seconds >= min_seconds or iters >= 1 << 16:
+                break
+            iters *= max(2, min(16, int(min_seconds / max(seconds, 1e-6))))
+        best = min([seconds] + [self._bench_round(iters)[0] for _ in range(repeats - 1)])
+        return max(best - overhead, 1e-9) / iters, out
+
+    def _bench_round(self, iters: int) -> tuple[float, object]:
+        started = time.perf_counter()
+        wire.send_message(self._conn, {"op": "bench_run", "iters": iters})
+        header, frames = self._bench_reply(self.call_timeout * max(1, iters), "the benchmark")
+        seconds = time.perf_counter() - started
+        output = header.get("output") or {}
+        out = decode_output(output, frames, None) if output.get("kind") == "tensor" else None
+        return seconds, out
+
+    def _bench_reply(self, timeout: float, what: str):
+        header, frames = self._receive(min(timeout, self._time_left()), what=what)
+        if header.get("op") == "raised":
+            outcome = call_outcome(error_kind=header.get("kind", "exception"))
+            message = f"{header.get('type')}: {header.get('message')} (while {what})"
+            if outcome.fatal:
+                raise self._lose(outcome, message)
+            raise _raised(header)
+        if header.get("op") == "exit":
+            raise self._lose(Outcome.EXITED, f"{header.get('detail')} during {what}")
+        return header, frames
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors across the process boundary
+
+
+def encode_input(x: torch.Tensor) -> tuple[dict, memoryview]:
+    """The description and bytes that let a worker rebuild ``x`` exactly."""
+    storage = x.untyped_storage()
+    nbytes = storage.nbytes()
+    spec = {
+        "dtype": wire.dtype_name(x.dtype),
+        "size": list(x.shape),
+        "stride": list(x.stride()),
+        "storage_offset": x.storage_offset(),
+        # The same tensor object with the same storage maps to the same object in the worker.
+        "key": [id(x), storage.data_ptr(), nbytes, list(x.shape), list(x.stride()), x.storage_offset(),
+                wire.dtype_name(x.dtype)],
+    }
+    if nbytes <= WHOLE_STORAGE_LIMIT:
+        spec["mode"] = "storage"
+        frame = wire.tensor_bytes(wire.storage_bytes(x))
+    else:
+        spec["mode"] = "view"
+        spec["storage_elements"] = nbytes // x.element_size()
+        frame = wire.tensor_bytes(wire.bits(x))
+    return spec, frame
+
+
+def write_back(x: torch.Tensor, spec: dict, frame: bytearray) -> None:
+    """Copy the worker's post-call bytes of the input into ``x`` (bit for bit)."""
+    raw = torch.frombuffer(frame, dtype=torch.uint8) if len(frame) else torch.empty(0, dtype=torch.uint8)
+    if spec["mode"] == "storage":
+        wire.storage_bytes(x).copy_(raw.to(x.device))
+    else:
+        target = wire.bits(x)
+        target.copy_(raw.view(target.dtype).reshape(x.shape).to(x.device))
+
+
+def _device_here(name: str) -> torch.device:
+    device = torch.device(name)
+    if device.type == "cpu" or (device.type == "cuda" and torch.cuda.is_available()):
+        return device
+    return torch.device("meta")
+
+
+def decode_output(output: dict, frames: list[bytearray], x: torch.Tensor | None) -> object:
+    """Rebuild what the candidate returned: a tensor (same dtype, shape, device), a view of
+    ``x`` when it returned one, or a stand-in object with its type's name."""
+    kind = output.get("kind")
+    if kind == "object":
+        return _returned_object(output.get("type", "object"), output.get("repr", ""))
+    dtype = wire.dtype_from_name(output["dtype"])
+    size = tuple(output["size"])
+    if kind == "alias" and x is not None:
+        return torch.empty(0, dtype=dtype, device=x.device).set_(
+            x.untyped_storage(), int(output["storage_offset"]), size, tuple(output["stride"]))
+    device = _device_here(output.get("device", "cpu"))
+    if device.type == "meta" or output.get("withheld") or not frames:
+        # No values came (a result of the wrong shape, or one on a device this process lacks):
+        # the checks judge its shape, dtype and device.
+        return torch.empty(size, dtype=dtype, device="meta")
+    return wire.tensor_from_bytes(frames[0], dtype, size, device)
+
+
+class RestartingImpl:
+    """An :class:`IsolatedImpl` that starts a new worker when the last one was lost.
+
+    For test suites (``pytest --lse-isolate``): a crash or hang fails the test that caused it,
+    and the next test gets a fresh worker instead of the same :class:`ImplLost` again.
+    """
+
+    def __init__(self, target: str, **options) -> None:
+        self.target = target
+        self._options = options
+        self._impl: IsolatedImpl | None = None
+
+    def start(self) -> RestartingImpl:
+        if self._impl is None or self._impl.lost is not None:
+            self.close()
+            self._impl = IsolatedImpl(self.target, **self._options).start()
+        return self
+
+    def __call__(self, x: torch.Tensor) -> object:
+        self.start()
+        assert self._impl is not None
+        return self._impl(x)
+
+    def close(self) -> None:
+        if self._impl is not None:
+            self._impl.close()
+            self._impl = None
+
+    def __repr__(self) -> str:
+        return f"RestartingImpl({self.target!r})"

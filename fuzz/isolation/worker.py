@@ -1,0 +1,347 @@
+"""The candidate worker: loads the implementation under test and serves calls from the parent.
+
+Runs in a child of the fork server (:mod:`fuzz.isolation.child`), entry :func:`worker_main`.
+Messages (parent -> worker), each a JSON header plus raw frames (:mod:`fuzz.isolation.wire`):
+
+  {"op": "call", "input": {...}}      + 1 frame: the input's storage bytes (or its view's bits)
+  {"op": "bench_prepare", ...}        generate a seeded input on the GPU and warm the candidate up
+  {"op": "bench_run", "iters": n}     n calls back to back between two device synchronisations
+  {"op": "close"}
+
+Replies (worker -> parent):
+
+  {"op": "ready"} | {"op": "load_failed", "message": ..., "chain": [...]}   after loading the target
+  {"op": "returned", "output": {...}, "input_changed": bool}  + output frame, + input frame if changed
+  {"op": "raised", "kind": "exception" | "out_of_memory" | "cuda_error", "type", "message", "traceback", "chain"}
+  {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import reprlib
+import sys
+import time
+import traceback
+import warnings
+from multiprocessing.connection import Connection
+
+import torch
+
+from ..failures import exception_chain
+from .wire import bits, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes
+
+
+def worker_main(channel_fd: int, args: dict) -> int:
+    """Load the target, then serve calls until the parent closes the channel."""
+    conn = Connection(channel_fd)
+    device = args["device"]
+    if device == "cpu":
+        # CPU tensors need Triton's interpreter, whatever GPU this machine has; set before the
+        # candidate's @triton.jit decorators run.
+        os.environ["TRITON_INTERPRET"] = "1"
+    if args.get("threads"):
+        torch.set_num_threads(int(args["threads"]))
+    started = time.perf_counter()
+    try:
+        impl = _load(args["target"])
+    except SystemExit as exc:
+        send_message(conn, {"op": "load_failed", "message": f"importing it called sys.exit({exc.code!r})"})
+        return 0
+    except _LoadError as exc:
+        send_message(conn, {"op": "load_failed", "message": str(exc), "chain": []})
+        return 0
+    except BaseException as exc:  # InvalidArgument from the loader, or anything an import raised
+        send_message(conn, {"op": "load_failed", "message": _one_line(exc), "chain": exception_chain(exc)})
+        return 0
+    _flush()
+    send_message(conn, {
+        "op": "ready",
+        "pid": os.getpid(),
+        "load_seconds": time.perf_counter() - started,
+        "interpreter": os.environ.get("TRITON_INTERPRET") == "1",
+        "torch": str(torch.__version__),
+    })
+    state = _WorkerState(impl, device)
+    while True:
+        try:
+            header, frames = recv_message(conn)
+        except (EOFError, OSError):
+            return 0
+        op = header.get("op")
+        if op == "close":
+            return 0
+        if op == "call":
+            state.call(conn, header["input"], frames[0])
+        elif op == "bench_prepare":
+            state.bench_prepare(conn, header)
+        elif op == "bench_run":
+            state.bench_run(conn, int(header["iters"]))
+        else:
+            raise ValueError(f"unknown op {op!r}")
+
+
+class _LoadError(Exception):
+    pass
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _load(target: str):
+    # Imported here on purpose, not at the top: the target loader imports the project's kernels,
+    # which must be decorated after TRITON_INTERPRET is set for this worker's device, never in the
+    # fork server this module is loaded from.
+    from ..target import load_target
+
+    impl = load_target(target)
+    name = target.rpartition(":")[2]
+    try:
+        from triton.runtime.jit import KernelInterface  # jit, interpreted, autotuned, heuristics
+
+        if isinstance(impl, KernelInterface):
+            raise _LoadError(
+                f"{name} is a @triton.jit kernel, which cannot be called from Python: point the "
+                "target at the launcher that allocates the output and launches the kernel."
+            )
+    except ImportError:
+        pass
+    try:
+        signature = inspect.signature(impl)
+    except (TypeError, ValueError):
+        return impl  # builtins and C functions: their signature is unknown, the call will tell
+    try:
+        signature.bind(object())
+    except TypeError:
+        raise _LoadError(
+            f"{name}{signature} cannot be called as {name}(x): the implementation must take "
+            "the 2-D input tensor as its only required argument."
+        ) from None
+    return impl
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def _error_kind(exc: BaseException) -> str:
+    """How the parent should treat what the candidate raised."""
+    text = str(exc)
+    if isinstance(exc, MemoryError) or isinstance(exc, getattr(torch, "OutOfMemoryError", ())) \
+            or "can't allocate memory" in text or "out of memory" in text:
+        return "out_of_memory"
+    if "CUDA error" in text or "illegal memory access" in text or "device-side assert" in text \
+            or type(exc).__name__ == "AcceleratorError":
+        return "cuda_error"  # the CUDA context is unusable after these
+    return "exception"
+
+
+class _WorkerState:
+    def __init__(self, impl, device: str) -> None:
+        self.impl = impl
+        self.device = torch.device(device)
+        self.key = None
+        self.flat = None  # the storage the input view lives in (uint8), kept across calls
+        self.x = None
+        self.sent = None  # what the parent sent, to see whether the call changed it
+        self.mode = None
+        self.bench_input = None
+
+    # -- input --------------------------------------------------------------------------------
+
+    def _poison(self) -> None:
+        """Fill the previous input with NaN bits before its memory returns to the allocator."""
+        if self.x is None:
+            return
+        huge = self.mode != "storage"
+        if huge:  # huge lazily allocated storage: touch only the view's elements
+            bits(self.x).fill_(-1)
+        else:
+            self.flat.fill_(0xFF)
+        self.key = self.flat = self.x = self.sent = None
+        if huge and self.device.type == "cuda":
+            # Gigabytes of device memory a GPU cannot leave to the caching allocator: the next
+            # huge input (or another worker on the same GPU) needs them.
+            torch.cuda.empty_cache()
+
+    def input_for(self, spec: dict, frame: bytearray):
+        """The input tensor: same size, strides, storage offset, dtype and bits as the parent's.
+
+        The same parent tensor (same key) maps to the same tensor object here, so a candidate
+        that caches by object, pointer or shape sees a reused buffer exactly as it would in-process.
+        """
+        dtype = dtype_from_name(spec["dtype"])
+        size, stride, offset = tuple(spec["size"]), tuple(spec["stride"]), int(spec["storage_offset"])
+        key = json.dumps(spec["key"])
+        data = torch.frombuffer(frame, dtype=torch.uint8) if len(frame) else torch.empty(0, dtype=torch.uint8)
+        if key != self.key:
+            self._poison()
+            self.mode = spec["mode"]
+            if self.mode == "storage":
+                self.flat = torch.empty(len(frame), dtype=torch.uint8, device=self.device)
+                self.x = torch.empty(0, dtype=dtype, device=self.device).set_(
+                    self.flat.untyped_storage(), offset, size, stride)
+            else:
+                # Huge storage: torch.empty touches no memory; only the view's elements are written.
+                self.flat = torch.empty(int(spec["storage_elements"]), dtype=dtype, device=self.device)
+                self.x = self.flat.as_strided(size, stride, offset)
+            self.key = key
+        if self.mode == "storage":
+            self.flat.copy_(data)
+        else:
+            bits(self.x).copy_(data.view(bits(self.x).dtype).reshape(size))
+        self.sent = data
+        return self.x
+
+    def changed_input(self):
+        """The input's bytes after the call if the call changed them, else None."""
+        if self.mode == "storage":
+            now = self.flat.cpu() if self.flat.device.type != "cpu" else self.flat
+        else:
+            now = bits(self.x).cpu().contiguous().view(torch.uint8).reshape(-1)
+        if torch.equal(now, self.sent):
+            return None
+        return memoryview(now.contiguous().numpy())
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def call(self, conn: Connection, spec: dict, frame: bytearray) -> None:
+        try:
+            x = self.input_for(spec, frame)
+        except BaseException as exc:  # e.g. the memory limit is too small for this input
+            _reply_raised(conn, exc, during="rebuilding the input in the worker")
+            return
+        started = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                # The interpreter evaluates masked lanes with numpy and warns about inf - inf,
+                # as the in-process runner ignores it: not the candidate's noise.
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out = self.impl(x)
+            self._sync()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            _flush()
+            send_message(conn, {"op": "exit", "code": code, "detail": f"the candidate called sys.exit({exc.code!r})"})
+            _flush()
+            os._exit(code)
+        except BaseException as exc:
+            _flush()
+            _reply_raised(conn, exc, seconds=time.perf_counter() - started)
+            return
+        seconds = time.perf_counter() - started
+        _flush()
+        try:
+            output, frames = self._describe_output(out, x)
+        except BaseException as exc:
+            output, frames = {"kind": "object", "type": type(out).__name__,
+                              "repr": f"<unreadable: {type(exc).__name__}: {_one_line(exc)}>"}, []
+        changed = self.changed_input()
+        if changed is not None:
+            frames.append(changed)
+        send_message(conn, {"op": "returned", "output": output, "input_changed": changed is not None,
+                            "seconds": seconds}, tuple(frames))
+        if output["kind"] == "tensor" and output.get("device") != "meta":
+            # The caller owns the result: poison it, so a result kept and returned again (a cache
+            # without a copy) or memory reused uninitialised by the next call reads NaN, not a
+            # stale right answer.
+            try:
+                storage_bytes(out).fill_(0xFF)
+            except Exception:
+                pass
+
+    def _describe_output(self, out, x) -> tuple[dict, list]:
+        if isinstance(out, torch.Tensor) and out.layout == torch.strided:
+            common = {"dtype": dtype_name(out.dtype), "size": list(out.shape), "type": type(out).__name__}
+            if out.device.type == "meta":
+                return {"kind": "tensor", "device": "meta", **common}, []
+            if out.device == x.device and out.untyped_storage().nbytes() \
+                    and out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
+                return {"kind": "alias", "stride": list(out.stride()),
+                        "storage_offset": out.storage_offset(), **common}, []
+            described = {"kind": "tensor", "device": str(out.device), **common}
+            if out.dim() != 1 or out.shape[0] != x.shape[0]:
+                # Only an (M,) result is judged by its values; for any other shape the parent needs
+                # the shape to report the mismatch, not the bytes of a possibly huge wrong answer.
+                return dict(described, withheld=True), []
+            return described, [_copied_bytes(out)]
+        kind = type(out)
+        name = kind.__name__ if not isinstance(out, torch.Tensor) else \
+            f"{str(out.layout).replace('torch.', '')} tensor (not a dense one)"
+        return {"kind": "object", "type": name, "module": getattr(kind, "__module__", ""),
+                "repr": reprlib.repr(out)[:200]}, []
+
+    # -- benchmark ----------------------------------------------------------------------------
+
+    def bench_prepare(self, conn: Connection, header: dict) -> None:
+        rows, cols = header["shape"]
+        generator = torch.Generator(device=self.device).manual_seed(int(header["seed"]))
+        x = torch.randn(rows, cols, generator=generator, device=self.device, dtype=torch.float32)
+        self.bench_input = x.to(dtype_from_name(header["dtype"]))
+        try:
+            for _ in range(int(header.get("warmup", 3))):
+                self.impl(self.bench_input)
+            self._sync()
+        except BaseException as exc:
+            _reply_raised(conn, exc, during="the benchmark warm-up")
+            return
+        send_message(conn, {"op": "ready"})
+
+    def bench_run(self, conn: Connection, iters: int) -> None:
+        out = None
+        try:
+            self._sync()
+            for _ in range(iters):
+                out = self.impl(self.bench_input)
+            self._sync()
+        except BaseException as exc:
+            _reply_raised(conn, exc, during="the benchmark")
+            return
+        if isinstance(out, torch.Tensor) and out.layout == torch.strided and out.device.type != "meta":
+            send_message(conn, {"op": "returned", "output": {"kind": "tensor", "dtype": dtype_name(out.dtype),
+                                                             "size": list(out.shape), "device": str(out.device)}},
+                         (_copied_bytes(out),))
+        else:
+            send_message(conn, {"op": "returned", "output": {"kind": "object", "type": type(out).__name__}})
+
+
+def _copied_bytes(t: torch.Tensor) -> memoryview:
+    """The bytes of ``t`` from a copy: numpy views of the candidate's own tensor would make its storage
+    non-resizable (a candidate that later resizes a buffer it returned would then crash)."""
+    fresh = torch.empty(tuple(t.shape), dtype=t.dtype)  # standard strides, also for an empty or expanded result
+    fresh.copy_(t.detach())
+    return memoryview(fresh.view(torch.uint8).reshape(-1).numpy())
+
+
+def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", seconds: float = 0.0) -> None:
+    tb = exc.__traceback__
+    frames = traceback.extract_tb(tb)
+    # Drop this file's frames: the candidate's own are what a person needs.
+    keep = [i for i, f in enumerate(frames) if f.filename != __file__]
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    if keep:
+        lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames[keep[0]:])
+        lines += traceback.format_exception_only(type(exc), exc)
+        text = "".join(lines)
+    send_message(conn, {
+        "op": "raised",
+        "kind": _error_kind(exc),
+        "type": type(exc).__name__,
+        "message": str(exc)[:4000],
+        "traceback": text[-20000:],
+        "chain": exception_chain(exc),
+        "during": during,
+        "seconds": seconds,
+    })

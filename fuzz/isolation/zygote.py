@@ -1,0 +1,165 @@
+"""The parent side of the fork server: start it (or connect to a parent's), spawn children, reap them.
+
+One fork server per environment per process (:func:`zygote_for`); a grading driver connects to
+its parent's (its address is in ``LSE_FUZZ_ZYGOTE``) so every worker of a run comes from one place.
+The child side is :mod:`fuzz.isolation.child`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .child import MAX_SPAWN_MESSAGE
+
+DEFAULT_START_TIMEOUT = 120.0
+
+# The fork server imports only this package's child module (and torch, triton), never the kernels.
+_BOOT = "import sys; from fuzz.isolation.child import zygote_main; zygote_main(int(sys.argv[1]))"
+
+
+class Zygote:
+    """A connection to a fork server; owns it when this process started it."""
+
+    def __init__(self, sock: socket.socket, *, process: subprocess.Popen | None = None,
+                 address: str | None = None, log: Path | None = None) -> None:
+        self.sock = sock
+        self.process = process
+        self.address = address
+        self.log = log
+        self._exits: dict[int, int] = {}
+        self._replies: list[dict] = []
+
+    @classmethod
+    def start(cls, env: dict[str, str], *, timeout: float = DEFAULT_START_TIMEOUT) -> Zygote:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        home = Path(tempfile.mkdtemp(prefix="lse-fuzz-zygote-home-"))
+        log = home / "zygote.log"
+        with open(log, "wb") as log_file:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), env=env, cwd=home, stdin=subprocess.DEVNULL,
+                stdout=log_file, stderr=log_file, start_new_session=True,
+            )
+        theirs.close()
+        zygote = cls(ours, process=process, log=log)
+        try:
+            hello = zygote._read(timeout)
+        except EOFError:
+            hello = None
+        if hello is None or hello.get("op") != "hello":
+            process.kill()
+            text = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise RuntimeError(f"the worker fork server did not start: {text}")
+        zygote.address = hello["address"]
+        return zygote
+
+    @classmethod
+    def connect(cls, address: str) -> Zygote:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock.connect(address)
+        return cls(sock, address=address)
+
+    def alive(self) -> bool:
+        return self.process is None or self.process.poll() is None
+
+    def _read(self, timeout: float | None) -> dict | None:
+        """One message from the zygote (exit notices filed away); None on timeout.
+
+        EOFError when the zygote is gone.
+        """
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1 << 16)
+        except socket.timeout:
+            return None
+        except OSError:
+            data = b""
+        finally:
+            self.sock.settimeout(None)
+        if not data:
+            raise EOFError("the worker fork server is gone")
+        message = json.loads(data)
+        if message.get("op") == "exited":
+            self._exits[message["pid"]] = message["code"]
+        return message
+
+    def spawn(self, config: dict, fds: tuple[int, int, int], *, timeout: float = 60.0) -> int:
+        message = json.dumps(config).encode()
+        if len(message) > MAX_SPAWN_MESSAGE:
+            raise RuntimeError(f"a worker's configuration is {len(message)} bytes, more than "
+                               f"{MAX_SPAWN_MESSAGE}: is the environment unusually large?")
+        socket.send_fds(self.sock, [message], list(fds))
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self._read(max(0.0, deadline - time.monotonic()))
+            except EOFError:
+                message = None
+            if message is None:
+                raise RuntimeError("the worker fork server did not answer a spawn request")
+            if message.get("op") == "spawned":
+                return int(message["pid"])
+            if message.get("op") == "error":
+                raise RuntimeError(f"the worker fork server refused: {message['message']}")
+
+    def wait_exit(self, pid: int, timeout: float = 5.0) -> int | None:
+        """The exit code of ``pid`` (negative for a signal) once the zygote has reaped it; None
+        if that takes longer than ``timeout`` or the zygote is gone."""
+        deadline = time.monotonic() + timeout
+        while pid not in self._exits:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                self._read(left)
+            except EOFError:
+                return None
+        return self._exits.pop(pid)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            if self.process is not None:
+                try:
+                    self.process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                if self.log is not None:
+                    shutil.rmtree(self.log.parent, ignore_errors=True)
+
+
+_ZYGOTES: dict[str, Zygote] = {}
+ZYGOTE_ADDRESS_ENV = "LSE_FUZZ_ZYGOTE"
+"""Set in grading drivers: the address of their parent's zygote, which they share."""
+
+
+def zygote_for(env: dict[str, str]) -> Zygote:
+    """This process's zygote for ``env`` (started on first use); a grading driver connects to
+    its parent's zygote instead (its address is in LSE_FUZZ_ZYGOTE)."""
+    address = os.environ.get(ZYGOTE_ADDRESS_ENV)
+    key = address or json.dumps(sorted(env.items()))
+    zygote = _ZYGOTES.get(key)
+    if zygote is None or not zygote.alive():
+        zygote = Zygote.connect(address) if address else Zygote.start(env)
+        _ZYGOTES[key] = zygote
+    return zygote
+
+
+@atexit.register
+def _close_zygotes() -> None:
+    for zygote in _ZYGOTES.values():
+        try:
+            zygote.close()
+        except Exception:
+            pass
+    _ZYGOTES.clear()

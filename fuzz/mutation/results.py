@@ -1,0 +1,207 @@
+"""What a mutation analysis found: the gate's results, one result per mutant, the whole report.
+
+Every mutant (and every gate entry) is graded exactly like a candidate of ``lse-fuzz grade``; its
+:class:`Cell` keeps that grading record, and :func:`fuzz.outcomes.mutant_status` maps it to a
+:class:`~fuzz.outcomes.MutantStatus`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..outcomes import MutantStatus, mutant_status
+
+__all__ = ["Cell", "GateFailure", "GateResult", "MutantResult", "MutationReport"]
+
+
+@dataclass
+class Cell:
+    """One graded run: a target against a set of checks (all of them, or one in a kill matrix)."""
+
+    checks: tuple[str, ...]
+    record: dict
+    wall_seconds: float
+
+    @property
+    def status(self) -> MutantStatus:
+        return mutant_status(self.record["verdict"], self.record.get("exception") or ())
+
+    @property
+    def reason(self) -> str:
+        """The failure message of the killing check, or what else happened (with the worker's stderr)."""
+        record = self.record
+        if record["verdict"] == "fail":
+            return record.get("details") or record.get("reason", "")
+        if record["verdict"] == "pass":
+            return f"no check failed in {record.get('examples') or 0} examples"
+        reason = record.get("reason", "")
+        details = (record.get("details") or "").strip()
+        if details and details not in reason:
+            tail = "\n".join("    " + line for line in details.splitlines()[-12:])
+            reason += "\n  details (last lines):\n" + tail
+        return reason
+
+    @property
+    def check(self) -> str | None:
+        return self.record.get("check")
+
+    @property
+    def examples(self) -> int:
+        return int(self.record.get("examples") or 0)
+
+    @property
+    def seconds(self) -> float:
+        """Seconds the checks ran (the time to kill, for a killed mutant); wall time otherwise."""
+        result = self.record.get("result") or {}
+        return float(result.get("seconds") or self.wall_seconds)
+
+    @property
+    def counterexample(self) -> str | None:
+        example = self.record.get("counterexample")
+        return example.get("description") if isinstance(example, dict) else None
+
+    @property
+    def reproducer(self) -> str | None:
+        return self.record.get("reproducer")
+
+    @property
+    def replay(self) -> str | None:
+        return self.record.get("replay")
+
+
+@dataclass
+class GateResult:
+    label: str
+    target: str
+    must: str  # "pass" or "fail"
+    cell: Cell
+
+    @property
+    def ok(self) -> bool:
+        if self.must == "pass":
+            return self.cell.status is MutantStatus.SURVIVED
+        return self.cell.status is MutantStatus.KILLED
+
+    def describe(self) -> str:
+        verdict = {MutantStatus.SURVIVED: "passed", MutantStatus.KILLED: f"caught by {self.cell.check!r}"}.get(
+            self.cell.status, self.cell.status.value)
+        return (f"{'ok' if self.ok else 'FAILED'}: {self.label} ({self.target}) must {self.must}: {verdict}, "
+                f"{self.cell.examples} examples, {self.cell.wall_seconds:.1f} s")
+
+
+@dataclass
+class MutantResult:
+    mutant: object  # mutants.Mutant
+    status: MutantStatus
+    reason: str
+    cell: Cell
+    matrix: dict[str, Cell] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.mutant.name
+
+    @property
+    def killed_by(self) -> list[str]:
+        """The check that killed it; in a matrix run, every check that did."""
+        if self.matrix is not None:
+            return [check for check, cell in self.matrix.items() if cell.status is MutantStatus.KILLED]
+        return [self.cell.check] if self.status is MutantStatus.KILLED and self.cell.check else []
+
+    @property
+    def examples(self) -> int:
+        return self.cell.examples
+
+    @property
+    def seconds(self) -> float:
+        return self.cell.seconds
+
+    @property
+    def wall_seconds(self) -> float:
+        if self.matrix is not None:
+            return sum(cell.wall_seconds for cell in self.matrix.values())
+        return self.cell.wall_seconds
+
+    @classmethod
+    def of(cls, mutant, cells: list[Cell], matrix: bool) -> MutantResult:
+        if not matrix:
+            cell = cells[0]
+            return cls(mutant, cell.status, cell.reason, cell)
+        by_check = {cell.checks[0]: cell for cell in cells}
+        killing = [cell for cell in cells if cell.status is MutantStatus.KILLED]
+        # Overall: killed by any check (the expected one first); otherwise the worst thing that happened.
+        chosen: list[Cell] = []
+        for status in (MutantStatus.KILLED, MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR,
+                       MutantStatus.COMPILE_ERROR, MutantStatus.SURVIVED):
+            chosen = [cell for cell in cells if cell.status is status]
+            if chosen:
+                break
+        if killing:
+            expected = by_check.get(mutant.expected_check)
+            chosen = [expected] if expected in killing else killing
+        cell = chosen[0]
+        return cls(mutant, cell.status, cell.reason, cell, matrix=by_check)
+
+
+@dataclass
+class MutationReport:
+    """Everything one analysis found; :meth:`write` puts the reports in a directory."""
+
+    results: list[MutantResult]
+    gate: list[GateResult]
+    config: dict[str, object]
+    baseline_seconds: float
+    timeout_seconds: float
+    gate_seconds: float  # from the start until the gate's verdict
+    mutation_seconds: float  # from the gate's verdict until the last mutant's (they overlap the gate)
+    setup_seconds: float = 0.0
+    matrix: bool = False
+
+    def count(self, status: MutantStatus) -> int:
+        return sum(result.status is status for result in self.results)
+
+    @property
+    def detected(self) -> int:
+        return sum(result.status.detected for result in self.results)
+
+    @property
+    def valid(self) -> int:
+        return sum(result.status.valid for result in self.results)
+
+    @property
+    def score(self) -> float | None:
+        """detected / valid in percent (Stryker); None when no mutant is valid."""
+        return 100.0 * self.detected / self.valid if self.valid else None
+
+    @property
+    def all_killed(self) -> bool:
+        return all(result.status is MutantStatus.KILLED for result in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.all_killed else 1
+
+    @property
+    def total_seconds(self) -> float:
+        return self.setup_seconds + self.gate_seconds + self.mutation_seconds
+
+    def summary(self) -> str:
+        score = "n/a" if self.score is None else f"{self.score:.1f}%"
+        counts = ", ".join(f"{self.count(status)} {status.value}" for status in MutantStatus if self.count(status))
+        return (f"mutation score {score} ({self.detected} detected of {self.valid} valid; {counts}) "
+                f"in {self.total_seconds:.1f} s")
+
+
+class GateFailure(Exception):
+    """The suite failed the gate: a correct kernel failed, or a broken one passed. Nothing scored."""
+
+    def __init__(self, gate: list[GateResult]) -> None:
+        self.gate = gate
+        lines = ["the fuzz suite failed the gate, so no mutant was scored:"]
+        for entry in gate:
+            lines.append("  " + entry.describe())
+            if not entry.ok:
+                lines.extend("    " + line for line in entry.cell.reason.splitlines()[:40])
+        lines.append("fix the suite (or the reference kernel) first: a suite that fails the correct kernel, or "
+                     "passes a broken one, cannot tell a killed mutant from noise")
+        super().__init__("\n".join(lines))

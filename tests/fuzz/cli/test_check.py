@@ -1,0 +1,180 @@
+"""``lse-fuzz check TARGET``: verdicts and exit codes, the counterexample and its replay command,
+JSON and Markdown output, and one clear line (exit 2, no traceback) for every bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuzz.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+CANDIDATES = ROOT / "tests" / "implementations" / "candidates"
+
+
+def candidate(name: str) -> str:
+    return str(CANDIDATES / f"{name}.py")
+
+
+@pytest.fixture
+def check(tmp_path, capsys):
+    """Run ``lse-fuzz check`` in this process; (exit code, stdout, stderr)."""
+
+    def check(*argv: str) -> tuple[int, str, str]:
+        argv = ["check", *argv]
+        if "--reproducers" not in argv and "--replay" not in argv:
+            argv += ["--reproducers", str(tmp_path / "reproducers")]
+        try:
+            code = main(argv)
+        except SystemExit as exit:  # argparse's own errors exit from inside parse_args
+            code = exit.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return check
+
+
+def test_a_correct_candidate_passes_with_exit_0(check, tmp_path):
+    report, markdown = tmp_path / "result.json", tmp_path / "comment.md"
+    code, out, _ = check(candidate("torch_float64"), "--budget", "5", "--json", str(report),
+                         "--markdown", str(markdown))
+    assert code == 0
+    assert out.startswith(f"PASS {candidate('torch_float64')}:lse")
+    record = json.loads(report.read_text())
+    assert record["verdict"] == "pass" and record["examples"] == 5 and record["result"]["status"] == "passed"
+    assert {f["flag"] for f in record["flags"]} >= {"no_triton_kernel", "library_lse"}
+    text = markdown.read_text()
+    assert text.startswith("### lse-fuzz check") and "**pass**" in text and "`library_lse`" in text
+
+
+def test_a_failing_check_prints_the_counterexample_and_a_replay_command_with_exit_1(check, tmp_path, capsys):
+    code, out, _ = check(candidate("mutates_input"), "--budget", "20")
+    assert code == 1
+    assert out.startswith(f"FAIL {candidate('mutates_input')}:lse: check 'input_unchanged'")
+    assert "input:    float32 (1, 1) contiguous on cpu" in out  # shrunk to the smallest input
+    assert "before:   0x00000000 (0.0)" in out and "after:    0x80000000 (-0.0)" in out
+    replay = next(line for line in out.splitlines() if "replay:" in line).split("replay:", 1)[1].strip()
+    assert replay.startswith("python -m fuzz replay ") and replay.endswith(f"--impl {candidate('mutates_input')}:lse")
+    reproducer = replay.split()[4]
+    assert Path(reproducer).is_file()
+    assert main(["replay", reproducer, "--impl", candidate("mutates_input"), "--isolate"]) == 1  # isolated replay
+    assert "check 'input_unchanged'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("name", "options", "verdict", "text"), [
+    ("segfault", (), "CRASH", "was killed by SIGSEGV"),
+    ("sys_exit", (), "CRASH", "the candidate called sys.exit(3)"),
+    ("hang", ("--call-timeout", "1"), "TIMEOUT", "no answer within 1 s"),
+    ("memory_hog", ("--memory-limit", "4"), "CRASH", "out of memory"),
+], ids=["segfault", "sys_exit", "hang", "out_of_memory"])
+def test_a_lost_worker_ends_the_run_with_exit_1_and_a_replayable_input(check, tmp_path, capsys, name, options,
+                                                                       verdict, text):
+    code, out, _ = check(candidate(name), "--budget", "20", *options)
+    assert code == 1
+    assert out.startswith(f"{verdict} {candidate(name)}:lse") and text in out
+    assert "input:    float32 (1, 1) contiguous on cpu; rows: 1 x zeros" in out  # the first example
+    replay = next(line for line in out.splitlines() if "replay:" in line).split("replay:", 1)[1].strip()
+    assert replay.startswith("python -m fuzz replay ") and replay.endswith(f"--impl {candidate(name)}:lse --isolate")
+    if name == "segfault":
+        assert "segfault.py\", line 7 in lse" in out  # the worker's fault report
+        assert main(replay.split()[3:]) == 1  # the printed command, run
+        out = capsys.readouterr().out
+        assert out.startswith("CRASH") and "SIGSEGV" in out
+
+
+def test_an_exception_is_an_error_verdict_with_the_workers_traceback(check):
+    code, out, _ = check(candidate("raises"), "--budget", "20")
+    assert code == 1
+    assert out.startswith("ERROR") and "RuntimeError raised by the implementation" in out
+    assert "raises.py\", line 8, in lse" in out
+
+
+def test_noise_is_reported_but_tolerated(check):
+    code, out, _ = check(candidate("noisy"), "--budget", "3")
+    assert code == 0 and "flag:     prints (info): printed while running:" in out
+
+
+def test_the_function_defaults_to_lse_and_module_targets_work(check, tmp_path):
+    report = tmp_path / "r.json"
+    code, _, _ = check("candidates.torch_float64", "--budget", "2", "--json", str(report))
+    assert code == 0 and json.loads(report.read_text())["target"] == "candidates.torch_float64:lse"
+
+
+def test_a_private_seed_changes_the_examples_and_stays_out_of_the_report(check, tmp_path):
+    public, private = tmp_path / "public.json", tmp_path / "private.json"
+    check(candidate("torch_float64"), "--budget", "2", "--json", str(public))
+    check(candidate("torch_float64"), "--budget", "2", "--private-seed", "hunter2", "--json", str(private))
+    a, b = json.loads(public.read_text()), json.loads(private.read_text())
+    assert a["seed"] == b["seed"] == 0 and a["seed_id"] != b["seed_id"]
+    assert "hunter2" not in private.read_text() and b["options"]["private_seed"] is True
+    secret_file, from_file = tmp_path / "secret", tmp_path / "from_file.json"
+    secret_file.write_text("hunter2\n")
+    check(candidate("torch_float64"), "--budget", "2", "--private-seed", f"file:{secret_file}", "--json", str(from_file))
+    assert json.loads(from_file.read_text())["seed_id"] == b["seed_id"]
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input: one line on stderr, exit 2, never a traceback
+
+BAD = [
+    (["no/such/kernel.py"], "no such file"),
+    ([str(CANDIDATES)], "is a directory, not a .py file"),
+    ([candidate("syntax_error")], "syntax_error.py, line 4: SyntaxError: expected ':'"),
+    ([candidate("missing_function")], "has no attribute 'lse'"),
+    ([candidate("wrong_signature")], "cannot be called as lse(x)"),
+    ([candidate("import_error")], "ModuleNotFoundError: No module named 'triton_lse_helpers_that_do_not_exist'"),
+    ([candidate("exits_on_import")], "importing it called sys.exit("),
+    ([f"{candidate('triton_two_pass')}:_two_pass_kernel"], "is a @triton.jit kernel"),
+    (["no_such_package.kernels:lse"], "cannot import 'no_such_package.kernels'"),
+    ([candidate("torch_float64"), "--budget", "0"], "budget=0; expected an int >= 1"),
+    ([candidate("torch_float64"), "--budget", "many"], "argument --budget: invalid int value: 'many'"),
+    ([candidate("torch_float64"), "--seed", "-1"], "seed=-1; expected an int >= 0"),
+    ([candidate("torch_float64"), "--contract", "loose"], "argument --contract: invalid choice: 'loose'"),
+    ([candidate("torch_float64"), "--device", "tpu"], "device='tpu'; expected auto, cpu, cuda or cuda:N"),
+    ([candidate("torch_float64"), "--checks", "agreement,nope"], "unknown 'nope'"),
+    ([candidate("torch_float64"), "--call-timeout", "0"], "--call-timeout=0.0; expected a number of seconds > 0"),
+    ([candidate("torch_float64"), "--timeout", "-3"], "--timeout=-3.0; expected a number of seconds > 0"),
+    ([candidate("torch_float64"), "--memory-limit", "-1"], "--memory-limit=-1.0; expected a number >= 0"),
+    ([candidate("torch_float64"), "--profile", "fast"], "--profile='fast'; expected one of lse-ci"),
+    ([candidate("torch_float64"), "--bench-shape", "8192"], "--bench-shape='8192'; expected MxN"),
+    ([candidate("torch_float64"), "--private-seed", ""], "--private-seed=''"),
+    ([candidate("torch_float64"), "--private-seed", "env:LSE_FUZZ_UNSET_SECRET"], "LSE_FUZZ_UNSET_SECRET is not set"),
+    ([candidate("torch_float64"), "--private-seed", "file:/no/such/secret"], "cannot read it"),
+    ([candidate("torch_float64"), "--json", "/no/such/dir/r.json"], "the directory '/no/such/dir' does not exist"),
+]
+
+
+@pytest.mark.parametrize(("argv", "text"), BAD, ids=[
+    "missing_file", "directory", "syntax_error", "missing_function", "wrong_signature", "import_error",
+    "exits_on_import", "kernel_not_launcher", "missing_module", "budget_zero", "budget_not_int", "seed_negative",
+    "contract", "device", "checks", "call_timeout", "timeout", "memory_limit", "profile", "bench_shape",
+    "private_seed_empty", "private_seed_env", "private_seed_file", "json_dir",
+])
+def test_bad_input_is_one_line_on_stderr_and_exit_2(check, argv, text):
+    code, out, err = check(*argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1, err  # one line: no usage text, no banner, no traceback
+    assert err.startswith("lse-fuzz") and "error:" in err and text in err, err
+
+
+def test_cuda_without_a_gpu_is_a_usage_error(check):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    code, _, err = check(candidate("torch_float64"), "--device", "cuda")
+    assert code == 2 and "--device='cuda', but no CUDA device is available: use cpu" in err
+
+
+def test_the_command_line_exits_2_with_one_line_end_to_end(tmp_path):
+    """As CI runs it: a separate process, a real exit code, nothing but one line on stderr.
+    (test_grade's interruption test runs a whole batch end to end.)"""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    bad = subprocess.run([sys.executable, "-m", "fuzz", "check", "missing.py"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("lse-fuzz: error: target='missing.py': no such file") and bad.stderr.count("\n") == 1

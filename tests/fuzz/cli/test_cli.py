@@ -1,0 +1,51 @@
+"""The ``lse-fuzz`` entry points: ``python -m fuzz`` and the console script are the same CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from fuzz.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(list(argv), capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+
+
+def test_python_m_fuzz_version_and_help():
+    version = _run(sys.executable, "-m", "fuzz", "--version")
+    # The one version string: the installed distribution's metadata (pyproject.toml).
+    assert version.returncode == 0 and version.stdout.strip() == f"lse-fuzz {metadata.version('lse-fuzz')}"
+    helped = _run(sys.executable, "-m", "fuzz", "--help")
+    assert helped.returncode == 0
+    for name in COMMANDS:
+        assert name in helped.stdout
+
+
+def test_the_console_script_is_the_same_cli():
+    script = shutil.which("lse-fuzz")
+    if script is None:
+        pytest.skip("the package is not installed (pip install -e .)")
+    assert _run(script, "--version").stdout == _run(sys.executable, "-m", "fuzz", "--version").stdout
+
+
+def test_no_command_prints_help_and_exits_2(capsys):
+    assert main([]) == 2
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_an_unknown_command_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lse-fuzz: error:") and "frobnicate" in err

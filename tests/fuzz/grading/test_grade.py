@@ -1,0 +1,394 @@
+"""``lse-fuzz grade``: a verdict per candidate (every planted candidate gets the right one), static
+findings as flags, reports that survive interruption and resume, determinism for a seed, and
+exit code 2 for bad paths and options (a bad candidate in a batch is a load_error verdict)."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fuzz.cli import main
+from fuzz.grading import Candidate, GradeOptions, discover, schedule
+from fuzz.static_scan import FLAGS, scan_source
+
+ROOT = Path(__file__).resolve().parents[3]
+CANDIDATES = ROOT / "tests" / "implementations" / "candidates"
+BATCH_OPTIONS = ["--budget", "20", "--max-elements", "4096", "--seed", "0", "--call-timeout", "3",
+                 "--memory-limit", "4", "-j", "2", "-q"]
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exit:
+            code = exit.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="session")
+def batch(tmp_path_factory):
+    """Every planted candidate graded once per test session (shared by xdist workers)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    out = shared / "graded-candidates"
+    with open(shared / "graded-candidates.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "done.json").exists():
+            markdown = shared / "graded-candidates.md"
+            code, stdout, stderr = run_cli("grade", str(CANDIDATES), *BATCH_OPTIONS, "--out", str(out),
+                                           "--overwrite", "--markdown", str(markdown))
+            (out / "done.json").write_text(json.dumps({"code": code, "stdout": stdout, "stderr": stderr,
+                                                       "markdown": markdown.read_text()}))
+    done = json.loads((out / "done.json").read_text())
+    records = {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
+    return {"out": out, "records": records, **done}
+
+
+# candidate -> (verdict, the failing check (None: any), flags it must have, flags it must not have)
+EXPECTED = {
+    "aborts": ("crash", None, {"process_exit"}, set()),
+    "aliases_input": ("fail", "output_contract", set(), set()),
+    "buggy_no_max": ("fail", "agreement", set(), {"no_triton_kernel", "library_lse"}),
+    "caches_by_object": ("fail", "fresh_values", {"memoization"}, set()),
+    "caches_by_shape": ("fail", None, {"memoization"}, set()),
+    "decoy_kernel": ("pass", None, {"library_lse"}, {"no_triton_kernel"}),
+    "env_probe": ("pass", None, {"prints", "environment"}, set()),
+    "exits_on_import": ("load_error", None, {"process_exit"}, set()),
+    "hang": ("timeout", None, {"no_triton_kernel"}, set()),
+    "import_error": ("load_error", None, set(), set()),
+    "memory_hog": ("crash", None, set(), set()),
+    "missing_function": ("load_error", None, set(), set()),
+    "mutates_input": ("fail", "input_unchanged", set(), set()),
+    "noisy": ("pass", None, {"prints", "library_lse", "no_triton_kernel"}, set()),
+    "os_exit": ("crash", None, {"process_exit"}, set()),
+    "raises": ("error", None, set(), set()),
+    "segfault": ("crash", None, {"native_code"}, set()),
+    "skips_last_row": ("fail", None, set(), set()),
+    "sys_exit": ("crash", None, {"process_exit"}, set()),
+    "syntax_error": ("load_error", None, set(), set()),
+    "torch_float64": ("pass", None, {"no_triton_kernel", "library_lse"}, {"prints"}),
+    "triton_two_pass": ("pass", None, set(), {"no_triton_kernel", "library_lse", "host_math", "prints"}),
+    "wrong_device": ("fail", "output_contract", set(), set()),
+    "wrong_dtype": ("fail", "output_contract", set(), set()),
+    "wrong_shape": ("fail", "output_contract", set(), set()),
+    "wrong_signature": ("load_error", None, set(), set()),
+    "wrong_type": ("fail", "output_contract", set(), set()),
+    "writes_padding": ("fail", "input_unchanged", set(), set()),
+}
+
+REASONS = {
+    "aborts": "SIGABRT",
+    "hang": "past the first deadline of 3 s",
+    "memory_hog": "out of memory",
+    "segfault": "SIGSEGV",
+    "os_exit": "exited with code 7",
+    "sys_exit": "sys.exit(3)",
+    "raises": "RuntimeError",
+    "syntax_error": "line 4: SyntaxError",
+    "import_error": "ModuleNotFoundError",
+    "missing_function": "has no attribute 'lse'",
+    "wrong_signature": "cannot be called as lse(x)",
+    "exits_on_import": "sys.exit(",
+}
+
+
+def test_every_planted_candidate_is_in_the_table():
+    assert {p.stem for p in CANDIDATES.glob("*.py")} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_candidate_gets_its_verdict(batch, name):
+    record = batch["records"][name]
+    verdict, check, required, forbidden = EXPECTED[name]
+    assert record["verdict"] == verdict, record["reason"]
+    if check is not None:
+        assert record["check"] == check, record["reason"]
+    flags = {f["flag"] for f in record["flags"]}
+    assert required <= flags and not forbidden & flags, flags
+    assert REASONS.get(name, "") in record["reason"]
+    if verdict in ("fail", "error", "crash", "timeout"):
+        assert record["replay"] and Path(record["reproducer"]).is_file()
+        assert record["counterexample"]["description"]
+
+
+def test_the_batch_exits_1_and_prints_a_summary_table(batch):
+    assert batch["code"] == 1
+    assert "lse-fuzz grade" in batch["stdout"] and "triton_two_pass" in batch["stdout"]
+    counts = "28 candidates: 5 pass, 11 fail, 1 error, 5 crash, 1 timeout, 5 load_error"
+    assert counts in batch["stdout"].replace("\n", " ")
+    assert "Traceback" not in batch["stderr"]
+
+
+def test_the_reports_agree_and_leave_no_temporary_files(batch):
+    out = batch["out"]
+    lines = (out / "grade.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["candidate"] for r in records] == sorted(r["candidate"] for r in records)
+    with open(out / "grade.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["candidate"], r["verdict"], r["check"]) for r in rows] == \
+        [(r["candidate"], r["verdict"], r["check"] or "") for r in records]
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert all(r["key"] == records[0]["key"] and r["seed_id"] == records[0]["seed_id"] for r in records)
+
+
+def test_the_markdown_summary_lists_verdicts_and_replays(batch):
+    text = batch["markdown"]
+    assert text.startswith("### lse-fuzz grade")
+    assert "| `tests/implementations/candidates/segfault.py` | **crash** |" in text or "segfault.py` | **crash**" in text
+    # A failing check replays in-process; an example that crashed its worker replays isolated.
+    assert "Replay: `python -m fuzz replay " in text and " --isolate`" in text
+
+
+# --------------------------------------------------------------------------------------------
+# Resume, interruption, determinism
+
+
+def copy_candidates(directory: Path, names: dict[str, str]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for new, old in names.items():
+        shutil.copy(CANDIDATES / f"{old}.py", directory / f"{new}.py")
+    return directory
+
+
+def records_of(out: Path) -> dict[str, dict]:
+    return {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
+
+
+def test_resume_skips_what_was_graded_with_the_same_options_and_file(tmp_path):
+    batch_dir = copy_candidates(tmp_path / "batch", {"a": "wrong_type", "b": "raises"})
+    out = tmp_path / "out"
+    common = ["--budget", "10", "--max-elements", "1024", "-q", "--out", str(out)]
+    assert run_cli("grade", str(batch_dir), *common)[0] == 1
+    first = records_of(out)
+    copy_candidates(batch_dir, {"c": "segfault"})
+    code, _, err = run_cli("grade", str(batch_dir), *common)
+    assert code == 2 and "already holds a report: pass --resume" in err
+    code, _, err = run_cli("grade", str(batch_dir), *common, "--resume")
+    assert code == 1 and "resumed: 2 candidates kept" in err
+    second = records_of(out)
+    assert second["a"] == first["a"] and second["b"] == first["b"] and second["c"]["verdict"] == "crash"
+    (batch_dir / "b.py").write_text((batch_dir / "b.py").read_text() + "\n# edited\n")
+    run_cli("grade", str(batch_dir), *common, "--resume")
+    third = records_of(out)
+    assert third["a"] == first["a"] and third["b"]["sha256"] != first["b"]["sha256"]
+    run_cli("grade", str(batch_dir), *common, "--resume", "--seed", "1")
+    assert all(r["seed"] == 1 for r in records_of(out).values())
+
+
+def test_the_same_seed_gives_the_same_verdicts_and_counterexamples(tmp_path):
+    batch_dir = copy_candidates(tmp_path / "batch", {"a": "caches_by_shape", "b": "writes_padding", "c": "skips_last_row"})
+
+    def graded(out: Path) -> dict:
+        run_cli("grade", str(batch_dir), "--budget", "15", "--max-elements", "4096", "-q", "--out", str(out))
+        return {name: (r["verdict"], r["check"], r["examples"], r["counterexample"], Path(r["reproducer"]).name)
+                for name, r in records_of(out).items()}
+
+    assert graded(tmp_path / "one") == graded(tmp_path / "two")
+
+
+def test_an_interrupted_batch_leaves_a_valid_report_and_resumes(tmp_path):
+    batch_dir = copy_candidates(tmp_path / "batch", {"a": "wrong_type", "b": "hang", "c": "wrong_shape"})
+    out = tmp_path / "out"
+    options = ["--budget", "10", "--max-elements", "1024", "--call-timeout", "4", "-j", "1", "--out", str(out)]
+    argv = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), *options]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # A shell starts background jobs with SIGINT ignored, and Python keeps an inherited SIG_IGN
+    # (no KeyboardInterrupt then): give the child the default disposition, as a terminal would.
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        report = out / "grade.jsonl"
+        if report.exists() and report.read_text().strip():
+            break
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted after 1 of 3 candidates" in err and "--resume" in err and "Traceback" not in err
+    interrupted = records_of(out)
+    assert list(interrupted) == ["a"] and interrupted["a"]["verdict"] == "fail"
+    code, _, err = run_cli("grade", str(batch_dir), *options, "--resume", "-q")
+    assert code == 1 and "resumed: 1 candidates kept" in err
+    resumed = records_of(out)
+    assert {k: v for k, v in resumed["a"].items() if k != "candidate"} == \
+        {k: v for k, v in interrupted["a"].items() if k != "candidate"}
+    assert resumed["b"]["verdict"] == "timeout" and resumed["c"]["check"] == "output_contract"
+
+
+def test_a_private_seed_is_mixed_in_and_never_written():
+    public = GradeOptions(seed=3)
+    secret = GradeOptions(seed=3, private_seed="correct horse")
+    assert public.effective_seed == 3 and secret.effective_seed != 3
+    assert secret.effective_seed == GradeOptions(seed=3, private_seed="correct horse").effective_seed
+    assert secret.effective_seed != GradeOptions(seed=3, private_seed="other").effective_seed
+    assert secret.seed_id != public.seed_id and secret.key() != public.key()
+    assert "correct horse" not in json.dumps(secret.public()) and "correct horse" not in repr(secret)
+
+
+def test_speed_settings_do_not_change_the_resume_key():
+    assert GradeOptions(threads=1).key() == GradeOptions(threads=8).key()
+    assert GradeOptions(budget=10).key() != GradeOptions(budget=11).key()
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input to the tool
+
+
+@pytest.mark.parametrize(("argv", "text"), [
+    (["no/such/dir"], "path='no/such/dir': no such file or directory"),
+    (["{empty}"], "no candidate *.py files in this directory"),
+    (["{text}"], "is not a .py file"),
+    ([str(CANDIDATES), "-j", "0"], "--jobs=0; expected an int >= 1"),
+    ([str(CANDIDATES), "--resume", "--overwrite"], "--resume and --overwrite contradict each other"),
+    ([str(CANDIDATES), "--function", "not-a-name"], "--function='not-a-name' is not a function name"),
+    ([str(CANDIDATES), "--out", "{text}"], "is a file, not a directory"),
+    ([str(CANDIDATES), "--budget", "0"], "budget=0"),
+    ([], "the following arguments are required: FILE_OR_DIR"),
+], ids=["missing", "empty_dir", "not_python", "jobs", "resume_overwrite", "function", "out_is_file", "budget",
+        "no_paths"])
+def test_bad_paths_and_options_exit_2_with_one_line(tmp_path, argv, text):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes.txt").write_text("x")
+    argv = [a.replace("{empty}", str(tmp_path / "empty")).replace("{text}", str(tmp_path / "notes.txt")) for a in argv]
+    code, out, err = run_cli("grade", *argv, "--out", str(tmp_path / "out")) if "--out" not in argv \
+        else run_cli("grade", *argv)
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "error:" in err and text in err and "Traceback" not in err
+
+
+def test_discover_sorts_dedupes_and_skips_package_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("b.py", "a.py", "__init__.py", "sub/c.py", ".hidden/d.py", "__pycache__/e.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("def lse(x): return x\n")
+    found = discover([".", "a.py", "b.py:other"], function="lse")
+    assert [c.name for c in found] == ["a.py", "b.py", "b.py:other", "sub/c.py"]
+    assert all(isinstance(c, Candidate) and Path(c.path).is_absolute() for c in found)
+    assert found[2].target.endswith("b.py:other")
+
+
+def test_candidates_with_a_triton_kernel_start_first_in_name_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    kernel = "import triton\n@triton.jit\ndef k(x_ptr):\n    pass\ndef lse(x):\n    return x\n"
+    sources = {"a_torch.py": "import torch\ndef lse(x):\n    return torch.logsumexp(x, 1)\n",
+               "b_kernel.py": kernel, "c_broken.py": "def lse(x:\n", "d_kernel.py": kernel}
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
+    found = discover(["."])
+    assert [c.name for c in schedule(found)] == ["b_kernel.py", "d_kernel.py", "a_torch.py", "c_broken.py"]
+    assert [c.name for c in found] == sorted(sources)  # discovery order itself is unchanged
+
+
+# --------------------------------------------------------------------------------------------
+# Static findings
+
+SCANS = [
+    ("kernel", "import triton\n@triton.jit\ndef k(x): pass\ndef lse(x): return k", set()),
+    ("kernel_from_import", "from triton import jit\n@jit\ndef k(x): pass", set()),
+    ("autotuned", "import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef k(x): pass", set()),
+    ("no_kernel", "import torch\ndef lse(x): return x", {"no_triton_kernel"}),
+    ("logsumexp", "import torch\ndef lse(x): return torch.logsumexp(x, 1)", {"no_triton_kernel", "library_lse"}),
+    ("logsumexp_method", "def lse(x): return x.logsumexp(dim=1)", {"no_triton_kernel", "library_lse"}),
+    ("special", "import torch.special as S\ndef lse(x): return S.logsumexp(x, 1)", {"no_triton_kernel", "library_lse"}),
+    ("scipy", "from scipy.special import logsumexp\ndef lse(x): return logsumexp(x)", {"no_triton_kernel", "library_lse"}),
+    ("log_softmax", "import torch.nn.functional as F\ndef lse(x): return F.log_softmax(x, 1)",
+     {"no_triton_kernel", "library_softmax"}),
+    ("max_log", "import torch\ndef lse(x):\n m = torch.max(x, 1)[0]\n return m + torch.log(torch.exp(x - m).sum(1))",
+     {"no_triton_kernel", "host_math"}),
+    ("device_math_is_fine", "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x): tl.exp(x)", set()),
+    ("reference_answer", "import reference\ndef lse(x): return reference.lse(x)", {"no_triton_kernel", "harness_import"}),
+    ("interpreter_switch_is_fine", "import reference\nimport triton\n@triton.jit\ndef k(x): pass", set()),
+    ("harness", "import fuzz.checks\nimport triton\n@triton.jit\ndef k(x): pass", {"harness_import"}),
+    ("files", "import triton\n@triton.jit\ndef k(x): pass\ndef lse(x): open('/etc/passwd').read()", {"file_access"}),
+    ("network", "import socket, triton\n@triton.jit\ndef k(x): pass", {"network"}),
+    ("subprocess", "import os, triton\n@triton.jit\ndef k(x): pass\ndef lse(x): os.system('ls')", {"subprocess"}),
+    ("exit", "import sys, triton\n@triton.jit\ndef k(x): pass\ndef lse(x): sys.exit(1)", {"process_exit"}),
+    ("eval", "import triton\n@triton.jit\ndef k(x): pass\ndef lse(x): return eval('x')", {"dynamic_code"}),
+    ("frames", "import sys, triton\n@triton.jit\ndef k(x): pass\ndef lse(x): sys._getframe(1)", {"introspection"}),
+    ("monkeypatch", "import torch, triton\n@triton.jit\ndef k(x): pass\ntorch.allclose = lambda *a: True",
+     {"monkeypatch"}),
+    ("environ", "import os, triton\n@triton.jit\ndef k(x): pass\nif os.environ.get('CI'): pass", {"environment"}),
+    ("lru_cache", "import functools, triton\n@triton.jit\ndef k(x): pass\n@functools.lru_cache\ndef f(n): pass",
+     {"memoization"}),
+]
+
+
+@pytest.mark.parametrize(("source", "flags"), [s[1:] for s in SCANS], ids=[s[0] for s in SCANS])
+def test_the_static_scan_flags_what_the_source_does(source, flags):
+    assert {f.flag for f in scan_source(source)} == flags
+
+
+def test_every_flag_is_documented_with_a_severity():
+    assert all(severity.value in ("cheat", "risk", "info") and summary for severity, summary in FLAGS.values())
+
+
+@pytest.mark.gpu
+def test_on_cuda_a_passing_kernel_gets_its_bandwidth_and_speedups(tmp_path):
+    import torch
+
+    from fuzz.grading import evaluate
+    from fuzz.grading.bench import measure_baselines
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    options = GradeOptions(budget=20, device="cuda", bench=True, bench_shape=(4096, 4096)).validated()
+    record = evaluate(str(CANDIDATES / "triton_two_pass.py"), options, reproducer_dir=tmp_path,
+                      baselines=measure_baselines(options))
+    assert record["verdict"] == "pass", record["reason"]
+    bench = record["bench"]
+    assert bench["output_ok"] and bench["gbps"] > 10 and bench["bytes"] == 4096 * 4096 * 4 + 4 * 4096
+    assert bench["speedup_vs_reference"] > 0 and bench["speedup_vs_torch"] > 0
+
+
+def test_a_call_stuck_on_the_gpu_delays_only_the_benchmark_not_other_calls(tmp_path):
+    import threading
+    import time
+
+    from fuzz.grading.gpu_lock import GpuLock
+
+    stuck, bencher, other = (GpuLock(tmp_path, patience=0.2) for _ in range(3))
+    release = threading.Event()
+    events: list[str] = []
+
+    def hang_in_a_call():
+        with stuck.shared():
+            events.append("stuck call holds the GPU")
+            release.wait(10)
+
+    def benchmark():
+        with bencher.exclusive():
+            events.append("benchmark")
+
+    hanging = threading.Thread(target=hang_in_a_call)
+    hanging.start()
+    while not events:
+        time.sleep(0.01)
+    waiting = threading.Thread(target=benchmark)
+    waiting.start()
+    time.sleep(0.05)  # the benchmark now waits, holding the turnstile
+    started = time.monotonic()
+    with other.shared():  # before the fix this blocked until the stuck call ended
+        events.append("other call")
+    assert time.monotonic() - started < 2.0
+    assert "benchmark" not in events  # never while a call holds the GPU
+    release.set()
+    hanging.join(5)
+    waiting.join(5)
+    assert events == ["stuck call holds the GPU", "other call", "benchmark"]

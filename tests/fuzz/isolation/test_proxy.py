@@ -1,0 +1,314 @@
+"""The isolated worker: inputs travel bit for bit, outputs come back as they were returned, and
+every way a call can end (return, raise, crash, exit, hang, out of memory, noise) is classified.
+
+Workers are forked from a zygote that has torch imported, so each costs a fraction of a second;
+the zygote itself (about 2 s) starts once per test process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+import fuzz
+from fuzz.isolation.environment import worker_environment
+from fuzz.isolation.proxy import CandidateRaised, IsolatedImpl, LoadFailed, ReturnedObject
+from fuzz.outcomes import ImplLost, Outcome
+from fuzz.target import resolve_target
+from fuzz.layouts import Layout, LayoutKind
+from reference.errors import InvalidArgument
+
+CANDIDATES = Path(__file__).resolve().parents[2] / "implementations" / "candidates"
+
+
+def target(name: str, function: str = "lse") -> str:
+    return f"{CANDIDATES / name}.py:{function}"
+
+
+def expected(x: torch.Tensor) -> torch.Tensor:
+    out_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    return torch.logsumexp(x.to(torch.float64), dim=1).to(out_dtype)
+
+
+@pytest.fixture(scope="module")
+def correct():
+    with IsolatedImpl(target("torch_float64")) as impl:
+        yield impl
+
+
+# --------------------------------------------------------------------------------------------
+# The worker's environment
+
+
+def test_worker_environment_keeps_what_python_torch_and_cuda_need_and_drops_the_rest():
+    env = worker_environment({
+        "PATH": "/usr/bin", "HOME": "/home/u", "TRITON_CACHE_DIR": "/cache", "CUDA_VISIBLE_DEVICES": "1",
+        "LD_LIBRARY_PATH": "/cuda/lib", "AWS_SECRET_ACCESS_KEY": "s3cret", "GITHUB_TOKEN": "ghp_x",
+        "HTTPS_PROXY": "http://proxy", "PYTHONPATH": "/extra",
+    })
+    assert env["PATH"] == "/usr/bin" and env["HOME"] == "/home/u"
+    assert env["TRITON_CACHE_DIR"] == "/cache" and env["CUDA_VISIBLE_DEVICES"] == "1"
+    assert env["LD_LIBRARY_PATH"] == "/cuda/lib"
+    assert not {"AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "HTTPS_PROXY"} & set(env)
+    assert str(Path(fuzz.__file__).resolve().parent.parent) == env["PYTHONPATH"].split(os.pathsep)[0]
+    assert env["PYTHONHASHSEED"] == "0"
+
+
+def test_the_worker_runs_scrubbed_in_its_own_directory_session_and_stdin(monkeypatch):
+    monkeypatch.setenv("LSE_FUZZ_TEST_SECRET", "do-not-leak")
+    with IsolatedImpl(target("env_probe")) as impl:
+        impl(torch.zeros(2, 3))
+        seen = json.loads(impl.noise().stdout_head.splitlines()[0])
+    assert "LSE_FUZZ_TEST_SECRET" not in seen["env"]
+    assert set(seen["env"]) <= set(worker_environment()) | {"TMPDIR", "TEMP", "TMP", "TRITON_INTERPRET"}
+    assert Path(seen["cwd"]).resolve() != Path.cwd().resolve() and "lse-fuzz-worker-" in seen["cwd"]
+    assert seen["stdin"] == ""  # /dev/null
+    assert seen["pgid_is_pid"]  # its own session: the terminal's Ctrl-C does not reach it
+    assert seen["triton_interpret"] == "1"  # CPU tensors need Triton's interpreter
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs and outputs cross the boundary exactly
+
+LAYOUTS = [Layout(), Layout(LayoutKind.PADDED, pad=3), Layout(LayoutKind.TRANSPOSED, pad=2),
+           Layout(LayoutKind.COLUMN_STEP, step=3, pad=1), Layout(LayoutKind.OFFSET, offset=17)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.kind.value)
+def test_strided_inputs_arrive_with_their_values_strides_and_offset(correct, layout, dtype):
+    values = torch.randn(5, 7, dtype=torch.float64).to(dtype)
+    values[1, 2] = -math.inf
+    x = layout.materialize(values)
+    out = correct(x)
+    assert torch.equal(out, expected(x))
+    assert out.dtype == expected(x).dtype and out.shape == (5,)
+
+
+def test_huge_offset_inputs_travel_as_their_view_and_stay_lazily_allocated():
+    x = Layout(LayoutKind.HUGE_OFFSET).materialize(torch.randn(3, 4))
+    assert x.untyped_storage().nbytes() > 2**31
+    with IsolatedImpl(target("torch_float64"), memory_limit=0) as impl:
+        assert torch.equal(impl(x), expected(x))
+
+
+def test_empty_inputs_travel(correct):
+    assert correct(torch.empty(0, 5)).shape == (0,)
+    assert torch.equal(correct(torch.empty(3, 0)), torch.full((3,), -math.inf))
+
+
+def test_a_mutation_of_the_input_is_written_back_bit_for_bit():
+    x = torch.tensor([[0.0, 1.5], [-2.0, math.nan]])
+    before = x.clone()
+    with IsolatedImpl(target("mutates_input")) as impl:
+        impl(x)
+        assert impl.input_changes == 1  # counted on every call, not only those the checks inspect
+    assert torch.equal(x.view(torch.int32), (-before).view(torch.int32))  # 0.0 became -0.0
+
+
+def test_a_write_into_the_padding_is_written_back():
+    x = Layout(LayoutKind.PADDED, pad=2).materialize(torch.ones(2, 3))
+    storage = torch.empty(0).set_(x.untyped_storage())
+    assert storage[3].isnan()  # poison between the rows
+    with IsolatedImpl(target("writes_padding")) as impl:
+        impl(x)
+    assert storage[3] == 0  # the worker's write reached the caller's storage
+    assert torch.equal(x, torch.ones(2, 3))  # the view itself is untouched
+
+
+def test_an_output_that_aliases_the_input_comes_back_as_a_view_of_it():
+    x = torch.randn(4, 3)
+    with IsolatedImpl(target("aliases_input")) as impl:
+        out = impl(x)
+    assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert torch.equal(out, x[:, 0])
+
+
+def test_the_same_tensor_object_maps_to_the_same_object_in_the_worker():
+    x = torch.randn(3, 4)
+    with IsolatedImpl(target("caches_by_object")) as impl:
+        first = impl(x)
+        x.copy_(torch.randn(3, 4))  # what the fresh_values check does
+        assert torch.equal(impl(x), first)  # the object cache in the worker was hit: stale
+        assert torch.equal(impl(x.clone()), expected(x))  # a new object gets a new answer
+
+
+def test_returned_outputs_are_poisoned_so_unwritten_rows_cannot_reuse_a_stale_answer():
+    x = torch.randn(4, 6)
+    with IsolatedImpl(target("skips_last_row")) as impl:
+        impl(x)
+        second = impl(x)
+    assert not torch.equal(second[-1], expected(x)[-1])
+
+
+@pytest.mark.parametrize(("name", "type_name", "check"), [
+    ("wrong_type", "list", lambda out: isinstance(out, ReturnedObject)),
+    ("wrong_shape", "Tensor", lambda out: out.shape == (2, 1)),
+    ("wrong_dtype", "Tensor", lambda out: out.dtype == torch.float64),
+    ("wrong_device", "Tensor", lambda out: out.device.type == "meta"),
+], ids=["type", "shape", "dtype", "device"])
+def test_wrong_outputs_come_back_as_they_were_returned(name, type_name, check):
+    with IsolatedImpl(target(name)) as impl:
+        out = impl(torch.randn(2, 3))
+    assert type(out).__name__ == type_name and check(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Raising, printing: the worker lives on
+
+
+def test_an_exception_comes_back_with_its_type_message_and_traceback_and_the_worker_survives():
+    with IsolatedImpl(target("raises")) as impl:
+        with pytest.raises(CandidateRaised) as info:
+            impl(torch.zeros(1, 5))
+        assert torch.equal(impl(torch.zeros(1, 3)), expected(torch.zeros(1, 3)))  # same worker
+        pid = impl.pid
+    error = info.value
+    assert type(error).__name__ == "RuntimeError" and str(error) == "row too long: 5 > 4"
+    assert isinstance(error, Exception)  # the runner reports it as the implementation's error
+    assert "raises.py\", line 8, in lse" in error.traceback_text
+    assert any("traceback in the isolated worker" in note for note in error.__notes__)
+    assert pid is not None
+
+
+def test_noise_is_captured_and_reported_not_mixed_into_our_output(capfd):
+    with IsolatedImpl(target("noisy")) as impl:
+        out = impl(torch.randn(2, 3))
+        noise = impl.noise()
+    assert out.shape == (2,)
+    assert noise.stdout_head.startswith("lse called on (2, 3)") and noise.stderr_head.startswith("debug")
+    assert "bytes to stdout" in noise.describe() and "bytes to stderr" in noise.describe()
+    captured = capfd.readouterr()
+    assert "lse called" not in captured.out and "debug" not in captured.err
+
+
+# --------------------------------------------------------------------------------------------
+# Crashes, exits, hangs, out of memory: the worker is lost and the run must stop
+
+LOST = [
+    ("segfault", {}, Outcome.CRASHED, "SIGSEGV"),
+    ("aborts", {}, Outcome.CRASHED, "SIGABRT"),
+    ("os_exit", {}, Outcome.EXITED, "exited with code 7"),
+    ("sys_exit", {}, Outcome.EXITED, "called sys.exit(3)"),
+    ("hang", {"call_timeout": 1.0}, Outcome.TIMED_OUT, "past the first deadline of 1 s and the second"),
+    ("hang", {"timeout": 1.0}, Outcome.TIMED_OUT, "time budget of 1 s ran out"),
+    ("memory_hog", {"memory_limit": 4 << 30}, Outcome.OUT_OF_MEMORY, "can't allocate memory"),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "outcome", "text"), LOST,
+                         ids=["segfault", "abort", "os_exit", "sys_exit", "hang", "time_budget", "out_of_memory"])
+def test_a_lost_worker_is_classified_and_stays_lost(name, options, outcome, text):
+    x = torch.randn(2, 3)
+    impl = IsolatedImpl(target(name), **options).start()
+    pid = impl.pid
+    with pytest.raises(ImplLost) as info:
+        impl(x)
+    lost = info.value
+    assert not isinstance(lost, Exception)  # neither the runner nor Hypothesis may swallow it
+    assert lost.outcome is outcome and text in lost.detail, lost.detail
+    assert lost.input is x and lost.call == 1
+    with pytest.raises(ImplLost) as again:
+        impl(x)  # no second worker, no second wait
+    assert again.value is lost
+    impl.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_segfault_report_carries_the_candidate_frame():
+    with IsolatedImpl(target("segfault")) as impl, pytest.raises(ImplLost) as info:
+        impl(torch.zeros(1, 1))
+    assert "Fatal Python error: Segmentation fault" in info.value.stderr
+    assert "segfault.py\", line 7 in lse" in info.value.stderr
+
+
+def test_a_crash_stops_the_fuzz_run_at_once_without_shrinking(tmp_path):
+    impl = IsolatedImpl(target("segfault")).start()
+    with pytest.raises(ImplLost):
+        fuzz.check(impl, budget=50, reproducer_dir=tmp_path, target=impl.target)
+    assert impl.calls == 1
+    impl.close()
+
+
+def test_an_isolated_correct_kernel_passes_the_fuzz_run(tmp_path):
+    with IsolatedImpl(target("triton_two_pass")) as impl:
+        result = fuzz.check(impl, budget=8, seed=1, reproducer_dir=tmp_path, target=impl.target)
+    assert result.passed, result.summary()
+
+
+# --------------------------------------------------------------------------------------------
+# Targets that cannot be used
+
+LOAD_FAILURES = [
+    (target("import_error"), "ModuleNotFoundError: No module named 'triton_lse_helpers_that_do_not_exist'"),
+    (target("missing_function"), "has no attribute 'lse'"),
+    (target("wrong_signature"), "lse(x: torch.Tensor, dim: int) -> torch.Tensor cannot be called as lse(x)"),
+    (target("exits_on_import"), "importing it called sys.exit('no GPU, giving up')"),
+    (target("triton_two_pass", "_two_pass_kernel"), "_two_pass_kernel is a @triton.jit kernel"),
+    ("no_such_package.kernels:lse", "cannot import 'no_such_package.kernels'"),
+]
+
+
+@pytest.mark.parametrize(("spec", "text"), LOAD_FAILURES,
+                         ids=["import_error", "missing_function", "wrong_signature", "exits_on_import",
+                              "kernel_not_launcher", "missing_module"])
+def test_a_target_that_cannot_be_loaded_fails_with_one_line(spec, text):
+    with pytest.raises(LoadFailed) as info:
+        IsolatedImpl(spec).start()
+    message = str(info.value)
+    assert isinstance(info.value, InvalidArgument)
+    assert text in message and "\n" not in message and message.startswith("target=")
+
+
+RESOLVE_FAILURES = [
+    ("no/such/kernel.py", "no such file"),
+    (str(CANDIDATES), "is a directory, not a .py file"),
+    (target("syntax_error"), "syntax_error.py, line 4: SyntaxError: expected ':'"),
+    (f"{CANDIDATES / 'torch_float64.py'}:not-a-name", "is not a function name"),
+    ("not a module:lse", "neither a .py file nor a dotted module name"),
+    ("", "expected 'path/to/file.py[:func]'"),
+]
+
+
+@pytest.mark.parametrize(("spec", "text"), RESOLVE_FAILURES,
+                         ids=["missing_file", "directory", "syntax_error", "bad_function", "bad_module", "empty"])
+def test_a_target_is_checked_before_any_worker_starts(spec, text):
+    with pytest.raises(InvalidArgument, match=None) as info:
+        resolve_target(spec)
+    assert text in str(info.value)
+
+
+def test_resolve_target_defaults_the_function_and_makes_paths_absolute(monkeypatch):
+    monkeypatch.chdir(CANDIDATES)
+    assert resolve_target("torch_float64.py") == f"{CANDIDATES / 'torch_float64.py'}:lse"
+    assert resolve_target("pkg.module") == "pkg.module:lse"
+    assert resolve_target("pkg.module:my_lse") == "pkg.module:my_lse"
+
+
+def test_a_module_target_resolves_in_the_worker_as_it_does_here():
+    with IsolatedImpl("candidates.torch_float64:lse") as impl:  # tests/implementations is on sys.path here
+        x = torch.randn(2, 3)
+        assert torch.equal(impl(x), expected(x))
+
+
+def test_close_kills_the_worker_and_removes_its_directory():
+    impl = IsolatedImpl(target("torch_float64")).start()
+    pid, home = impl.pid, impl._home
+    impl.close()
+    assert not home.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_bench_times_whole_requests_and_returns_the_last_output():
+    with IsolatedImpl(target("torch_float64")) as impl:
+        seconds, out = impl.bench(shape=(16, 64), dtype=torch.float32, seed=5, min_seconds=0.02, repeats=2)
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(16, 64, generator=generator)
+    assert 0 < seconds < 1 and torch.equal(out, expected(x))  # the same seeded input as the grader's

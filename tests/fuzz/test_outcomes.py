@@ -1,0 +1,185 @@
+"""The one vocabulary (fuzz.outcomes): each level's mapping from raw results, as tables of cases."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from fuzz.failures import CheckFailure, ImplError, exception_chain
+from fuzz.outcomes import (
+    CHECK_EXIT_CODES,
+    ExitCode,
+    MutantStatus,
+    Outcome,
+    Status,
+    Verdict,
+    call_outcome,
+    describe_exit,
+    is_compile_error,
+    mutant_status,
+    run_status,
+    verdict_of,
+)
+
+# --------------------------------------------------------------------------------------------
+# One call
+
+CALLS = [
+    ({}, Outcome.RETURNED),
+    ({"error_kind": "exception"}, Outcome.RAISED),
+    ({"error_kind": "out_of_memory"}, Outcome.OUT_OF_MEMORY),
+    ({"error_kind": "cuda_error"}, Outcome.CRASHED),
+    ({"exit_requested": True}, Outcome.EXITED),
+    ({"returncode": -signal.SIGSEGV}, Outcome.CRASHED),
+    ({"returncode": -signal.SIGABRT}, Outcome.CRASHED),
+    ({"returncode": -signal.SIGKILL}, Outcome.CRASHED),
+    ({"returncode": 0}, Outcome.EXITED),
+    ({"returncode": 3}, Outcome.EXITED),
+    ({"timed_out": True}, Outcome.TIMED_OUT),
+    ({"timed_out": True, "returncode": -signal.SIGKILL}, Outcome.TIMED_OUT),  # we killed it
+]
+
+
+@pytest.mark.parametrize(("raw", "outcome"), CALLS, ids=[f"{o.value}-{sorted(r)}" for r, o in CALLS])
+def test_call_outcome_maps_each_raw_result_once(raw, outcome):
+    assert call_outcome(**raw) is outcome
+
+
+def test_only_returned_and_raised_keep_the_worker():
+    assert {o for o in Outcome if not o.fatal} == {Outcome.RETURNED, Outcome.RAISED}
+
+
+@pytest.mark.parametrize(("code", "text"), [
+    (-signal.SIGSEGV, "was killed by SIGSEGV (segmentation fault"),
+    (-signal.SIGABRT, "was killed by SIGABRT (abort"),
+    (-signal.SIGKILL, "out-of-memory killer"),
+    (3, "exited with code 3"),
+    (None, "exit code is unknown"),
+], ids=["segv", "abrt", "kill", "exit3", "unknown"])
+def test_describe_exit_names_the_signal_and_a_likely_cause(code, text):
+    assert text in describe_exit(code)
+
+
+# --------------------------------------------------------------------------------------------
+# One fuzz run
+
+STATUSES = {
+    "nothing_failed": (None, True, Status.PASSED),
+    "check_failed": (CheckFailure("agreement", "row 0 differs"), True, Status.FAILED),
+    "impl_raised": (ImplError("the first call", ValueError("boom")), True, Status.ERROR),
+    "not_reproduced": (CheckFailure("agreement", "row 0 differs"), False, Status.FLAKY),
+}
+
+
+@pytest.mark.parametrize("case", STATUSES)
+def test_run_status_maps_what_a_run_found_once(case):
+    failure, reproduced, status = STATUSES[case]
+    assert run_status(failure, reproduced=reproduced) is status
+
+
+# --------------------------------------------------------------------------------------------
+# One candidate
+
+VERDICTS = [
+    ({"loaded": False}, Verdict.LOAD_ERROR),
+    ({"outcome": Outcome.TIMED_OUT}, Verdict.TIMEOUT),
+    ({"outcome": Outcome.CRASHED}, Verdict.CRASH),
+    ({"outcome": Outcome.EXITED}, Verdict.CRASH),
+    ({"outcome": Outcome.OUT_OF_MEMORY}, Verdict.CRASH),
+    ({"outcome": Outcome.RAISED}, Verdict.ERROR),
+    ({"status": Status.PASSED}, Verdict.PASS),
+    ({"status": Status.FAILED}, Verdict.FAIL),
+    ({"status": Status.FLAKY}, Verdict.FAIL),
+    ({"status": Status.ERROR}, Verdict.ERROR),
+]
+
+
+@pytest.mark.parametrize(("raw", "verdict"), VERDICTS, ids=[v.value + "-" + "-".join(map(str, r.values()))
+                                                           for r, v in VERDICTS])
+def test_verdict_of_maps_each_raw_result_once(raw, verdict):
+    assert verdict_of(**raw) is verdict
+
+
+def test_every_verdict_has_an_exit_code_and_only_pass_is_zero():
+    assert set(CHECK_EXIT_CODES) == set(Verdict)
+    assert [v for v, code in CHECK_EXIT_CODES.items() if code is ExitCode.OK] == [Verdict.PASS]
+    assert CHECK_EXIT_CODES[Verdict.LOAD_ERROR] is ExitCode.USAGE
+    assert (ExitCode.FAILED, ExitCode.USAGE, ExitCode.INTERRUPTED) == (1, 2, 130)
+
+
+# --------------------------------------------------------------------------------------------
+# One mutant
+
+
+def _chain(*types: str) -> list[dict]:
+    return [{"type": t, "mro": [t, "builtins.Exception", "builtins.BaseException", "builtins.object"], "message": ""}
+            for t in types]
+
+
+COMPILATION = {"type": "triton.compiler.errors.CompileTimeAssertionFailure",
+               "mro": ["triton.compiler.errors.CompileTimeAssertionFailure", "triton.compiler.errors.CompilationError",
+                       "triton.errors.TritonError", "builtins.Exception"], "message": "static_assert failed"}
+
+MUTANTS = [
+    ("a check failed", Verdict.FAIL, [], MutantStatus.KILLED),
+    ("every example passed", Verdict.PASS, [], MutantStatus.SURVIVED),
+    ("timeout", Verdict.TIMEOUT, [], MutantStatus.TIMEOUT),
+    ("crash", Verdict.CRASH, [], MutantStatus.RUNTIME_ERROR),
+    ("the harness failed on it", Verdict.INTERNAL_ERROR, [], MutantStatus.RUNTIME_ERROR),
+    ("CompilationError (compiled mode)", Verdict.ERROR, _chain("triton.compiler.errors.CompilationError"),
+     MutantStatus.COMPILE_ERROR),
+    ("a CompilationError subclass", Verdict.ERROR, [COMPILATION], MutantStatus.COMPILE_ERROR),
+    ("interpreter: AttributeError inside the kernel", Verdict.ERROR,
+     _chain("triton.runtime.errors.InterpreterError", "builtins.AttributeError"), MutantStatus.COMPILE_ERROR),
+    ("interpreter: a failed device_assert is a runtime error", Verdict.ERROR,
+     _chain("triton.runtime.errors.InterpreterError", "builtins.AssertionError"), MutantStatus.RUNTIME_ERROR),
+    ("Triton's MLIR pipeline crashed while compiling the kernel", Verdict.ERROR,
+     [{"type": "builtins.RuntimeError", "mro": ["builtins.RuntimeError"], "message": "PassManager::run failed"}],
+     MutantStatus.COMPILE_ERROR),
+    ("the kernel file does not parse", Verdict.LOAD_ERROR, _chain("builtins.SyntaxError"),
+     MutantStatus.COMPILE_ERROR),
+    ("the kernel file fails to import", Verdict.LOAD_ERROR, _chain("builtins.ImportError"),
+     MutantStatus.RUNTIME_ERROR),
+    ("an exception from the launcher", Verdict.ERROR, _chain("builtins.RuntimeError"), MutantStatus.RUNTIME_ERROR),
+    ("raised without a chain", Verdict.ERROR, [], MutantStatus.RUNTIME_ERROR),
+]
+
+
+@pytest.mark.parametrize(("verdict", "chain", "status"), [c[1:] for c in MUTANTS], ids=[c[0] for c in MUTANTS])
+def test_mutant_status_maps_each_verdict_once(verdict, chain, status):
+    assert mutant_status(verdict, chain) is status
+    assert mutant_status(verdict.value, chain) is status
+
+
+def test_every_verdict_maps_to_a_mutant_status():
+    assert {mutant_status(v) for v in Verdict} == set(MutantStatus) - {MutantStatus.COMPILE_ERROR}
+
+
+def test_the_status_names_are_strykers_and_their_properties_follow_its_score():
+    assert [s.value for s in MutantStatus] == ["Killed", "Survived", "Timeout", "RuntimeError", "CompileError"]
+    assert {s for s in MutantStatus if s.detected} == {MutantStatus.KILLED, MutantStatus.TIMEOUT}
+    assert {s for s in MutantStatus if not s.valid} == {MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR}
+
+
+def test_the_exception_chain_keeps_types_causes_and_classes():
+    try:
+        try:
+            raise AttributeError("module 'triton.language' has no attribute 'nope'")
+        except AttributeError as exc:
+            raise RuntimeError("wrapped") from exc
+    except RuntimeError as exc:
+        chain = exception_chain(exc)
+    assert [entry["type"] for entry in chain] == ["builtins.RuntimeError", "builtins.AttributeError"]
+    assert "builtins.Exception" in chain[1]["mro"] and "nope" in chain[1]["message"]
+    assert not is_compile_error(chain)
+
+
+def test_a_chain_from_the_worker_is_used_as_it_came():
+    remote = _chain("triton.runtime.errors.InterpreterError", "builtins.AttributeError")
+
+    class Raised(Exception):
+        remote_chain = remote
+
+    error = ImplError("the first call", Raised("boom"))
+    assert error.chain == remote and is_compile_error(error.chain)

@@ -1,0 +1,168 @@
+"""The layout shows the architecture: imports go one way, small modules, imports inside functions
+only where start-up time (or the worker's device) asks for them.
+
+The import graph is read from the source with :mod:`ast` (nothing is imported), so a new cycle or
+an upward import fails here with the modules named, before it fails somewhere at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("reference", "mutants", "fuzz")
+MAX_LINES = 600
+
+# Lower layers never import higher ones; a module may import its own layer or any lower one.
+LAYERS = [
+    ("reference",),
+    ("mutants",),
+    ("fuzz._version", "fuzz.defaults", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
+     "fuzz.layouts"),
+    ("fuzz.strategies", "fuzz.profiles", "fuzz.static_scan", "fuzz.autotune"),
+    ("fuzz.checks",),
+    ("fuzz.reproducer", "fuzz.runner", "fuzz.isolation"),
+    ("fuzz.grading",),
+    ("fuzz.mutation",),
+    ("fuzz.commands", "fuzz.cli", "fuzz.plugin", "fuzz.__main__", "fuzz"),
+]
+
+# Imports inside functions, each on purpose (module -> why); anything else is a module in the
+# wrong place dodging a cycle.
+DELIBERATE = {
+    "fuzz.cli": "the sub-commands are imported when the parser is built, each one's heavy imports in its run()",
+    "fuzz.commands.check": "`lse-fuzz --help` must not import torch and triton",
+    "fuzz.commands.grade": "`lse-fuzz --help` must not import torch and triton",
+    "fuzz.commands.mutants": "`lse-fuzz --help` must not import torch and triton",
+    "fuzz.commands.replay": "`lse-fuzz --help` must not import torch and triton",
+    "fuzz.plugin": "pytest loads the plugin in every run; torch only when an option asks for it",
+    "fuzz.isolation.worker": "the target loader imports the kernels only after the worker set its device mode",
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(module: str, node: ast.ImportFrom | ast.Import, is_package: bool) -> list[str]:
+    """The project modules an import statement loads."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        if node.level:
+            base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+            prefix = ".".join(base + ([node.module] if node.module else []))
+        else:
+            prefix = node.module or ""
+        names = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in MODULES else prefix for alias in node.names]
+    targets = []
+    for name in names:
+        while name and name not in MODULES:
+            name = name.rpartition(".")[0]
+        if name:
+            targets.append(name)
+    return targets
+
+
+def _imports(module: str) -> tuple[set[str], list[tuple[str, int]]]:
+    """(modules imported at module level, [(module imported inside a function, line)])."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    top: set[str] = set()
+    inner: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for target in _resolve(module, child, is_package):
+                    if target != module:
+                        (inner.append((target, child.lineno)) if in_function else top.add(target))
+            else:
+                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return top, inner
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _layer(module: str) -> int:
+    best = None
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[1]:
+                    best = (index, len(prefix))
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[0]
+
+
+def test_no_import_goes_up_a_layer():
+    upward = [f"{module} (layer {_layer(module)}) imports {target} (layer {_layer(target)})"
+              for module, (top, inner) in GRAPH.items()
+              for target in top | {t for t, _ in inner}
+              if _layer(target) > _layer(module) and not module.startswith(f"{target}.")]
+    assert not upward, "\n".join(upward)
+
+
+def test_the_module_level_import_graph_has_no_cycle():
+    cycles = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(GRAPH[module][0]):
+            if module.startswith(f"{target}."):
+                continue  # a submodule importing its own package's __init__ is how packages work
+            if state.get(target) == 1:
+                cycles.append(" -> ".join(stack[stack.index(target):] + [target]))
+            elif target not in state:
+                walk(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            walk(module)
+    assert not cycles, "\n".join(cycles)
+
+
+def test_imports_inside_functions_are_deliberate():
+    stray = [f"{MODULES[module].relative_to(ROOT)}:{line} imports {target} inside a function"
+             for module, (_, inner) in GRAPH.items() if module not in DELIBERATE
+             for target, line in inner]
+    assert not stray, "\n".join(stray)
+
+
+def test_the_architecture_checks_can_fail():
+    """The checks above read what they claim to: a planted cycle and an upward import are seen."""
+    assert "fuzz.outcomes" in GRAPH["fuzz.runner"][0] and "reference" in GRAPH["fuzz.checks.context"][0]
+    assert _layer("fuzz.grading.evaluate") > _layer("fuzz.runner") > _layer("fuzz.checks.context")
+    tree = ast.parse("from ..grading import evaluate\ndef f():\n    import fuzz.cli\n")
+    found = [target for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+             for target in _resolve("fuzz.isolation.pool", node, False)]
+    assert found == ["fuzz.grading.evaluate", "fuzz.cli"]
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_is_over_the_size_limit(module):
+    lines = len(MODULES[module].read_text().splitlines())
+    assert lines <= MAX_LINES, f"{MODULES[module].relative_to(ROOT)} has {lines} lines: split it by responsibility"
