@@ -15,6 +15,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+import reference
+import reference.tolerance as tolerance
 from reference import (
     UNIT_ROUNDOFF,
     InvalidArgument,
@@ -575,3 +577,11 @@ def test_allowance_covers_every_finite_value_of_the_interval(x):
             assert ((end - y).abs() <= comparison.bound)[finite].all()
             assert is_close(end, y, comparison.bound)[finite].all()
         assert torch.equal(in_interval(comparison.got, comparison.low, comparison.high), ~comparison.mismatch)
+
+
+def test_the_public_names_are_exported():
+    public = ["Comparison", "UNIT_ROUNDOFF", "acceptance_interval", "allowed_error", "compare", "in_interval",
+              "is_close", "pre_rounding_bound", "round_to_dtype", "ulp"]
+    for name in public:
+        assert name in reference.__all__ and getattr(reference, name) is getattr(tolerance, name), name
+    assert sorted(reference.__all__) == sorted(set(reference.__all__))
