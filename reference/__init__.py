@@ -11,7 +11,18 @@ ensure_interpreter()
 from ._lse_kernel import lse  # noqa: E402
 from .errors import InvalidArgument  # noqa: E402
 from .oracle import SUPPORTED_DTYPES, lse_reference  # noqa: E402
-from .tolerance import UNIT_ROUNDOFF, Comparison, allowed_error, compare, is_close  # noqa: E402
+from .tolerance import (  # noqa: E402
+    UNIT_ROUNDOFF,
+    Comparison,
+    acceptance_interval,
+    allowed_error,
+    compare,
+    in_interval,
+    is_close,
+    pre_rounding_bound,
+    round_to_dtype,
+    ulp,
+)
 
 __version__ = "0.1.0"
 
@@ -20,9 +31,14 @@ __all__ = [
     "UNIT_ROUNDOFF",
     "Comparison",
     "InvalidArgument",
+    "acceptance_interval",
     "allowed_error",
     "compare",
+    "in_interval",
     "is_close",
     "lse",
     "lse_reference",
+    "pre_rounding_bound",
+    "round_to_dtype",
+    "ulp",
 ]
