@@ -2,7 +2,7 @@
 
     python bench/grade_at_scale.py [--copies 4] [-j 8] [--work DIR] [-- extra grade options]
 
-The batch is every planted candidate under ``tests/fuzz/candidates`` (correct kernels, wrong ones,
+The batch is every planted candidate under ``tests/implementations/candidates`` (correct kernels, wrong ones,
 crashing, hanging, cheating and unloadable ones) ``--copies`` times over. Each copy gets a comment
 naming it inside every function body: Triton keys its compile cache on a kernel's source, so the
 copies are compiled afresh, as distinct generated kernels would be, instead of hitting the cache.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CANDIDATES = ROOT / "tests" / "fuzz" / "candidates"
+CANDIDATES = ROOT / "tests" / "implementations" / "candidates"
 
 
 def distinct_copy(source: str, label: str) -> str:

@@ -77,12 +77,12 @@ class OutputDtype(str, enum.Enum):
                 OutputDtype.EITHER: "float32 or the input's dtype"}[self]
 
 
-def _enum(kind: type[enum.Enum], value: object, name: str, hint: str = ""):
+def _enum(kind: type[enum.Enum], value: object, name: str):
     try:
         return kind(value.value if isinstance(value, enum.Enum) else value)
     except ValueError:
         options = ", ".join(repr(member.value) for member in kind)
-        raise InvalidArgument(f"{name}={value!r}; expected one of {options}{hint}.") from None
+        raise InvalidArgument(f"{name}={value!r}; expected one of {options}.") from None
 
 
 def _dtypes(value: object, name: str) -> tuple[torch.dtype, ...]:
@@ -115,8 +115,11 @@ class Contract:
     max_n: int | None = None
 
     def __post_init__(self) -> None:
-        hint = " (strict: every input, NaN and +inf included; finite: no NaN or +inf inputs)"
-        object.__setattr__(self, "values", _enum(Values, self.values, "contract", hint))
+        try:
+            object.__setattr__(self, "values", Values(getattr(self.values, "value", self.values)))
+        except ValueError:
+            raise InvalidArgument(f"contract={self.values!r}; expected 'strict' (every input, NaN and +inf "
+                                  "included) or 'finite' (no NaN or +inf inputs).") from None
         object.__setattr__(self, "dtypes", _dtypes(self.dtypes, "dtypes"))
         object.__setattr__(self, "layouts", _enum(Layouts, self.layouts, "layouts"))
         object.__setattr__(self, "output_dtype", _enum(OutputDtype, self.output_dtype, "output_dtype"))

@@ -24,8 +24,6 @@ from .tolerance import (  # noqa: E402
     ulp,
 )
 
-__version__ = "0.1.0"
-
 __all__ = [
     "SUPPORTED_DTYPES",
     "UNIT_ROUNDOFF",

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 import torch
 
-from ..contract import OutputDtype
+from reference import round_to_dtype
+
+from ..contract import OutputDtype, dtype_name
 from ..failures import CheckFailure
 from ..strategies import LseInput
 from .context import Context, Impl, bits, hex_bits, rows_of, storage_bytes
@@ -85,16 +87,24 @@ def raise_disagreement(check: str, example: LseInput, comparison, what: str, *, 
     if row is None:
         return
     rows = example.shape[0]
+    expected = float(comparison.expected[row])
+    beyond = math.isfinite(expected) and not math.isfinite(float(comparison.low[row]))
+    note = [f"note:     {expected!r} lies beyond {dtype_name(comparison.out_dtype)}'s range: only "
+            f"{float(comparison.low[row])!r} is right"] if beyond else []
     raise CheckFailure(
         check,
         f"row {row} {what}",
         row=row,
-        expected=float(comparison.expected[row]),
+        expected=expected,
         got=float(comparison.got[row]),
         bound=float(comparison.bound[row]),
+        ulps=comparison.ulps(row),
+        ratio=comparison.ratio(row),
+        out_dtype=dtype_name(comparison.out_dtype),
+        explanation=comparison.explain(row),
         mismatches=comparison.mismatches,
         rows=rows,
-        details=[*details, f"row {row}:   recipe {example.row_recipe(row)}, row max {_row_max(example, row)}"],
+        details=[*details, *note, f"row {row}:   recipe {example.row_recipe(row)}, row max {_row_max(example, row)}"],
     )
 
 
@@ -111,9 +121,11 @@ def check_bounds(impl: Impl, example: LseInput, ctx: Context) -> None:
     values = example.values.to(torch.float64)
     row_max = values.amax(dim=1)
     checked = torch.isfinite(comparison.expected)
-    got, bound = comparison.got, comparison.bound
+    got, bound, dtype = comparison.got, comparison.pre_rounding_bound, comparison.out_dtype
     log_n = math.log(cols)
-    low, high = row_max - bound, row_max + log_n + bound
+    # m <= y <= m + log N, and rounding to the output dtype is monotone: every accepted output lies
+    # between these two, an overflow to +inf the dtype makes right included.
+    low, high = round_to_dtype(row_max - bound, dtype), round_to_dtype(row_max + log_n + bound, dtype)
     outside = checked & ~((got >= low) & (got <= high))
     if not outside.any():
         return
@@ -126,7 +138,8 @@ def check_bounds(impl: Impl, example: LseInput, ctx: Context) -> None:
         mismatches=int(outside.sum()),
         rows=rows,
         details=[
-            f"allowed:  [{float(low[row])!r}, {float(high[row])!r}] including the tolerance {float(bound[row]):.6g}",
+            f"allowed:  [{float(low[row])!r}, {float(high[row])!r}] in {dtype_name(dtype)}, including the "
+            f"tolerance {float(bound[row]):.6g}",
             f"row {row}:   recipe {example.row_recipe(row)}, N = {cols}",
         ],
     )

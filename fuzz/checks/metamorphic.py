@@ -23,16 +23,23 @@ from ..strategies import LseInput
 from .context import Context, Impl, bits, rows_of
 
 
-def _inconsistent(g1, e1, b1, g2, e2, b2) -> torch.Tensor:
-    """Rows where the pair (g1, g2) breaks the relation the oracle pair (e1, e2) obeys."""
+def _inconsistent(g1, e1, b1, m1, g2, e2, b2, m2) -> torch.Tensor:
+    """Rows where the pair (g1, g2) breaks the relation the oracle pair (e1, e2) obeys.
+
+    ``b1``, ``b2`` are each side's allowance (any accepted finite output lies within it of the
+    oracle); ``m1``, ``m2`` each side's own mismatch. A side that is legitimately infinite (a
+    finite oracle value beyond the output dtype's range) cannot enter a difference: such rows are
+    judged by each side's own acceptance interval instead.
+    """
     finite = torch.isfinite(e1) & torch.isfinite(e2)
+    comparable = finite & torch.isfinite(g1) & torch.isfinite(g2)
     # float64 rounding of the differences themselves, far below any bound
     slack = 8 * 2.0**-53 * (g1.abs() + g2.abs() + e1.abs() + e2.abs()).nan_to_num(0.0, 0.0, 0.0)
     drift = ((g2 - g1) - (e2 - e1)).abs()
     close = drift <= b1 + b2 + slack  # False where anything is NaN or inf
     same = (g1 == g2) | (torch.isnan(g1) & torch.isnan(g2))
     both_special = ~torch.isfinite(e1) & (torch.isnan(e1) & torch.isnan(e2) | (e1 == e2))
-    return torch.where(finite, ~close, both_special & ~same)
+    return torch.where(comparable, ~close, torch.where(finite, m1 | m2, both_special & ~same))
 
 
 def _metamorphic(
@@ -59,11 +66,21 @@ def _judge_pair(check, ctx, *, pick, values, out, relation, row_details, extra: 
     rows = values.shape[0]
     second = compare(ctx.on_device(values), out)
     pick = slice(None) if pick is None else pick
-    g1, e1, b1 = first.got[pick], first.expected[pick], first.bound[pick]
-    bad = _inconsistent(g1, e1, b1, second.got, second.expected, second.bound)
+    g1, e1, b1, m1 = first.got[pick], first.expected[pick], first.bound[pick], first.mismatch[pick]
+    bad = _inconsistent(g1, e1, b1, m1, second.got, second.expected, second.bound, second.mismatch)
     if not bad.any():
         return
     row = int(torch.nonzero(bad)[0])
+    if not (math.isfinite(float(g1[row])) and math.isfinite(float(second.got[row]))) \
+            and math.isfinite(float(e1[row])) and math.isfinite(float(second.expected[row])):
+        # An infinite side: the relation cannot be judged by differences, each side by its own interval.
+        first_row = int(torch.arange(len(first.got))[pick][row])
+        raise CheckFailure(
+            check, f"row {row}: {relation} (a side is outside its own acceptance interval)", row=row,
+            expected=float(second.expected[row]), got=float(second.got[row]), mismatches=int(bad.sum()), rows=rows,
+            details=[f"first call:  {format_number(float(g1[row]))}: {first.explain(first_row)}",
+                     f"second call: {format_number(float(second.got[row]))}: {second.explain(row)}",
+                     *row_details(row), *extra])
     expected = float(g1[row] + (second.expected[row] - e1[row]))
     raise CheckFailure(
         check,

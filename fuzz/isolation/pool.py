@@ -26,7 +26,6 @@ import socket
 import tempfile
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
@@ -144,19 +143,22 @@ class Pool:
         return driver.kill()
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
-        """Run ``jobs`` (started in the order given) and yield each result as it completes.
+        """Run ``jobs`` (started in the order given, each taken from the iterable only when a driver
+        is free for it) and yield each result as it completes.
 
         Closing the iterator early (or Ctrl-C) kills the drivers still running.
         """
-        pending = deque(jobs)
+        pending = iter(jobs)
+        upcoming = next(pending, None)
         idle: list[_Driver] = [d for d in self._drivers if d.job is None]
         busy: dict[Connection, _Driver] = {}
         try:
-            while pending or busy:
-                while pending and (idle or len(busy) < self.workers):
+            while upcoming is not None or busy:
+                while upcoming is not None and (idle or len(busy) < self.workers):
                     driver = idle.pop() if idle else self._new_driver()
-                    driver.send(pending.popleft())
+                    driver.send(upcoming)
                     busy[driver.conn] = driver
+                    upcoming = next(pending, None)
                 for conn in wait(list(busy), timeout=0.2):
                     driver = busy.pop(conn)
                     result = self._receive(driver)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -24,33 +25,35 @@ def _load(name: str):
 
 def _campaign(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "fuzz_campaign.py"), "--device", "cpu", "--workers", "2",
-         "--reproducer-dir", str(tmp_path), *args],
+        [sys.executable, str(ROOT / "bench" / "campaign.py"), "--workers", "2", "--out", str(tmp_path / "c.jsonl"),
+         *args, "--", "--device", "cpu"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
 
 
-def test_a_campaign_of_a_correct_implementation_passes_and_counts_every_chunk(tmp_path):
-    report = tmp_path / "campaign.json"
-    run = _campaign("--impl", f"{DOUBLES}:lse_float64", "--examples", "30", "--chunk", "10", "--out", str(report),
-                    tmp_path=tmp_path)
+def test_a_campaign_of_correct_implementations_passes_and_counts_every_run(tmp_path):
+    run = _campaign(f"{DOUBLES}:lse_float64", "reference:lse", "--seeds", "2", "--budget", "5", tmp_path=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "PASSED: 30 examples" in run.stdout
-    assert '"examples": 30' in report.read_text()
+    assert "PASSED: 4 runs, 20 examples, 0 not passed" in run.stdout
+    records = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert sorted((r["target"].rpartition(":")[2], r["seed"]) for r in records) == [
+        ("lse", 0), ("lse", 1), ("lse_float64", 0), ("lse_float64", 1)]
 
 
-def test_a_campaign_stops_at_a_failing_chunk_with_its_counterexample(tmp_path):
-    run = _campaign("--impl", f"{DOUBLES}:hardcoded_row_stride", "--examples", "40", "--chunk", "20",
-                    tmp_path=tmp_path)
+def test_a_campaign_reports_a_failure_with_its_counterexample_and_resumes(tmp_path):
+    run = _campaign(f"{DOUBLES}:hardcoded_row_stride", "--seeds", "2", "--budget", "40", tmp_path=tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "FAILED" in run.stdout and "check 'agreement' failed" in run.stdout and "replay:" in run.stdout
+    again = _campaign(f"{DOUBLES}:hardcoded_row_stride", "--seeds", "3", "--budget", "40", "--resume",
+                      tmp_path=tmp_path)
+    assert "2 runs resumed, 1 to run" in again.stdout
+    assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 3
 
 
-def test_a_deadline_reports_the_examples_not_run(tmp_path):
-    run = _campaign("--impl", f"{DOUBLES}:lse_float64", "--examples", "40", "--chunk", "5", "--deadline", "0",
-                    tmp_path=tmp_path)
+def test_a_deadline_reports_the_runs_not_started(tmp_path):
+    run = _campaign(f"{DOUBLES}:lse_float64", "--seeds", "6", "--budget", "5", "--deadline", "0", tmp_path=tmp_path)
     assert run.returncode == 3, run.stdout + run.stderr
-    assert "INCOMPLETE" in run.stdout and "not started" in run.stdout
+    assert "INCOMPLETE" in run.stdout and "runs not started" in run.stdout
 
 
 def test_each_copy_of_a_candidate_differs_inside_every_function_body():

@@ -215,3 +215,47 @@ def test_failure_to_dict_is_plain_data():
     data = failure.to_dict()
     assert data["check"] == "agreement" and data["row"] == 1
     assert data["expected"] == "-inf" and data["got"] == "nan"
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs narrower than the input, judged in their own dtype
+
+
+def torch_native(x):
+    """torch.logsumexp in the input's dtype: it rounds the max and log(sum) to a half dtype."""
+    return torch.logsumexp(x, dim=1)
+
+
+def float32_of_float64(x):
+    """A correct float32 result for any input: beyond float32's range that is +-inf."""
+    return torch.logsumexp(x.to(torch.float64), dim=1).to(torch.float32)
+
+
+NARROW = {
+    "float64 near its max, float32 out": (float32_of_float64, torch.tensor(
+        [[1.47e308, 1.0e308], [3.0e38, 3.2e38], [3.4028234e38, -1.0], [-1.7e308, -1.8e308]], dtype=torch.float64)),
+    "float16 cancellation, float16 out": (torch_native, torch.full((3, 1000), -math.log(1000.0)).to(torch.float16)),
+    "bfloat16 with a large max, bfloat16 out": (torch_native, (torch.randn(4, 300) * 3 - 1e3).to(torch.bfloat16)),
+}
+
+
+@pytest.mark.parametrize("case", NARROW)
+@pytest.mark.parametrize("check", CHECKS)
+def test_a_correct_narrow_output_passes_every_check(case, check):
+    impl, values = NARROW[case]
+    ex = LseInput(x=values.clone(), values=values.clone(), layout=Layout(), specs=(RowSpec("near_limit"),), seed=0)
+    run_checks(impl, ex, checks=[check], plan=Plan(check if check in METAMORPHIC else None, 5))
+
+
+def test_a_finite_answer_where_only_inf_is_right_is_caught_in_ulps_and_allowances():
+    values = torch.tensor([[1.47e308, 1.0e308]], dtype=torch.float64)
+    message = failure_of(lambda x: torch.full((1,), 3.4e38), example(values), "agreement").message()
+    assert "lies beyond float32's range: only inf is right" in message
+
+
+def test_the_error_is_given_in_ulps_and_multiples_of_the_allowance():
+    values = torch.randn(2, 100)
+    off = failure_of(lambda x: torch.logsumexp(x, dim=1) + 1e-3, example(values), "agreement")
+    assert off.ulps > 1000 and off.ratio > 10 and off.out_dtype == "float32"
+    assert "ulps of float32" in off.message() and "x the allowance" in off.message()
+    assert off.to_dict()["ulps"] == off.ulps and off.to_dict()["ratio"] == off.ratio

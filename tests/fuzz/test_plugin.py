@@ -112,35 +112,3 @@ def test_a_bad_target_is_a_usage_error(tmp_path, target, text):
     done = pytest_run(tmp_path, "--lse-impl", target)
     assert done.returncode == 4, done.stdout + done.stderr
     assert f"--lse-impl: target={target!r}" in done.stderr and text in done.stderr
-
-
-def test_load_target_reads_files_and_modules(tmp_path):
-    from fuzz import describe_target, load_target
-
-    (tmp_path / "mine.py").write_text("def lse(x):\n    return x\n\nclass Box:\n    @staticmethod\n    def run(x):\n        return x\n")
-    from_file = load_target(f"{tmp_path / 'mine.py'}:lse")
-    assert from_file(3) == 3
-    assert describe_target(from_file) == f"{tmp_path / 'mine.py'}:lse"
-    assert load_target(f"{tmp_path / 'mine.py'}:Box.run")(4) == 4
-    import doubles
-
-    assert load_target("doubles:off_by_max") is doubles.off_by_max
-    assert describe_target(doubles.off_by_max) == "doubles:off_by_max"
-    assert describe_target(lambda x: x) == "<module:function>"
-
-
-BAD_TARGETS = {
-    "not_callable": ("doubles:CORRECT", "doubles:CORRECT': CORRECT is a dict, not a callable."),
-    "no_module": ("no_such_module_here:lse", "cannot import 'no_such_module_here'"),
-    "empty_function": ("doubles:", "target='doubles:': '' is not a function name."),
-}
-
-
-@pytest.mark.parametrize("case", BAD_TARGETS)
-def test_bad_targets_name_the_problem(case):
-    from fuzz import InvalidArgument, load_target
-
-    target, text = BAD_TARGETS[case]
-    with pytest.raises(InvalidArgument) as info:
-        load_target(target)
-    assert text in str(info.value)

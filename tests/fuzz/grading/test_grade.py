@@ -79,6 +79,7 @@ EXPECTED = {
     "raises": ("error", None, set(), set()),
     "segfault": ("crash", None, {"native_code"}, set()),
     "skips_last_row": ("fail", None, set(), set()),
+    "slow_but_correct": ("pass", None, {"no_triton_kernel", "library_lse"}, set()),
     "sys_exit": ("crash", None, {"process_exit"}, set()),
     "syntax_error": ("load_error", None, set(), set()),
     "torch_float64": ("pass", None, {"no_triton_kernel", "library_lse"}, {"prints"}),
@@ -129,7 +130,7 @@ def test_each_candidate_gets_its_verdict(batch, name):
 def test_the_batch_exits_1_and_prints_a_summary_table(batch):
     assert batch["code"] == 1
     assert "lse-fuzz grade" in batch["stdout"] and "triton_two_pass" in batch["stdout"]
-    counts = "28 candidates: 5 pass, 11 fail, 1 error, 5 crash, 1 timeout, 5 load_error"
+    counts = "29 candidates: 6 pass, 11 fail, 1 error, 5 crash, 1 timeout, 5 load_error"
     assert counts in batch["stdout"].replace("\n", " ")
     assert "Traceback" not in batch["stderr"]
 

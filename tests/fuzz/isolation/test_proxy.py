@@ -19,7 +19,6 @@ import fuzz
 from fuzz.isolation.environment import worker_environment
 from fuzz.isolation.proxy import CandidateRaised, IsolatedImpl, LoadFailed, ReturnedObject
 from fuzz.outcomes import ImplLost, Outcome
-from fuzz.target import resolve_target
 from fuzz.layouts import Layout, LayoutKind
 from reference.errors import InvalidArgument
 
@@ -264,31 +263,6 @@ def test_a_target_that_cannot_be_loaded_fails_with_one_line(spec, text):
     message = str(info.value)
     assert isinstance(info.value, InvalidArgument)
     assert text in message and "\n" not in message and message.startswith("target=")
-
-
-RESOLVE_FAILURES = [
-    ("no/such/kernel.py", "no such file"),
-    (str(CANDIDATES), "is a directory, not a .py file"),
-    (target("syntax_error"), "syntax_error.py, line 4: SyntaxError: expected ':'"),
-    (f"{CANDIDATES / 'torch_float64.py'}:not-a-name", "is not a function name"),
-    ("not a module:lse", "neither a .py file nor a dotted module name"),
-    ("", "expected 'path/to/file.py[:func]'"),
-]
-
-
-@pytest.mark.parametrize(("spec", "text"), RESOLVE_FAILURES,
-                         ids=["missing_file", "directory", "syntax_error", "bad_function", "bad_module", "empty"])
-def test_a_target_is_checked_before_any_worker_starts(spec, text):
-    with pytest.raises(InvalidArgument, match=None) as info:
-        resolve_target(spec)
-    assert text in str(info.value)
-
-
-def test_resolve_target_defaults_the_function_and_makes_paths_absolute(monkeypatch):
-    monkeypatch.chdir(CANDIDATES)
-    assert resolve_target("torch_float64.py") == f"{CANDIDATES / 'torch_float64.py'}:lse"
-    assert resolve_target("pkg.module") == "pkg.module:lse"
-    assert resolve_target("pkg.module:my_lse") == "pkg.module:my_lse"
 
 
 def test_a_module_target_resolves_in_the_worker_as_it_does_here():

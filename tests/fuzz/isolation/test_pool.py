@@ -1,0 +1,51 @@
+"""The one worker pool: one outcome per job, a crash or a hang costs only its own job, and the
+remaining jobs run on fresh drivers."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fuzz.isolation import Job, Pool
+from fuzz.outcomes import Outcome
+
+
+def job(key: str, entry: str, **payload) -> Job:
+    return Job(key, f"pool_jobs:{entry}", payload)
+
+
+@pytest.fixture
+def pool(tmp_path):
+    with Pool(2, work_dir=tmp_path, timeout=lambda job: job.payload.get("limit", 60.0)) as pool:
+        yield pool
+
+
+def test_every_job_gets_one_outcome_and_a_crash_or_hang_costs_only_its_own(pool):
+    jobs = [job("a", "echo", n=1), job("crash", "abort"), job("b", "echo", n=2),
+            job("hang", "sleep", seconds=60, limit=1.0), job("raise", "fail"), job("c", "echo", n=3)]
+    results = {r.job.key: r for r in pool.run(jobs)}
+    assert set(results) == {j.key for j in jobs}
+    assert {k: r.outcome for k, r in results.items()} == {
+        "a": Outcome.RETURNED, "b": Outcome.RETURNED, "c": Outcome.RETURNED, "crash": Outcome.CRASHED,
+        "hang": Outcome.TIMED_OUT, "raise": Outcome.RAISED}
+    assert [results[k].record["echo"]["n"] for k in "abc"] == [1, 2, 3]
+    assert "SIGABRT" in results["crash"].detail
+    assert "time limit of 1 s" in results["hang"].detail
+    assert "job failed on purpose" in results["raise"].detail
+
+
+def test_drivers_are_reused_and_run_scrubbed_in_the_work_directory(pool, tmp_path, monkeypatch):
+    monkeypatch.setenv("LSE_TEST_SECRET", "s3cret")
+    records = [r.record for r in pool.run([job(str(i), "echo", n=i) for i in range(6)])]
+    assert len({r["pid"] for r in records}) <= 2  # two drivers served six jobs
+    assert all(r["cwd"] == str(tmp_path) and r["secret"] is None for r in records)
+    assert all(r["pid"] != os.getpid() for r in records)
+
+
+def test_closing_the_run_early_stops_what_still_runs(pool):
+    run = pool.run([job("long", "sleep", seconds=60), job("short", "echo", n=1)])
+    first = next(run)
+    assert first.job.key == "short"
+    run.close()  # the long job's driver is killed, not waited for
+    assert not [d for d in pool._drivers if d.job is not None]

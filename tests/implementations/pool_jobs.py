@@ -1,0 +1,21 @@
+"""Job entries for the worker-pool tests: each takes a payload dict and returns a record dict."""
+
+import os
+import time
+
+
+def echo(payload: dict) -> dict:
+    return {"echo": payload, "pid": os.getpid(), "cwd": os.getcwd(), "secret": os.environ.get("LSE_TEST_SECRET")}
+
+
+def abort(payload: dict) -> dict:
+    os.abort()
+
+
+def sleep(payload: dict) -> dict:
+    time.sleep(payload["seconds"])
+    return {"slept": payload["seconds"]}
+
+
+def fail(payload: dict) -> dict:
+    raise ValueError(f"job failed on purpose: {payload}")
