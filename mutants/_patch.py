@@ -6,10 +6,11 @@ edit*, provably: nothing else is copied or re-typed, and an anchor that stops ma
 edited the reference there) fails loudly, naming the mutant, the file and the count, instead of
 letting a frozen copy drift.
 
-    source = apply(patch)["reference/_lse_combine.py"]   # the patched texts of every reference file
-    print(diff(patch))                                   # the edit as a unified diff
-    location(patch)   # ("reference/_lse_combine.py", 37, 45, 37, 70): where the anchor sits
-    lse = load(patch).lse                                # the patched package's launcher
+    patch = Patch("reference/_lse_combine.py", "row_max + tl.log(row_sum)", "tl.log(row_sum)")
+    apply(patch)["reference/_lse_combine.py"]   # the patched text (apply returns every reference file)
+    print(diff(patch))                          # the edit as a unified diff
+    location(patch)                             # ("reference/_lse_combine.py", 36, 42, 36, 67)
+    lse = load(patch).lse                       # the patched package's launcher
 
 :func:`load` writes a *shadow copy* of the reference package (every ``.py`` file, the one patched)
 to a content-addressed cache directory and imports it under a package name derived from the
@@ -17,7 +18,9 @@ content hash. It must be real files: Triton reads a kernel's source with ``inspe
 it, or to run it in the interpreter), and the package's relative imports then resolve inside the
 shadow, so a patched ``_lse_combine`` is what the shadow ``_lse_kernel`` uses. The patched kernel
 therefore launches through the reference's own launcher and launch policy. ``load(None)`` is the
-unmutated kernel loaded the same way: the mutation gate's kernel, "the empty patch".
+unmutated kernel loaded the same way: the mutation gate's kernel, "the empty patch". One module is
+not copied but shared: ``errors``, so that the patched launcher raises the project's own
+``reference.InvalidArgument`` for bad input.
 
 The cache is ``$LSE_FUZZ_CACHE`` if set, else ``$XDG_CACHE_HOME/lse-fuzz`` or
 ``~/.cache/lse-fuzz``; a shadow package is written once (to a temporary directory, then renamed
@@ -44,7 +47,8 @@ from types import ModuleType
 
 import torch
 
-__all__ = ["Patch", "PatchError", "apply", "diff", "kernel_device", "load", "location", "reference_sources"]
+__all__ = ["Patch", "PatchError", "apply", "cache_dir", "diff", "kernel_device", "load", "location",
+           "reference_sources"]
 
 PACKAGE = "reference"
 _SHADOW_PREFIX = "_lse_reference_"
@@ -104,16 +108,25 @@ def _span(patch: Patch, sources: dict[str, str], name: str | None) -> tuple[str,
             "the anchor (a patch that changes nothing is the reference itself)."
         )
     text = sources[patch.path]
-    count = text.count(patch.anchor)
-    if count != 1:
-        found = "not found" if count == 0 else f"found {count} times"
+    starts = _occurrences(text, patch.anchor)
+    if len(starts) != 1:
+        found = "not found" if not starts else f"found {len(starts)} times"
         hint = ("the reference changed there: update the anchor (and the replacement) to today's source"
-                if count == 0 else "extend the anchor with neighbouring text until it is unique")
+                if not starts else "extend the anchor with neighbouring text until it is unique")
         raise PatchError(
             f"{_describe(name)}: the anchor is {found} in {patch.path} (it must occur exactly once); "
             f"{hint}.\n  anchor: {patch.anchor!r}"
         )
-    return text, text.index(patch.anchor)
+    return text, starts[0]
+
+
+def _occurrences(text: str, anchor: str) -> list[int]:
+    """Every offset where ``anchor`` starts, overlapping ones included (str.count skips those)."""
+    starts, start = [], text.find(anchor)
+    while start >= 0:
+        starts.append(start)
+        start = text.find(anchor, start + 1)
+    return starts
 
 
 def apply(patch: Patch | None, *, name: str | None = None, sources: dict[str, str] | None = None) -> dict[str, str]:

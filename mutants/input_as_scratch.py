@@ -17,8 +17,9 @@ version counter").
 Killed by: ``input_unchanged`` (first to fire: it runs before agreement); ``determinism`` also
 catches it (the second call sees the overwritten input).
 
-Minimal input: ``[[1.0]]`` (one full one-column tile) -> the result is right (1.0), but x[0, 0]
-is 0.0 afterwards.
+Minimal input: one row of 16 ones (a full tile: 16 columns is the GPU policy's narrowest tile, and
+a row narrower than its tile only takes the masked tail, which this patch leaves alone) -> the
+result is right (1 + log 16 = 3.7726), but x holds 16 zeros afterwards.
 """
 
 from __future__ import annotations
@@ -42,4 +43,4 @@ PATCH = Patch(
 
 
 def minimal_input() -> torch.Tensor:
-    return torch.tensor([[1.0]], device=kernel_device())
+    return torch.ones(1, 16, device=kernel_device())

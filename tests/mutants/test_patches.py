@@ -55,8 +55,11 @@ def _doctored(times: int) -> dict[str, str]:
     return {**SOURCES, patch.path: text}
 
 
-@pytest.mark.parametrize(("times", "found"), [(0, "not found"), (2, "found 2 times")], ids=["absent", "twice"])
-def test_an_anchor_that_does_not_occur_exactly_once_names_the_mutant_and_the_file(times, found):
+@pytest.mark.parametrize(("times", "found", "hint"), [
+    (0, "not found", "the reference changed there: update the anchor (and the replacement) to today's source"),
+    (2, "found 2 times", "extend the anchor with neighbouring text until it is unique"),
+], ids=["absent", "twice"])
+def test_an_anchor_that_does_not_occur_exactly_once_names_the_mutant_and_the_file(times, found, hint):
     sources = _doctored(times)
     for call in (_patch.apply, _patch.diff, _patch.location):
         with pytest.raises(PatchError) as error:
@@ -64,7 +67,13 @@ def test_an_anchor_that_does_not_occur_exactly_once_names_the_mutant_and_the_fil
         message = str(error.value)
         assert message.startswith(f"mutant 'no_max_added': the anchor is {found} in reference/_lse_combine.py "
                                   "(it must occur exactly once)"), message
-        assert repr(NO_MAX_ADDED.patch.anchor) in message
+        assert hint in message and repr(NO_MAX_ADDED.patch.anchor) in message
+
+
+def test_overlapping_occurrences_count_as_two():
+    sources = {**SOURCES, "reference/errors.py": "x = aaa\n"}
+    with pytest.raises(PatchError, match="the anchor is found 2 times in reference/errors.py"):
+        _patch.apply(Patch("reference/errors.py", "aa", "b"), sources=sources)
 
 
 BAD_PATCHES = [
@@ -171,7 +180,7 @@ def test_the_patched_launcher_raises_the_projects_exception():
 
 
 def test_targets_resolve_by_name_and_unknown_names_are_attribute_errors():
-    import mutants.patched as patched
+    from mutants import patched
 
     assert patched.no_max_added is NO_MAX_ADDED.load()
     assert {"unmutated", *MUTANTS} <= set(dir(patched))

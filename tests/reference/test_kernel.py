@@ -14,8 +14,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import reference
-from reference import InvalidArgument, compare, lse
-from reference import _lse_combine, _lse_kernel
+from reference import InvalidArgument, _lse_combine, _lse_kernel, compare, lse
 from reference._device import interpreting
 from reference._launch import LaunchConfig, _align, launch_config, needs_int64
 from reference._lse_kernel import _launch
@@ -212,8 +211,8 @@ def _line_of(module, text: str) -> int:
 
 
 LOOP_LOAD = (_lse_kernel, "x = tl.load(row_ptrs + cols[None, :] * stride_col)")
-TAIL_LOAD = (_lse_kernel, 'x = tl.load(row_ptrs + cols[None, :] * stride_col, mask=(cols < col_end)[None, :], '
-                          'other=-float("inf"))')
+TAIL_LOAD = (_lse_kernel, ('x = tl.load(row_ptrs + cols[None, :] * stride_col, mask=(cols < col_end)[None, :], '
+                           'other=-float("inf"))'))
 COMBINE_SUM = (_lse_combine, "row_sum = tl.sum(part_sum * _rescale(part_max, row_max[:, None]), axis=1)")
 
 
