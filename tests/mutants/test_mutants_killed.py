@@ -9,12 +9,13 @@ the patch that was caught, not something the launcher or the policy does.
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
 import fuzz
 import reference
-from fuzz._target import load_target
 from fuzz.checks import CheckFailure, run_checks
 from fuzz.layouts import Layout
 from fuzz.strategies import LseInput, RowSpec
@@ -23,6 +24,13 @@ from mutants._patch import kernel_device
 
 BUDGET = 250  # the mutation harness's budget per mutant
 HUGE = {"int32_offsets"}  # killed only on inputs with offsets >= 2**31 elements
+
+
+def _resolve(target: str):
+    """What a TARGET string names: ``module:attribute`` through importlib and getattr, as the
+    harness's loader does (fuzz's loader is not used here: it is internal to fuzz)."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def _example(x: torch.Tensor) -> LseInput:
@@ -44,7 +52,7 @@ def test_the_minimal_input_passes_the_expected_check_without_the_bug(name):
     # The input exposes the bug, not something else: the unmutated kernel, loaded the same way
     # (the empty patch), passes the same check on it.
     mutant = MUTANTS[name]
-    run_checks(load_target(UNMUTATED_TARGET), _example(mutant.minimal_input()), checks=[mutant.expected_check])
+    run_checks(_resolve(UNMUTATED_TARGET), _example(mutant.minimal_input()), checks=[mutant.expected_check])
 
 
 @pytest.mark.parametrize("name", list(MUTANTS))
@@ -56,13 +64,13 @@ def test_fuzzing_kills_the_mutant(name, tmp_path):
     assert result.check == mutant.expected_check, result.summary()
     assert f"--impl {mutant.target}" in result.summary() and result.reproducer.exists()
     # The shrunk counterexample, with the same plan, passes every check on the unmutated kernel.
-    run_checks(load_target(UNMUTATED_TARGET), result.counterexample, plan=result.plan)
+    run_checks(_resolve(UNMUTATED_TARGET), result.counterexample, plan=result.plan)
     if name in HUGE:
         assert result.counterexample.x.storage_offset() >= 2**31
 
 
 @pytest.mark.parametrize("impl", [reference.lse, UNMUTATED_TARGET], ids=["reference.lse", "unmutated"])
 def test_the_correct_kernel_passes_the_fuzzer_with_huge_offsets(impl, tmp_path):
-    impl = load_target(impl) if isinstance(impl, str) else impl
+    impl = _resolve(impl) if isinstance(impl, str) else impl
     result = fuzz.check(impl, budget=60, seed=0, device=kernel_device(), reproducer_dir=tmp_path, huge_offsets=True)
     assert result.passed, result.summary()

@@ -9,6 +9,7 @@ atomically.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import subprocess
@@ -20,12 +21,18 @@ import torch
 
 import mutants
 import reference
-from fuzz._target import load_target
 from mutants import MUTANTS, UNMUTATED_TARGET, Patch, PatchError, _patch
 
 ROOT = Path(reference.__file__).resolve().parents[1]
 SOURCES = _patch.reference_sources()
 NO_MAX_ADDED = MUTANTS["no_max_added"]
+
+
+def _resolve(target: str):
+    """What a TARGET string names: ``module:attribute`` through importlib and getattr, as the
+    harness's loader does (fuzz's loader is not used here: it is internal to fuzz)."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 @pytest.mark.parametrize("name", list(MUTANTS))
@@ -84,11 +91,13 @@ BAD_PATCHES = [
     ("a replacement equal to the anchor", Patch("reference/_lse_kernel.py", "full_tiles", "full_tiles"),
      "mutant 'bad': replacement='full_tiles'; expected source text that differs from the anchor"),
     ("not a Patch", ("reference/_lse_kernel.py", "a", "b"),
-     "mutant 'bad': patch=('reference/_lse_kernel.py', 'a', 'b'); expected a mutants.Patch(path, anchor, replacement)."),
+     "mutant 'bad': patch=('reference/_lse_kernel.py', 'a', 'b'); "
+     "expected a mutants.Patch(path, anchor, replacement)."),
 ]
 
 
-@pytest.mark.parametrize(("patch", "message"), [case[1:] for case in BAD_PATCHES], ids=[case[0] for case in BAD_PATCHES])
+@pytest.mark.parametrize(("patch", "message"), [case[1:] for case in BAD_PATCHES],
+                         ids=[case[0] for case in BAD_PATCHES])
 def test_bad_patches_are_refused_with_the_fix(patch, message):
     with pytest.raises(PatchError) as error:
         _patch.apply(patch, name="bad")
@@ -98,7 +107,7 @@ def test_bad_patches_are_refused_with_the_fix(patch, message):
 
 def test_the_empty_patch_is_the_gates_kernel():
     package = _patch.load(None)
-    unmutated = load_target(UNMUTATED_TARGET)
+    unmutated = _resolve(UNMUTATED_TARGET)
     assert unmutated is package.lse and unmutated is not reference.lse
     # Its kernel is read from a copy of reference/_lse_kernel.py, character for character.
     assert inspect.getsource(inspect.getmodule(unmutated)) == SOURCES["reference/_lse_kernel.py"]
@@ -132,7 +141,7 @@ def test_each_mutant_differs_from_the_reference_by_exactly_its_patch(name):
     expected[mutant.patch.path] = original.replace(mutant.patch.anchor, mutant.patch.replacement)
     assert files == expected
     # The launcher the target serves is the shadow package's, whose kernel is the patched file.
-    lse = load_target(mutant.target)
+    lse = _resolve(mutant.target)
     assert lse is mutant.load() is package.lse
     assert Path(inspect.getsourcefile(lse)) == shadow / "_lse_kernel.py"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import mutants
-from fuzz.checks import CHECKS
+from fuzz import CHECKS
 from mutants import MUTANTS, UNMUTATED_TARGET, Mutant, Patch
 
 MUTANT_DIR = Path(mutants.__file__).parent

@@ -13,7 +13,6 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import reference
 from reference import InvalidArgument, _lse_combine, _lse_kernel, compare, lse
 from reference._device import interpreting
 from reference._launch import LaunchConfig, _align, launch_config, needs_int64
