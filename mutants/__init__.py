@@ -1,98 +1,89 @@
 """Mutants: the correct LSE kernel with exactly one realistic bug each, one file per pitfall.
 
-Each ``mutants/<name>.py`` is a copy of ``reference/_lse_kernel.py`` (or of the combine kernel in
-``reference/_lse_combine.py``) whose docstring says the pitfall, where the field documents it,
-which check should kill it and a minimal input that exposes it; a ``# BUG:`` comment sits on the
-line above the bug. Each file has the launcher ``lse(x)`` and ``minimal_input()``.
+A mutant is an *anchored edit* of today's reference package, not a copy of it: each
+``mutants/<name>.py`` holds only its docstring (the pitfall, where the field documents it, which
+check should kill it, a minimal input that exposes it, and what the patch changes), ``PATCH``, a
+:class:`Patch` (a file of ``reference/``, an anchor that must occur exactly once in it, and its
+replacement), and ``minimal_input()``. The patched kernel is loaded from a shadow copy of the
+reference package (see :mod:`mutants._patch`), so it launches through the reference's own
+launcher and launch policy: the only difference between a mutant and ``reference.lse`` is the
+patch, and a reference edit that breaks an anchor fails loudly instead of letting the mutant drift.
 
     from mutants import MUTANTS
     mutant = MUTANTS["no_max_added"]
-    mutant.target                      # "mutants.no_max_added:lse", for lse-fuzz and the workers
+    print(mutant.diff())               # the one edit, as a unified diff
+    mutant.location()                  # ("reference/_lse_combine.py", 36, 42, 36, 67)
+    mutant.target                      # "mutants.patched:no_max_added", for lse-fuzz and the workers
     mutant.load()(mutant.minimal_input())
 
-The registry imports no kernel: a mutant's module is imported by :meth:`Mutant.load` (in the
-mutation harness, inside the worker process that tests it).
+:data:`UNMUTATED_TARGET` (``"mutants.patched:unmutated"``) is the empty patch loaded the same way:
+the mutation gate's kernel. Importing this registry imports no kernel and not Triton; the mutant
+modules import only torch and :mod:`mutants._patch`. A kernel is loaded by :meth:`Mutant.load`
+(in the mutation harness, inside the worker process that tests it).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 from dataclasses import dataclass
-from pathlib import Path
 
-__all__ = ["MUTANTS", "Mutant"]
+import torch
 
-BUG_MARKER = "# BUG:"
+from . import _patch
+from ._patch import Patch, PatchError
+
+__all__ = ["MUTANTS", "UNMUTATED_TARGET", "Mutant", "Patch", "PatchError"]
+
+UNMUTATED_TARGET = "mutants.patched:unmutated"
+"""TARGET of the reference kernel loaded the way mutants are (the empty patch): the gate's kernel."""
 
 
 @dataclass(frozen=True)
 class Mutant:
-    """One planted bug: what it is, where it is documented, and the check that should catch it.
+    """One planted bug: what it is, where it is documented, the check that should catch it, and
+    the patch that plants it.
 
-    ``target`` is ``"module:function"`` or ``"path/to/file.py:function"`` (what ``lse-fuzz``
-    loads); ``expected_check`` is the name in :data:`fuzz.checks.CHECKS` that fires first when
-    the whole suite runs.
+    ``expected_check`` is the name in :data:`fuzz.checks.CHECKS` that reports the (shrunk)
+    counterexample when the whole suite runs; ``patch`` is the module's ``PATCH``.
     """
 
     name: str
     pitfall: str
     source: str
     expected_check: str
-    target: str
+    patch: Patch
+
+    @property
+    def target(self) -> str:
+        """``"mutants.patched:<name>"``: what ``lse-fuzz`` and the worker processes load."""
+        return f"mutants.patched:{self.name}"
 
     @property
     def module(self) -> str:
-        return self.target.rpartition(":")[0]
+        """The module that holds the mutant's docstring, patch and minimal input."""
+        return f"{__name__}.{self.name}"
 
-    @property
-    def path(self) -> Path:
-        """The file that holds the mutant (found without importing it)."""
-        location = self.module
-        if location.endswith(".py") or "/" in location:
-            return Path(location).resolve()
-        spec = importlib.util.find_spec(location)
-        if spec is None or spec.origin is None:
-            raise ModuleNotFoundError(f"mutant {self.name!r}: module {location!r} not found")
-        return Path(spec.origin)
+    def diff(self) -> str:
+        """The patch as a unified diff of the reference file it edits."""
+        return _patch.diff(self.patch, name=self.name)
 
-    @property
-    def source_text(self) -> str:
-        return self.path.read_text()
-
-    def bug_location(self) -> tuple[int, int, int, int]:
-        """(line, column, end_line, end_column) of the buggy line, 1-based, end exclusive.
-
-        The buggy line is the first code line after the ``# BUG:`` comment.
-        """
-        lines = self.source_text.splitlines()
-        markers = [i for i, line in enumerate(lines) if line.strip().startswith(BUG_MARKER)]
-        if not markers:
-            return (1, 1, 1, 1)
-        index = markers[0] + 1
-        while index < len(lines) and (not lines[index].strip() or lines[index].strip().startswith("#")):
-            index += 1
-        if index >= len(lines):
-            index = markers[0]
-        line = lines[index]
-        start = len(line) - len(line.lstrip()) + 1
-        return (index + 1, start, index + 1, len(line) + 1)
+    def location(self) -> tuple[str, int, int, int, int]:
+        """(path, line, column, end_line, end_column) of the anchor in the reference file;
+        1-based, end exclusive (a Stryker report's location)."""
+        return _patch.location(self.patch, name=self.name)
 
     def load(self):
-        """The mutant's ``lse`` callable (imports the module, which defines its kernels)."""
-        from fuzz._target import load_target
+        """The mutant's ``lse``: the launcher of the reference package with the patch applied."""
+        return _patch.load(self.patch, name=self.name).lse
 
-        return load_target(self.target)
-
-    def minimal_input(self):
-        """The documented input that exposes the bug (a torch.Tensor; see the module docstring)."""
-        from fuzz._target import load_target
-
-        return load_target(f"{self.module}:minimal_input")()
+    def minimal_input(self) -> torch.Tensor:
+        """The documented input that exposes the bug, on the device the kernels run on."""
+        return importlib.import_module(self.module).minimal_input()
 
 
 def _mutant(name: str, pitfall: str, source: str, expected_check: str) -> Mutant:
-    return Mutant(name=name, pitfall=pitfall, source=source, expected_check=expected_check,
-                  target=f"mutants.{name}:lse")
+    patch = importlib.import_module(f"{__name__}.{name}").PATCH
+    return Mutant(name=name, pitfall=pitfall, source=source, expected_check=expected_check, patch=patch)
 
 
 _MUTANT_LIST = (
@@ -105,7 +96,7 @@ _MUTANT_LIST = (
             "Triton tutorial 02-fused-softmax (other=-float('inf')); V. Guerra, 'Triton: Row-Wise LogSumExp'",
             "agreement"),
     _mutant("log_per_lane",
-            "log taken per lane before the reduction instead of once on the row sum",
+            "log taken per lane, before the reduction",
             "V. Guerra, 'Triton: Row-Wise LogSumExp', pitfalls ('nonlinear op after the combine')",
             "agreement"),
     _mutant("hardcoded_row_stride",
@@ -117,9 +108,9 @@ _MUTANT_LIST = (
             "Blanchard, Higham & Higham 2021, 'Accurately computing the log-sum-exp and softmax functions'",
             "agreement"),
     _mutant("int32_offsets",
-            "32-bit row offsets wrap past 2**31 elements (the INT64 path removed)",
+            "32-bit row offsets wrap past 2**31 elements (64-bit index math never chosen)",
             "triton-lang/triton#832 and #6748; databricks/megablocks#185; fla-org/flash-linear-attention#1080",
-            "agreement"),
+            "shift_invariance"),
     _mutant("neg_inf_rows_nan",
             "all -inf rows give NaN: -inf - (-inf) with the shift and rescale guards removed",
             "rmcgibbo/logsumexp#2; tensorflow/tensorflow#11692; pytorch/pytorch#41508",

@@ -1,7 +1,7 @@
 """Mutant: an input with no columns returns shape (0,) instead of M values of -inf.
 
-Bug: the launcher's early return for empty inputs tests ``x.numel() == 0`` and returns
-``torch.empty(0)``: right for M = 0, wrong for an (M, 0) input, whose answer is M rows of -inf
+Patch: the launcher's early return for empty inputs (``lse`` in reference/_lse_kernel.py) returns
+``torch.empty(0, ...)``: right for M = 0, wrong for an (M, 0) input, whose answer is M rows of -inf
 (each row is an empty sum: log 0 = -inf).
 
 Pitfall: "nothing to do" guards are written for the empty batch and then also catch the empty
@@ -22,21 +22,14 @@ from __future__ import annotations
 
 import torch
 
-from reference._device import check_device
-from reference._lse_kernel import _lse_kernel
-from reference.oracle import validate_input
+from ._patch import Patch, kernel_device
 
-from ._launch import kernel_device, launch_config, output_dtype, run_kernels
-
-
-def lse(x: torch.Tensor) -> torch.Tensor:
-    validate_input(x)
-    check_device(x)
-    # BUG: "no elements, nothing to do": an (M, 0) input needs M results of -inf, not none.
-    if x.numel() == 0:
-        return torch.empty(0, dtype=output_dtype(x), device=x.device)
-    return run_kernels(x, launch_config(x), _lse_kernel)
+PATCH = Patch(
+    path="reference/_lse_kernel.py",
+    anchor="torch.full((rows,), -math.inf, dtype=out_dtype, device=x.device)",
+    replacement="torch.empty(0, dtype=out_dtype, device=x.device)",
+)
 
 
 def minimal_input() -> torch.Tensor:
-    return torch.empty(1, 0).to(kernel_device())
+    return torch.empty(1, 0, device=kernel_device())

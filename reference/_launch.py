@@ -8,8 +8,16 @@ enough bytes in flight on every multiprocessor:
 * few, very long rows: the row is split across SPLITS programs whose partial (max, sum) pairs a
   second, tiny kernel merges, so the grid covers the machine even when M is small.
 
-In Triton's interpreter every program instance costs Python overhead, so there the policy takes the
-largest tiles and never splits.
+In Triton's interpreter the same kernel runs on the CPU, program by program, so there the policy
+does not chase bandwidth: it makes the kernel take the paths it takes on a GPU, at sizes a CPU
+runs quickly, so the fuzzer exercises them. Tiles are ``_INTERPRETER_BLOCK_N`` = 256 columns,
+widened so that no row takes more than ``_INTERPRETER_MAX_TILES`` = 8 tiles (each loop iteration
+costs milliseconds of interpreter time), and rows of ``_INTERPRETER_SPLIT_FROM_TILES`` = 4 tiles
+or more are split into up to ``_INTERPRETER_SPLITS`` = 4 partials. A row of N columns then takes
+one tile (N <= 256; a masked tail unless N is a power of two), a loop of 2 or 3 tiles
+(257..768), or a split with a loop in each partial and the combine kernel (N >= 769). The largest
+tiles and no split, which would save interpreter time, leave the loop, the tail after full tiles
+and the combine unrun on a CPU, and half the pitfalls in mutants/ live there.
 """
 
 from __future__ import annotations
@@ -30,8 +38,11 @@ _GPU_MIN_BLOCK_N = 16
 _GPU_WAVES = 2
 _GPU_NUM_WARPS = 4
 _GPU_NUM_STAGES = 1
-_INTERPRETER_TILE = 1 << 16
-_INTERPRETER_MAX_BLOCK_N = 1 << 14
+_INTERPRETER_BLOCK_N = 256
+_INTERPRETER_MAX_TILES = 8
+_INTERPRETER_TILE = 1 << 16  # elements per program: short rows share a program, as on a GPU
+_INTERPRETER_SPLITS = 4
+_INTERPRETER_SPLIT_FROM_TILES = 4
 MAX_SPLITS = 1024
 
 
@@ -96,10 +107,16 @@ def _cached_config(
 ) -> LaunchConfig:
     assert rows > 0 and cols > 0, "empty inputs never reach the kernel"
     if interpreter:
-        block_n = min(_next_pow2(cols), _INTERPRETER_MAX_BLOCK_N)
+        widest = max(_INTERPRETER_BLOCK_N, _next_pow2(math.ceil(cols / _INTERPRETER_MAX_TILES)))
+        block_n = min(_next_pow2(cols), widest)
         block_m = max(1, min(_INTERPRETER_TILE // block_n, _next_pow2(rows)))
         row_blocks = math.ceil(rows / block_m)
-        splits, num_warps = 1, 4
+        tiles_per_row = math.ceil(cols / block_n)
+        splits = 1
+        if tiles_per_row >= _INTERPRETER_SPLIT_FROM_TILES:
+            # Two tiles or more per partial (the last takes what is left), so the partials loop too.
+            splits = min(_INTERPRETER_SPLITS, tiles_per_row // 2)
+        num_warps = 4
     else:
         tile = _GPU_TILE_BYTES // element_size
         # A tile is always tile-sized, masked rows and columns included, rather than shrunk to a

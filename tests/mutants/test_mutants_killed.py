@@ -1,11 +1,15 @@
 """Each mutant is caught: its minimal input fails its expected check, and fuzzing finds it.
 
-The fuzzing runs here in-process (no worker) with the harness's default budget; a killed mutant
-stops at its first failure. The int32-offset mutant is caught by the huge-offset probe, which
-the harness runs after the fuzzer (the fuzzer's default examples stay far below 2**31 elements).
+The fuzzing runs here in-process (no worker) with the mutation harness's budget of 250 examples;
+a killed mutant stops at its first failure (plus shrinking). ``int32_offsets`` is fuzzed with
+``huge_offsets=True``, the inputs that reach 2**31 elements; the fuzzer's default examples stay
+far below that. Each counterexample then passes the same checks on the unmutated kernel, so it is
+the patch that was caught, not something the launcher or the policy does.
 """
 
 from __future__ import annotations
+
+import importlib
 
 import pytest
 import torch
@@ -14,13 +18,19 @@ import fuzz
 import reference
 from fuzz.checks import CheckFailure, run_checks
 from fuzz.layouts import Layout
-from fuzz.mutation import DEFAULT_BUDGET
-from fuzz.mutation_worker import run_probe
-from fuzz.strategies import Contract, LseInput, RowSpec
-from mutants import MUTANTS
-from mutants._launch import kernel_device, unmutated_lse
+from fuzz.strategies import LseInput, RowSpec
+from mutants import MUTANTS, UNMUTATED_TARGET
+from mutants._patch import kernel_device
 
-FUZZED = [name for name in MUTANTS if name != "int32_offsets"]
+BUDGET = 250  # the mutation harness's budget per mutant
+HUGE = {"int32_offsets"}  # killed only on inputs with offsets >= 2**31 elements
+
+
+def _resolve(target: str):
+    """What a TARGET string names: ``module:attribute`` through importlib and getattr, as the
+    harness's loader does (fuzz's loader is not used here: it is internal to fuzz)."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def _example(x: torch.Tensor) -> LseInput:
@@ -39,35 +49,28 @@ def test_the_minimal_input_fails_the_expected_check(name):
 
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_the_minimal_input_passes_the_expected_check_without_the_bug(name):
-    # The input exposes the bug, not something else: the unmutated kernel, launched the same
-    # way, passes the same check on it.
+    # The input exposes the bug, not something else: the unmutated kernel, loaded the same way
+    # (the empty patch), passes the same check on it.
     mutant = MUTANTS[name]
-    run_checks(unmutated_lse, _example(mutant.minimal_input()), checks=[mutant.expected_check])
+    run_checks(_resolve(UNMUTATED_TARGET), _example(mutant.minimal_input()), checks=[mutant.expected_check])
 
 
-@pytest.mark.parametrize("name", FUZZED)
+@pytest.mark.parametrize("name", list(MUTANTS))
 def test_fuzzing_kills_the_mutant(name, tmp_path):
     mutant = MUTANTS[name]
-    result = fuzz.check(mutant.load(), budget=DEFAULT_BUDGET, seed=0, device=kernel_device(),
-                        reproducer_dir=tmp_path, target=mutant.target)
+    result = fuzz.check(mutant.load(), budget=BUDGET, seed=0, device=kernel_device(), reproducer_dir=tmp_path,
+                        target=mutant.target, huge_offsets=name in HUGE)
     assert result.status is fuzz.Status.FAILED, result.summary()
     assert result.check == mutant.expected_check, result.summary()
+    assert f"--impl {mutant.target}" in result.summary() and result.reproducer.exists()
+    # The shrunk counterexample, with the same plan, passes every check on the unmutated kernel.
+    run_checks(_resolve(UNMUTATED_TARGET), result.counterexample, plan=result.plan)
+    if name in HUGE:
+        assert result.counterexample.x.storage_offset() >= 2**31
 
 
-def test_the_huge_offset_probe_kills_the_int32_mutant(tmp_path):
-    mutant = MUTANTS["int32_offsets"]
-    failure, example, count, seconds, path = run_probe(
-        mutant.load(), checks=tuple(fuzz.CHECKS), device=kernel_device(), contract=Contract.STRICT,
-        reproducer_dir=tmp_path, target=mutant.target)
-    assert isinstance(failure, CheckFailure) and failure.check == mutant.expected_check
-    assert example.x.storage_offset() >= 2**31 and failure.row == 2
-    assert path.exists() and mutant.target in failure.replay
-
-
-@pytest.mark.parametrize("impl", [reference.lse, unmutated_lse], ids=["reference.lse", "unmutated_lse"])
-def test_the_correct_kernel_passes_the_fuzzer_and_the_probe(impl, tmp_path):
-    result = fuzz.check(impl, budget=60, seed=0, device=kernel_device(), reproducer_dir=tmp_path)
+@pytest.mark.parametrize("impl", [reference.lse, UNMUTATED_TARGET], ids=["reference.lse", "unmutated"])
+def test_the_correct_kernel_passes_the_fuzzer_with_huge_offsets(impl, tmp_path):
+    impl = _resolve(impl) if isinstance(impl, str) else impl
+    result = fuzz.check(impl, budget=60, seed=0, device=kernel_device(), reproducer_dir=tmp_path, huge_offsets=True)
     assert result.passed, result.summary()
-    failure, *_ = run_probe(impl, checks=tuple(fuzz.CHECKS), device=kernel_device(), contract=Contract.STRICT,
-                            reproducer_dir=tmp_path, target="reference:lse")
-    assert failure is None, failure.message()

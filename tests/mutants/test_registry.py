@@ -1,4 +1,4 @@
-"""The registry matches the files, and every mutant file documents its one bug the same way."""
+"""The registry matches the files, and every mutant file is a docstring, a patch and an input."""
 
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ from pathlib import Path
 import pytest
 
 import mutants
-from fuzz.checks import CHECKS
-from mutants import MUTANTS, Mutant
+from fuzz import CHECKS
+from mutants import MUTANTS, UNMUTATED_TARGET, Mutant, Patch
 
 MUTANT_DIR = Path(mutants.__file__).parent
-SECTIONS = ("Bug:", "Pitfall:", "Documented:", "Killed by:", "Minimal input:")
+SECTIONS = ("Patch:", "Pitfall:", "Documented:", "Killed by:", "Minimal input:")
 REQUIRED = {"no_max_added", "masked_lanes_zero", "log_per_lane", "hardcoded_row_stride", "no_max_shift",
             "int32_offsets", "neg_inf_rows_nan", "one_tile_per_row", "online_no_rescale"}
 
 
 def test_public_api_is_listed():
-    assert sorted(mutants.__all__) == ["MUTANTS", "Mutant"]
+    assert sorted(mutants.__all__) == ["MUTANTS", "Mutant", "Patch", "PatchError", "UNMUTATED_TARGET"]
+    assert all(hasattr(mutants, name) for name in mutants.__all__)
+    assert UNMUTATED_TARGET == "mutants.patched:unmutated"
 
 
 def test_at_least_fourteen_mutants_including_the_required_pitfalls():
@@ -28,72 +30,77 @@ def test_at_least_fourteen_mutants_including_the_required_pitfalls():
 
 
 def test_every_mutant_file_is_registered_and_every_entry_has_a_file():
-    files = {p.stem for p in MUTANT_DIR.glob("*.py") if not p.name.startswith("_")}
+    files = {p.stem for p in MUTANT_DIR.glob("*.py") if not p.name.startswith("_")} - {"patched"}
     assert files == set(MUTANTS)
     for name, mutant in MUTANTS.items():
-        assert mutant.name == name
-        assert mutant.target == f"mutants.{name}:lse"
-        assert mutant.path == MUTANT_DIR / f"{name}.py"
+        assert isinstance(mutant, Mutant) and mutant.name == name
+        assert mutant.target == f"mutants.patched:{name}"
+        assert mutant.module == f"mutants.{name}"
+        assert mutant.patch is __import__(mutant.module, fromlist=["PATCH"]).PATCH
+
+
+def _docstring(name: str) -> str:
+    return ast.get_docstring(ast.parse((MUTANT_DIR / f"{name}.py").read_text()))
 
 
 @pytest.mark.parametrize("name", list(MUTANTS))
-def test_the_expected_check_exists_and_the_docstring_names_it(name):
+def test_the_docstring_documents_the_pitfall_the_patch_and_the_expected_check(name):
     mutant = MUTANTS[name]
     assert mutant.expected_check in CHECKS
-    doc = ast.get_docstring(ast.parse(mutant.source_text))
+    doc = _docstring(name)
     assert doc.startswith("Mutant: ")
     positions = [doc.find(section) for section in SECTIONS]
     assert all(p >= 0 for p in positions), f"{name}: missing one of {SECTIONS}"
     assert positions == sorted(positions), f"{name}: sections out of order"
     killed_by = doc[doc.find("Killed by:"):doc.find("Minimal input:")]
     assert f"``{mutant.expected_check}``" in killed_by
+    patch_section = doc[doc.find("Patch:"):doc.find("Pitfall:")]
+    assert mutant.patch.path in patch_section, f"{name}: the Patch section names the file it edits"
     assert mutant.pitfall and mutant.source
+    assert "# BUG" not in (MUTANT_DIR / f"{name}.py").read_text()  # the patch locates the bug now
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
 @pytest.mark.parametrize("name", list(MUTANTS))
-def test_one_bug_marker_pointing_at_a_code_line(name):
-    mutant = MUTANTS[name]
-    lines = mutant.source_text.splitlines()
-    markers = [i for i, line in enumerate(lines) if "# BUG:" in line]
-    assert len(markers) == 1, f"{name}: expected exactly one '# BUG:' marker, found {len(markers)}"
-    line, column, end_line, end_column = mutant.bug_location()
-    code = lines[line - 1]
-    assert line > markers[0] + 1 and code.strip() and not code.strip().startswith("#")
-    assert column == len(code) - len(code.lstrip()) + 1 and end_line == line and end_column == len(code) + 1
+def test_each_file_is_only_a_docstring_a_patch_and_a_minimal_input(name):
+    tree = ast.parse((MUTANT_DIR / f"{name}.py").read_text())
+    body = [node for node in tree.body if not _is_docstring(node)]
+    imports = [node for node in body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    modules = {alias.name for node in imports if isinstance(node, ast.Import) for alias in node.names}
+    modules |= {("." * node.level) + (node.module or "") for node in imports if isinstance(node, ast.ImportFrom)}
+    assert modules <= {"__future__", "torch", "._patch"}, f"{name}: imports no kernel and no launcher"
+    rest = [node for node in body if node not in imports]
+    assert [type(node) for node in rest] == [ast.Assign, ast.FunctionDef], f"{name}: PATCH = Patch(...), minimal_input"
+    patch, function = rest
+    assert [ast.unparse(t) for t in patch.targets] == ["PATCH"] and ast.unparse(patch.value.func) == "Patch"
+    assert {k.arg for k in patch.value.keywords} == {"path", "anchor", "replacement"}
+    assert all(not isinstance(n, ast.Name) for k in patch.value.keywords for n in ast.walk(k.value)), \
+        f"{name}: the patch is literal text"
+    assert function.name == "minimal_input" and not function.args.args
 
 
 @pytest.mark.parametrize("name", list(MUTANTS))
-def test_each_file_has_its_kernel_its_launcher_and_its_minimal_input(name):
-    tree = ast.parse(MUTANTS[name].source_text)
-    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    assert "lse" in functions and "minimal_input" in functions
-    kernels = [f for f in functions.values()
-               if any(ast.unparse(d) == "triton.jit" for d in f.decorator_list) and f.name.endswith("_kernel")]
-    if name == "empty_rows_wrong_shape":  # the bug is in the launcher; the kernel is the reference's
-        assert not kernels
-    else:
-        assert len(kernels) == 1, f"{name}: one @triton.jit kernel per file"
+def test_the_patch_is_a_patch_of_the_reference_package(name):
+    patch = MUTANTS[name].patch
+    assert isinstance(patch, Patch)
+    assert patch.path in {"reference/_lse_kernel.py", "reference/_lse_combine.py", "reference/_launch.py"}
+    assert patch.anchor != patch.replacement
 
 
-def test_the_registry_imports_no_kernel():
-    import subprocess
-    import sys
-
-    code = "import sys, mutants; print(any(m.startswith('mutants.') and m != 'mutants' for m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=MUTANT_DIR.parent)
-    assert out.stdout.strip() == "False"
+def test_no_two_mutants_are_the_same_patch():
+    patches = [(m.patch.path, m.patch.anchor, m.patch.replacement) for m in MUTANTS.values()]
+    assert len(set(patches)) == len(patches)
 
 
-def test_a_file_target_mutant_finds_its_file_and_input(tmp_path):
-    path = tmp_path / "my_mutant.py"
-    path.write_text("import torch\n\ndef lse(x):\n    # BUG: nothing\n    return x.sum(1)\n\n"
-                    "def minimal_input():\n    return torch.ones(1, 2)\n")
-    mutant = Mutant("mine", "sums", "nowhere", "agreement", f"{path}:lse")
-    assert mutant.path == path.resolve()
-    assert mutant.bug_location() == (5, 5, 5, 20)
-    assert mutant.minimal_input().tolist() == [[1.0, 1.0]]
-    assert mutant.load()(mutant.minimal_input()).tolist() == [2.0]
+def test_the_minimal_input_is_a_tensor_on_the_kernel_device():
+    from mutants._patch import kernel_device
+
+    for mutant in MUTANTS.values():
+        x = mutant.minimal_input()
+        assert x.dim() == 2 and x.device.type == kernel_device().type, mutant.name
 
 
 def test_sources_cite_something_checkable():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import inspect
 import math
 import subprocess
 import sys
@@ -11,8 +13,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import reference
-from reference import InvalidArgument, compare, lse
+from reference import InvalidArgument, _lse_combine, _lse_kernel, compare, lse
+from reference._device import interpreting
 from reference._launch import LaunchConfig, _align, launch_config, needs_int64
 from reference._lse_kernel import _launch
 
@@ -160,6 +162,100 @@ def test_launch_policy_on_a_gpu():
     few_long = cfg((256, 1048576))
     assert few_long.splits == 2 and few_long.cols_per_split * few_long.splits >= 1048576
     assert not cfg((8, 8)).int64
+
+
+INTERPRETER_POLICY = [
+    # (N, BLOCK_N, tiles per row, splits): one tile up to 256 columns (a masked tail unless N is a
+    # power of two), a loop of 2 or 3 tiles up to 768, a split with a loop in each partial from
+    # 769; past 2048 columns the tiles widen so that no row takes more than 8.
+    (1, 1, 1, 1),
+    (3, 4, 1, 1),
+    (256, 256, 1, 1),
+    (257, 256, 2, 1),
+    (768, 256, 3, 1),
+    (769, 256, 4, 2),
+    (2048, 256, 8, 4),
+    (2049, 512, 5, 2),
+    (65536, 8192, 8, 4),
+]
+
+
+@pytest.mark.parametrize(("cols", "block_n", "tiles", "splits"), INTERPRETER_POLICY,
+                         ids=[f"N={case[0]}" for case in INTERPRETER_POLICY])
+def test_launch_policy_in_the_interpreter(cols, block_n, tiles, splits):
+    cfg = launch_config(torch.empty((3, cols), device="meta"), interpreter=True)
+    assert (cfg.block_n, math.ceil(cols / cfg.block_n), cfg.splits) == (block_n, tiles, splits)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.integers(1, 5000), cols=st.integers(1, 2**22))
+def test_interpreter_policy_bounds(rows, cols):
+    """Every shape gets at most 8 tiles a row, at most 4 partials, and no empty partial."""
+    cfg = launch_config(torch.empty((rows, cols), device="meta"), interpreter=True)
+    tiles = math.ceil(cols / cfg.block_n)
+    assert cfg.block_n == 1 << (cfg.block_n.bit_length() - 1)
+    assert cfg.block_n >= min(256, cols) and tiles <= 8
+    assert (cfg.splits > 1) == (tiles >= 4) and cfg.splits <= 4
+    assert (cfg.splits - 1) * cfg.cols_per_split < cols <= cfg.splits * cfg.cols_per_split
+    assert cfg.block_m == 1 or cfg.block_m * cfg.block_n <= 2**16
+    assert cfg.grid == (math.ceil(rows / cfg.block_m), cfg.splits)
+
+
+def _line_of(module, text: str) -> int:
+    """The line number of the one source line of ``module`` that reads ``text`` (stripped)."""
+    lines = inspect.getsource(module).splitlines()
+    found = [number for number, line in enumerate(lines, 1) if line.strip() == text]
+    assert len(found) == 1, f"{text!r} is on lines {found} of {module.__name__}"
+    return found[0]
+
+
+LOOP_LOAD = (_lse_kernel, "x = tl.load(row_ptrs + cols[None, :] * stride_col)")
+TAIL_LOAD = (_lse_kernel, ('x = tl.load(row_ptrs + cols[None, :] * stride_col, mask=(cols < col_end)[None, :], '
+                           'other=-float("inf"))'))
+COMBINE_SUM = (_lse_combine, "row_sum = tl.sum(part_sum * _rescale(part_max, row_max[:, None]), axis=1)")
+
+
+def _lines_run(fn, *places) -> dict:
+    """How often each (module, line text) ran while ``fn()`` ran.
+
+    Triton's interpreter executes a kernel as Python compiled with the kernel file's name and line
+    numbers, so a line tracer sees which kernel lines ran, program by program.
+    """
+    wanted = {(inspect.getsourcefile(module), _line_of(module, text)): (module, text) for module, text in places}
+    counts = collections.Counter()
+
+    def local(frame, event, arg):
+        if event == "line" and (frame.f_code.co_filename, frame.f_lineno) in wanted:
+            counts[wanted[frame.f_code.co_filename, frame.f_lineno]] += 1
+        return local
+
+    files = {file for file, _ in wanted}
+    previous = sys.gettrace()
+    sys.settrace(lambda frame, event, arg: local if frame.f_code.co_filename in files else None)
+    try:
+        fn()
+    finally:
+        sys.settrace(previous)
+    return {place: counts[place] for place in places}
+
+
+@pytest.mark.skipif(not interpreting(), reason="traces the kernel's Python lines in Triton's interpreter")
+@pytest.mark.parametrize(("cols", "loop", "tail", "combine"), [
+    pytest.param(200, 0, 1, 0, id="N=200: one masked tile"),
+    pytest.param(256, 1, 0, 0, id="N=256: one full tile, through the loop"),
+    pytest.param(600, 2, 1, 0, id="N=600: a loop of two full tiles, then the tail"),
+    pytest.param(1024, 4, 0, 1, id="N=1024: two partials of two full tiles, then the combine"),
+    pytest.param(1000, 3, 1, 1, id="N=1000: partials of 2 tiles and of 1 tile + tail, then the combine"),
+])
+def test_loops_tails_and_splits_run_in_the_interpreter(cols, loop, tail, combine):
+    """reference.lse itself, on a CPU, takes the loop, the tail and the split-row combine for the N
+    the interpreter policy sends there (one row, so each count is of one row's tiles)."""
+    torch.manual_seed(cols)
+    x = torch.randn(1, cols) * 5
+    out = []
+    ran = _lines_run(lambda: out.append(lse(x)), LOOP_LOAD, TAIL_LOAD, COMBINE_SUM)
+    assert (ran[LOOP_LOAD], ran[TAIL_LOAD], ran[COMBINE_SUM]) == (loop, tail, combine)
+    _assert_agrees(x, out[0])
 
 
 def test_int64_is_chosen_from_the_largest_offset():
