@@ -21,8 +21,9 @@ LAYERS = [
     ("reference",),
     ("mutants",),
     ("fuzz._version", "fuzz.defaults", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
-     "fuzz.layouts"),
-    ("fuzz.strategies", "fuzz.profiles", "fuzz.static_scan", "fuzz.autotune"),
+     "fuzz.layouts", "fuzz.autotune"),
+    ("fuzz.contract",),
+    ("fuzz.strategies", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing"),
     ("fuzz.checks",),
     ("fuzz.reproducer", "fuzz.runner", "fuzz.isolation"),
     ("fuzz.grading",),
@@ -40,6 +41,7 @@ DELIBERATE = {
     "fuzz.commands.replay": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.plugin": "pytest loads the plugin in every run; torch only when an option asks for it",
     "fuzz.isolation.worker": "the target loader imports the kernels only after the worker set its device mode",
+    "mutants._patch": "importing the registry must not define the reference kernels (Triton's mode is fixed then)",
 }
 
 

@@ -82,6 +82,20 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidArgument(f"--show={args.show!r} is not a mutant; choose from: {', '.join(MUTANTS)}.")
         print(MUTANTS[args.show].diff(), end="")
         return ExitCode.OK
+    # The flags as typed: the analysis validates its arguments too, by their Python names.
+    from .. import validate
+    from ..checks import validate_checks
+
+    validate.integer(args.budget, name="--budget", low=1)
+    validate.integer(args.seed, name="--seed", low=0)
+    if args.jobs is not None:
+        validate.integer(args.jobs, name="--jobs", low=1)
+    validate.number(args.timeout_factor, name="--timeout-factor", low=0)
+    validate.number(args.timeout_floor, name="--timeout-floor", low=1)
+    if args.max_elements is not None:
+        validate.integer(args.max_elements, name="--max-elements", low=1)
+    if args.checks:
+        validate_checks(args.checks, name="--checks")
     errors = Console(stderr=True)
     with _Progress(errors, args.show_progress) as update:
         try:

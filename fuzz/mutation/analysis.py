@@ -86,14 +86,17 @@ GATE_BROKEN: tuple[tuple[str, str], ...] = (
 """(label, target) of the deliberately broken implementations the suite must catch."""
 
 
-def _resolve_mutants(mutants) -> list[Mutant]:
+def _resolve_mutants(mutants) -> list:
+    """The mutants to run: names in the registry, :class:`mutants.Mutant` objects, or anything
+    else with a ``name``, ``pitfall``, ``source``, ``expected_check`` and a loadable ``target``
+    (the test suite plants implementations with known statuses that way)."""
     if mutants is None:
         return list(MUTANTS.values())
-    if isinstance(mutants, (str, Mutant)):
+    if isinstance(mutants, str) or hasattr(mutants, "target"):
         mutants = [mutants]
     chosen = []
     for item in mutants:
-        if isinstance(item, Mutant):
+        if isinstance(item, Mutant) or (not isinstance(item, str) and hasattr(item, "target")):
             chosen.append(item)
         elif isinstance(item, str) and item in MUTANTS:
             chosen.append(MUTANTS[item])

@@ -23,7 +23,6 @@ from mutants import MUTANTS, UNMUTATED_TARGET
 from mutants._patch import kernel_device
 
 BUDGET = 250  # the mutation harness's budget per mutant
-HUGE = {"int32_offsets"}  # killed only on inputs with offsets >= 2**31 elements
 
 
 def _resolve(target: str):
@@ -59,13 +58,13 @@ def test_the_minimal_input_passes_the_expected_check_without_the_bug(name):
 def test_fuzzing_kills_the_mutant(name, tmp_path):
     mutant = MUTANTS[name]
     result = fuzz.check(mutant.load(), budget=BUDGET, seed=0, device=kernel_device(), reproducer_dir=tmp_path,
-                        target=mutant.target, huge_offsets=name in HUGE)
+                        target=mutant.target)  # default options: huge offsets included
     assert result.status is fuzz.Status.FAILED, result.summary()
     assert result.check == mutant.expected_check, result.summary()
     assert f"--impl {mutant.target}" in result.summary() and result.reproducer.exists()
     # The shrunk counterexample, with the same plan, passes every check on the unmutated kernel.
     run_checks(_resolve(UNMUTATED_TARGET), result.counterexample, plan=result.plan)
-    if name in HUGE:
+    if name == "int32_offsets":
         assert result.counterexample.x.storage_offset() >= 2**31
 
 

@@ -1,7 +1,7 @@
-"""End to end: the gate, one worker process per mutant, the statuses of planted doubles
+"""End to end: the gate, every mutant graded on the worker pool, the statuses of planted doubles
 (equivalent, crash, hang, compile error), the kill matrix, and the ``lse-fuzz mutants`` command.
 
-These start worker processes (about 3 s each to import torch and triton), so budgets are small.
+These start worker processes, so budgets are small.
 """
 
 from __future__ import annotations
@@ -10,17 +10,16 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import planted
+from planted import planted_mutant as planted
 
-from fuzz.mutation import CellResult, GateFailure, GateResult, MutantStatus, RawOutcome, run_mutation_analysis
-from fuzz.mutation_report import stryker_report, validate_report
+from fuzz.mutation import (Cell, GateFailure, GateResult, run_mutation_analysis, stryker_report, validate_report,
+                           write_reports)
+from fuzz.outcomes import MutantStatus
 from mutants import MUTANTS
-from mutants._launch import kernel_device
 
 ROOT = Path(__file__).resolve().parents[3]
 BUDGET = 25
@@ -38,12 +37,10 @@ PLANTED_STATUS = {
 def test_planted_doubles_are_classified_and_reported(tmp_path):
     # One analysis for all of them (the gate and the worker start-ups are the expensive part).
     chosen = [planted(name) for name in PLANTED_STATUS] + [MUTANTS["no_max_added"]]
-    started = time.monotonic()
     # The equivalent mutant runs the whole budget, like the gate's baseline: twice the baseline
     # leaves room for a busy machine; the hang costs max(2 * baseline, 20 s).
     report = run_mutation_analysis(chosen, jobs=2, budget=BUDGET, seed=0, timeout_factor=2.0,
                                    timeout_floor=20.0, out_dir=tmp_path)
-    seconds = time.monotonic() - started
     results = {r.name: r for r in report.results}
 
     statuses = {name: results[f"planted_{name}"].status for name in PLANTED_STATUS}
@@ -70,15 +67,16 @@ def test_planted_doubles_are_classified_and_reported(tmp_path):
     assert report.exit_code == 1
     assert all(g.ok for g in report.gate) and len(report.gate) == 3
     assert report.timeout_seconds == pytest.approx(max(2 * report.baseline_seconds, 20.0))
-    # In parallel: one after the other, the workers would take at least the sum of their times.
-    assert seconds < report.gate_seconds + sum(r.wall_seconds for r in report.results)
 
-    paths = report.write(tmp_path)
+    paths = write_reports(report, tmp_path)
     data = json.loads(paths["json"].read_text())
     validate_report(data)
-    by_id = {m["id"]: m["status"] for f in data["files"].values() for m in f["mutants"]}
-    assert by_id["planted_hang"] == "Timeout" and by_id["planted_compile_error"] == "CompileError"
-    assert any(key.endswith("tests/mutants/planted/hang.py") for key in data["files"])
+    by_id = {m["id"]: m for f in data["files"].values() for m in f["mutants"]}
+    assert by_id["planted_hang"]["status"] == "Timeout" and by_id["planted_compile_error"]["status"] == "CompileError"
+    assert any(key.endswith("tests/implementations/mutants/hang.py") for key in data["files"])
+    # A bundled mutant is located by its patch in the reference file it edits.
+    assert by_id["no_max_added"]["replacement"] == MUTANTS["no_max_added"].patch.replacement
+    assert "reference/_lse_combine.py" in data["files"]
     assert "planted_equivalent" in paths["markdown"].read_text()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".work-")]
 
@@ -99,7 +97,7 @@ def test_the_gate_refuses_to_score_when_the_suite_cannot_tell_right_from_wrong(t
 def test_the_kill_matrix_runs_every_check_alone(tmp_path):
     chosen = ["agreement", "input_unchanged", "determinism"]
     report = run_mutation_analysis(["input_as_scratch"], jobs=2, budget=8, matrix=True,
-                                   checks=chosen, out_dir=tmp_path, huge_probe=False)
+                                   checks=chosen, out_dir=tmp_path)
     result = report.results[0]
     assert set(result.matrix) == set(chosen)
     assert "input_unchanged" in result.killed_by
@@ -125,12 +123,13 @@ def test_cli_lists_the_mutants(capsys):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["no_such_mutant"], "lse-fuzz: error: mutant 'no_such_mutant' is not in mutants.MUTANTS; choose from: "),
-    (["--budget", "0"], "lse-fuzz: error: budget=0; expected an int >= 1."),
-    (["--jobs", "0"], "lse-fuzz: error: jobs=0; expected an int >= 1."),
-    (["--timeout-floor", "0"], "lse-fuzz: error: timeout_floor=0.0; expected a number >= 1."),
+    (["--budget", "0"], "lse-fuzz: error: --budget=0; expected an int >= 1."),
+    (["--jobs", "0"], "lse-fuzz: error: --jobs=0; expected an int >= 1."),
+    (["--timeout-floor", "0"], "lse-fuzz: error: --timeout-floor=0.0; expected a number >= 1."),
     (["no_max_added", "no_max_added"], "lse-fuzz: error: mutants: no_max_added given twice"),
-    (["--checks", "agreement,nope"], "lse-fuzz: error: checks=['agreement', 'nope']: unknown 'nope'; choose from"),
-], ids=["unknown mutant", "budget", "jobs", "timeout floor", "duplicate", "unknown check"])
+    (["--checks", "agreement,nope"], "lse-fuzz: error: --checks=['agreement', 'nope']: unknown 'nope'; choose from"),
+    (["--show", "nope"], "lse-fuzz: error: --show='nope' is not a mutant; choose from: no_max_added"),
+], ids=["unknown mutant", "budget", "jobs", "timeout floor", "duplicate", "unknown check", "show unknown"])
 def test_cli_bad_arguments_exit_2_with_one_line(args, message, capsys, tmp_path):
     from fuzz.cli import main
 
@@ -144,17 +143,17 @@ def test_cli_bad_arguments_exit_2_with_one_line(args, message, capsys, tmp_path)
 def test_cli_gate_failure_exits_2_with_the_gate_report(monkeypatch, capsys):
     from fuzz.commands import mutants as command
 
-    raw = RawOutcome(result={"outcome": "failed", "check": "agreement"})
-    cell = CellResult((), MutantStatus.KILLED, "check 'agreement' failed: row 0 differs", raw, 1.0)
+    cell = Cell((), {"verdict": "fail", "check": "agreement", "details": "check 'agreement' failed: row 0 differs"},
+                1.0)
     gate = [GateResult("reference.lse", "reference:lse", "pass", cell)]
 
     def fail(*args, **kwargs):
         raise GateFailure(gate)
 
     monkeypatch.setattr("fuzz.mutation.run_mutation_analysis", fail)
-    args = SimpleNamespace(list=False, names=[], jobs=1, budget=1, seed=0, device=None, contract="strict",
+    args = SimpleNamespace(list=False, show=None, names=[], jobs=1, budget=1, seed=0, device=None, contract="strict",
                            timeout_factor=1.0, timeout_floor=1.0, matrix=False, checks=None, out_dir=".",
-                           huge_probe=True, max_elements=None, show_progress=False)
+                           max_elements=None, show_progress=False)
     assert command.run(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("lse-fuzz: error: the fuzz suite failed the gate, so no mutant was scored:")
@@ -170,13 +169,10 @@ def test_cli_end_to_end_writes_both_reports(tmp_path):
     assert "score 100.0%" in (tmp_path / "mutation.md").read_text()
 
 
-def test_cells_after_a_crash_run_in_a_fresh_worker(tmp_path):
-    from fuzz.mutation import _Job, _Runner, _Settings, _worker_env
+def test_cli_shows_a_mutants_patch_as_a_diff(capsys):
+    from fuzz.cli import main
 
-    settings = _Settings(budget=5, seed=0, device=str(kernel_device()), contract="strict", huge_probe=False,
-                         work_dir=tmp_path, reproducer_dir=tmp_path / "reproducers", env=_worker_env())
-    job = _Job("crash-once", f"{Path(__file__).parent / 'planted' / 'crash_once.py'}:lse",
-               (("agreement",), ("bounds",)))
-    first, second = _Runner(settings).run_job(job, timeout=120.0)
-    assert first.status is MutantStatus.RUNTIME_ERROR and "SIGABRT" in first.reason
-    assert second.status is MutantStatus.SURVIVED and second.checks == ("bounds",)
+    assert main(["mutants", "--show", "tail_mask_off_by_one"]) == 0
+    out = capsys.readouterr().out
+    assert out == MUTANTS["tail_mask_off_by_one"].diff()
+    assert out.startswith("--- a/reference/") and "+" in out and "cols <= col_end" in out

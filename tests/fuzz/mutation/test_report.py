@@ -7,35 +7,40 @@ import copy
 import io
 import json
 
+from pathlib import Path
+
 import jsonschema
 import pytest
 
 from fuzz.checks import CHECKS
-from fuzz.mutation import CellResult, GateResult, MutantResult, MutantStatus, MutationReport, RawOutcome, classify
-from fuzz.mutation_report import SCHEMA_PATH, markdown_summary, rich_tables, schema, stryker_report, validate_report
+from fuzz.mutation import (Cell, GateResult, MutantResult, MutationReport, markdown_summary, rich_tables,
+                           stryker_report, validate_report, write_reports)
+from fuzz.mutation.report import SCHEMA_PATH, schema
+from fuzz.outcomes import MutantStatus
 from mutants import MUTANTS
 
+ROOT = Path(__file__).resolve().parents[3]
+
+# A grading record (what the worker pool's job returns) for each status.
 RECORDS = {
-    MutantStatus.KILLED: {"outcome": "failed", "check": "agreement", "examples": 12, "seconds": 1.5, "stage": "fuzz",
-                          "message": "check 'agreement' failed: row 0 differs\n  replay:   python -m fuzz replay x.pt",
+    MutantStatus.KILLED: {"verdict": "fail", "check": "agreement", "examples": 12, "result": {"seconds": 1.5},
+                          "details": "check 'agreement' failed: row 0 differs\n  replay:   python -m fuzz replay x.pt",
                           "counterexample": {"description": "float32 (1, 3) contiguous on cpu; rows: 1 x zeros"}},
-    MutantStatus.SURVIVED: {"outcome": "passed", "examples": 200, "seconds": 20.0, "stage": "fuzz"},
-    MutantStatus.COMPILE_ERROR: {"outcome": "raised", "examples": 1, "seconds": 0.1, "message": "InterpreterError",
+    MutantStatus.SURVIVED: {"verdict": "pass", "examples": 200, "result": {"seconds": 20.0}},
+    MutantStatus.TIMEOUT: {"verdict": "timeout", "reason": "the grader stopped it: no result within the time limit "
+                                                           "of 30 s: its driver was killed"},
+    MutantStatus.RUNTIME_ERROR: {"verdict": "crash", "reason": "crashed: the worker was killed by SIGSEGV",
+                                 "details": "Fatal Python error: Segmentation fault"},
+    MutantStatus.COMPILE_ERROR: {"verdict": "error", "examples": 1, "reason": "InterpreterError raised",
                                  "exception": [{"type": "triton.runtime.errors.InterpreterError",
                                                 "mro": ["triton.runtime.errors.InterpreterError"]}]},
 }
 
 
-def _cell(status: MutantStatus, checks=()) -> CellResult:
-    if status is MutantStatus.TIMEOUT:
-        raw = RawOutcome(timed_out=True, timeout=30.0)
-    elif status is MutantStatus.RUNTIME_ERROR:
-        raw = RawOutcome(returncode=-11, stderr="Fatal Python error: Segmentation fault")
-    else:
-        raw = RawOutcome(result=dict(RECORDS[status], cell=0))
-    got, reason = classify(raw)
-    assert got is status
-    return CellResult(tuple(checks), got, reason, raw, wall_seconds=3.0)
+def _cell(status: MutantStatus, checks=()) -> Cell:
+    cell = Cell(tuple(checks), dict(RECORDS[status]), wall_seconds=3.0)
+    assert cell.status is status
+    return cell
 
 
 def _report(statuses, *, matrix=False) -> MutationReport:
@@ -48,7 +53,7 @@ def _report(statuses, *, matrix=False) -> MutationReport:
                         for name in CHECKS}
         results.append(MutantResult(mutant, status, cell.reason, cell, matrix=by_check))
     gate = [GateResult("reference.lse", "reference:lse", "pass", _cell(MutantStatus.SURVIVED)),
-            GateResult("reference.lse + 1", "fuzz.mutation_gate:lse_plus_one", "fail", _cell(MutantStatus.KILLED))]
+            GateResult("reference.lse + 1", "fuzz.mutation.gate:lse_plus_one", "fail", _cell(MutantStatus.KILLED))]
     config = {"budget": 200, "seed": 0, "device": "cpu", "contract": "strict", "jobs": 2, "matrix": matrix}
     return MutationReport(results=results, gate=gate, config=config, baseline_seconds=20.0, timeout_seconds=60.0,
                           gate_seconds=25.0, mutation_seconds=70.0, setup_seconds=0.5, matrix=matrix)
@@ -77,16 +82,19 @@ def test_the_json_report_is_valid_against_the_schema(matrix):
     killed_by = [MUTANTS["no_max_added"].expected_check] if matrix else ["agreement"]
     assert mutant["killedBy"] == killed_by and mutant["status"] == "Killed"
     assert "row 0 differs" in mutant["statusReason"]
-    assert first["source"] == MUTANTS["no_max_added"].source_text
-    assert list(data["files"])[0] == "mutants/no_max_added.py"
-    assert {t["id"] for t in data["testFiles"]["fuzz/checks.py"]["tests"]} == set(CHECKS)
+    path = MUTANTS["no_max_added"].location()[0]
+    assert list(data["files"])[0] == path and first["source"] == (ROOT / path).read_text()
+    assert {t["id"] for t in data["testFiles"]["fuzz/checks/__init__.py"]["tests"]} == set(CHECKS)
 
 
-def test_the_bug_location_is_the_line_after_the_marker():
+def test_a_mutants_location_is_the_span_its_patch_replaces():
+    mutant = MUTANTS["no_max_added"]
     data = stryker_report(_report([MutantStatus.KILLED]))
-    location = data["files"]["mutants/no_max_added.py"]["mutants"][0]["location"]
-    line = MUTANTS["no_max_added"].source_text.splitlines()[location["start"]["line"] - 1]
-    assert "tl.log(row_sum)" in line
+    entry = data["files"][mutant.location()[0]]["mutants"][0]
+    start, end = entry["location"]["start"], entry["location"]["end"]
+    line = data["files"][mutant.location()[0]]["source"].splitlines()[start["line"] - 1]
+    assert line[start["column"] - 1:end["column"] - 1] == mutant.patch.anchor
+    assert entry["replacement"] == mutant.patch.replacement
 
 
 CORRUPTIONS = [
@@ -152,6 +160,6 @@ def test_the_terminal_tables_render():
 
 
 def test_write_puts_both_reports_in_the_directory(tmp_path):
-    paths = _report(ALL_STATUSES).write(tmp_path / "out")
+    paths = write_reports(_report(ALL_STATUSES), tmp_path / "out")
     validate_report(json.loads(paths["json"].read_text()))
     assert paths["markdown"].read_text().startswith("## ")
