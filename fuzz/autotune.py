@@ -227,7 +227,7 @@ def _references(obj: object) -> list[object]:
     if _is_library(type(obj).__module__):
         return []
     # A callable object: its __call__ and what it holds.
-    return [getattr(type(obj), "__call__", None), *getattr(obj, "__dict__", {}).values()]
+    return [type(obj).__call__, *getattr(obj, "__dict__", {}).values()]
 
 
 def _function_references(function: types.FunctionType) -> list[object]:
