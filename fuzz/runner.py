@@ -22,8 +22,9 @@ from hypothesis import errors as hypothesis_errors
 
 from reference.errors import InvalidArgument
 
-from . import defaults, validate
+from . import autotune, defaults, validate
 from .checks import METAMORPHIC, Plan, run_checks, validate_checks
+from .checks.context import Pin
 from .failures import CheckFailure, ImplError
 from .outcomes import ImplLost, Status, run_status
 from .profiles import PROFILES, database_for, profile_settings
@@ -58,6 +59,7 @@ class CheckResult:
     reproducer: Path | None = None
     notes: list[str] = field(default_factory=list)
     slow: list[SlowCall] = field(default_factory=list)  # calls far slower than reference.lse (findings, not failures)
+    tuning: list[str] = field(default_factory=list)  # the autotuned kernels found, one config pinned per example
 
     @property
     def passed(self) -> bool:
@@ -82,7 +84,7 @@ class CheckResult:
         if self.passed:
             head = (f"PASSED {self.target}: {pace}; checks: {', '.join(self.checks)}; "
                     f"contract {self.contract.describe()}; seed {self.seed}")
-            return "\n".join([head, *self._slow_lines()])
+            return "\n".join([head, *self._tuning_lines(), *self._slow_lines()])
         what = f"check {self.check!r}" if self.check else "the implementation raised"
         lines = [f"{self.status.name} {self.target}: {what} after {pace}; seed {self.seed}"]
         lines.extend(self.notes)
@@ -90,6 +92,11 @@ class CheckResult:
             lines.append(self.failure.message())
         lines.extend(self._slow_lines())
         return "\n".join(lines)
+
+    def _tuning_lines(self) -> list[str]:
+        if not self.tuning:
+            return []
+        return ["autotuned kernels, one configuration pinned per example: " + "; ".join(self.tuning)]
 
     def _slow_lines(self) -> list[str]:
         if not self.slow:
@@ -125,6 +132,7 @@ class CheckResult:
             "reproducer": None if self.reproducer is None else str(self.reproducer),
             "notes": list(self.notes),
             "slow": [call.to_dict() for call in self.slow],
+            "tuning": list(self.tuning),
         }
 
 
@@ -136,11 +144,37 @@ class _Falsified(Exception):
         self.failure, self.example, self.plan = failure, example, plan
 
 
-def plans(checks: Iterable[str]) -> st.SearchStrategy[Plan]:
-    """One metamorphic check per example (among those selected) and the seed of its transformation."""
+def plans(checks: Iterable[str], configs: int = 1) -> st.SearchStrategy[Plan]:
+    """One metamorphic check per example (among those selected), the seed of its transformation,
+    and, when the implementation has ``configs`` > 1 autotune configurations, the one every call of
+    the example pins (drawn per example, not per call: two configs may round differently, and
+    the determinism check compares two calls). Nothing is drawn for an untuned implementation, so
+    its examples do not change."""
     names = [name for name in checks if name in METAMORPHIC]
     metamorphic = st.sampled_from(names) if names else st.none()
-    return st.builds(Plan, metamorphic=metamorphic, seed=st.integers(0, 2**32 - 1))
+    config = st.integers(0, configs - 1) if configs > 1 else st.none()
+    return st.builds(Plan, metamorphic=metamorphic, seed=st.integers(0, 2**32 - 1), config=config)
+
+
+@dataclass(frozen=True)
+class _Tuning:
+    """The implementation's autotuned kernels: how to pin one configuration, how many there are."""
+
+    pin: Pin | None = None
+    combinations: int = 1
+    description: tuple[str, ...] = ()
+
+
+def _tuning(impl: Callable) -> _Tuning:
+    """An isolated implementation reports its worker's kernels; an in-process one is searched here."""
+    if hasattr(impl, "tuning"):
+        combinations, description = impl.tuning()
+        return _Tuning(impl.pinned, combinations, tuple(description)) if combinations else _Tuning()
+    tuners = autotune.discover(impl)
+    if not tuners:
+        return _Tuning()
+    return _Tuning(lambda choice: autotune.pinned(tuners, choice), autotune.combinations(tuners),
+                   tuple(autotune.describe(tuners)))
 
 
 def check(
@@ -199,11 +233,12 @@ def check(
     target = describe_target(impl) if target is None else target
     inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
                         huge_offsets=huge_offsets)
+    tuning = _tuning(impl)
     state = _RunState()
 
     @settings(base, max_examples=budget, database=db)
     @hypothesis_seed(seed)
-    @given(example=inputs, plan=plans(names))
+    @given(example=inputs, plan=plans(names, tuning.combinations))
     def run_one(example: LseInput, plan: Plan) -> None:
         state.examples += 1
         if state.release_device_memory:
@@ -217,7 +252,7 @@ def check(
         pending = _save_pending(example, plan, names, contract, reproducer_dir) if example.layout.is_huge else None
         try:
             run_checks(impl, example, checks=names, plan=plan, contract=contract, time_limit=time_limit,
-                       on_slow=state.note_slow)
+                       on_slow=state.note_slow, pin=tuning.pin)
         except (CheckFailure, ImplError) as exc:
             failure = exc
         except ImplLost as lost:
@@ -252,7 +287,7 @@ def check(
     result = CheckResult(
         status=run_status(None if falsified is None else falsified.failure, reproduced=reproduced),
         examples=state.examples, seconds=seconds, target=target, seed=seed, budget=budget,
-        contract=contract, checks=names, slow=list(state.slow.values()),
+        contract=contract, checks=names, slow=list(state.slow.values()), tuning=list(tuning.description),
     )
     if falsified is not None:
         _record_failure(result, falsified, reproducer_dir)
@@ -344,7 +379,8 @@ def replay(
     started = time.perf_counter()
     failure = None
     try:
-        run_checks(impl, example, checks=saved.checks, plan=saved.plan, contract=saved.contract)
+        run_checks(impl, example, checks=saved.checks, plan=saved.plan, contract=saved.contract,
+                   pin=_tuning(impl).pin)
     except (CheckFailure, ImplError) as exc:
         failure = exc
     result = CheckResult(

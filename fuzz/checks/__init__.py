@@ -21,7 +21,7 @@ from ..failures import CheckFailure, ImplError
 from ..strategies import LseInput
 from ..timing import SlowCall
 from . import first_call, metamorphic
-from .context import Context, Impl, Plan
+from .context import Context, Impl, Pin, Plan
 
 __all__ = ["CHECKS", "METAMORPHIC", "Check", "CheckFailure", "ImplError", "Plan", "Stage", "run_checks",
            "validate_checks"]
@@ -129,19 +129,20 @@ def validate_checks(checks: Iterable[str] | str | None, *, name: str = "checks")
 
 def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = None, plan: Plan | None = None,
                contract: Contract | str = Contract.STRICT, time_limit: float | None = None,
-               on_slow: Callable[[SlowCall], None] | None = None) -> None:
+               on_slow: Callable[[SlowCall], None] | None = None, pin: Pin | None = None) -> None:
     """Run the selected checks on one example; raise the first :class:`CheckFailure` or :class:`ImplError`.
 
     All first-call checks run, then determinism, then only the metamorphic check the plan names
     (default: the first selected one). ``contract`` is the declared one (its output dtype policy
     is what ``output_contract`` holds the result to). A call slower than ``time_limit`` seconds
     fails the check ``time_limit``; without one, a slow call is passed to ``on_slow`` (see
-    :mod:`fuzz.timing`).
+    :mod:`fuzz.timing`). ``pin(plan.config)`` wraps every call (see :mod:`fuzz.autotune`); the
+    configurations the failing call ran are added to the failure's report.
     """
     names = validate_checks(checks)
     if plan is None:
         plan = Plan(next((n for n in names if n in METAMORPHIC), None))
-    ctx = Context(impl, example, plan, Contract.parse(contract), time_limit=time_limit, on_slow=on_slow)
+    ctx = Context(impl, example, plan, Contract.parse(contract), time_limit=time_limit, on_slow=on_slow, pin=pin)
     try:
         ctx.out = ctx.call(example.x, "the first call")
         for name in names:
@@ -151,7 +152,8 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
     except CheckFailure as failure:
         failure.why = failure.why or (CHECKS[failure.check].why if failure.check in CHECKS else "")
         failure.input = example.describe()
+        failure.details.extend(f"config:   {line}" for line in ctx.configs)
         raise
     except ImplError as error:
-        error.input = example.describe()
+        error.input = example.describe() + "".join(f"; config {line}" for line in ctx.configs)
         raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 import zlib
@@ -23,17 +24,25 @@ Impl = Callable[[torch.Tensor], object]
 
 @dataclass(frozen=True)
 class Plan:
-    """Which metamorphic check an example runs, and the seed its transformation derives from."""
+    """Which metamorphic check an example runs, the seed its transformation derives from, and
+    (for an implementation with autotuned kernels) which configuration every call of the example
+    pins (:func:`fuzz.autotune.pinned`; None: the autotuner's own pick)."""
 
     metamorphic: str | None = None
     seed: int = 0
+    config: int | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"metamorphic": self.metamorphic, "seed": self.seed}
+        return {"metamorphic": self.metamorphic, "seed": self.seed, "config": self.config}
 
     @classmethod
     def from_dict(cls, data: dict) -> Plan:
-        return cls(data.get("metamorphic"), int(data.get("seed", 0)))
+        config = data.get("config")
+        return cls(data.get("metamorphic"), int(data.get("seed", 0)), None if config is None else int(config))
+
+
+Pin = Callable[[int | None], contextlib.AbstractContextManager]
+"""pin(choice) -> a context manager under which the implementation's autotuned kernels run one config."""
 
 
 class Snapshot:
@@ -69,27 +78,34 @@ class Context:
     """The state the checks of one example share."""
 
     def __init__(self, impl: Impl, example: LseInput, plan: Plan, contract: Contract = Contract.STRICT, *,
-                 time_limit: float | None = None, on_slow: Callable[[SlowCall], None] | None = None) -> None:
+                 time_limit: float | None = None, on_slow: Callable[[SlowCall], None] | None = None,
+                 pin: Pin | None = None) -> None:
         self.impl = impl
         self.example = example
         self.plan = plan
         self.contract = contract
         self.time_limit = time_limit
         self.on_slow = on_slow
+        self.pin = pin
+        self.configs: list[str] = []  # the autotune configs the last call ran (for the failure report)
         self.snapshot = Snapshot(example.x)
         self.out: object = None
         self._comparison = None
 
     def call(self, x: torch.Tensor, call: str) -> object:
         started = time.perf_counter()
+        pinning = self.pin(self.plan.config) if self.pin is not None else contextlib.nullcontext()
+        pinned = None
         try:
             # Triton's interpreter evaluates masked lanes with numpy and warns about inf - inf;
             # those warnings say nothing about the implementation.
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), pinning as pinned:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 out = self.impl(x)
         except Exception as exc:  # anything the implementation raises is its error, not ours
+            self.configs = _lines(pinned)
             raise ImplError(call, exc) from None
+        self.configs = _lines(pinned)
         elapsed = time.perf_counter() - started
         if elapsed > SLOW_FLOOR or (self.time_limit is not None and elapsed > self.time_limit):
             self._timed(x, call, elapsed)
@@ -123,6 +139,12 @@ class Context:
 
     def rng(self, check: str) -> np.random.Generator:
         return np.random.default_rng([self.plan.seed, zlib.crc32(check.encode())])
+
+
+def _lines(pinned: object) -> list[str]:
+    """What a pinning context reported (fuzz.autotune.Pinning, or an isolated worker's lines)."""
+    lines = getattr(pinned, "lines", None)
+    return list(lines() if callable(lines) else lines or [])
 
 
 def rows_of(check: str, out: object, rows: int, device: torch.device) -> torch.Tensor:

@@ -120,6 +120,13 @@ def _raised(header: dict) -> CandidateRaised:
                                                           header.get("chain"))
 
 
+@dataclass
+class _Pinned:
+    """What the worker said its autotuned kernels ran in a call made under :meth:`IsolatedImpl.pinned`."""
+
+    lines: list[str] | None = None
+
+
 class ReturnedObject:
     """Stands in for a non-tensor the candidate returned; subclasses carry its type's name."""
 
@@ -201,6 +208,9 @@ class IsolatedImpl:
         self.environ = environ
         self.calibrate = calibrate  # seconds a trusted implementation takes on an input: the second deadline
         self.second_deadline: tuple[float, float] | None = None  # (seconds, reference seconds) of the last one
+        self._tuning: dict = {"combinations": 0, "description": []}  # the worker's autotuned kernels
+        self._config: int | None = None  # the configuration pinned for the calls in progress
+        self._pinning: _Pinned | None = None
         self.guard = None  # optional: a context manager factory each call runs inside (a GPU lock)
         self.calls = 0
         self.input_changes = 0  # calls after which the input's bytes differed from what was sent
@@ -257,6 +267,7 @@ class IsolatedImpl:
             self._deadline = started + self.timeout
         reply = self._receive(min(self.load_timeout, self._time_left()), what="loading the target")
         self.load_seconds = time.monotonic() - started
+        self._tuning = reply[0].get("tuning") or self._tuning
         if reply[0]["op"] == "load_failed":
             message = reply[0]["message"]
             self.close()
@@ -389,6 +400,7 @@ class IsolatedImpl:
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"IsolatedImpl takes a tensor, got {type(x).__name__}")
         spec, frame = encode_input(x)
+        spec["config"] = self._config
         self.calls += 1
         what = f"call {self.calls} on a {tuple(x.shape)} {wire.dtype_name(x.dtype)} input"
         with self.guard() if self.guard is not None else contextlib.nullcontext():
@@ -398,6 +410,8 @@ class IsolatedImpl:
                 pass  # the worker is gone; _receive reports how
             header, frames = self._receive_call(what, x)
         op = header.get("op")
+        if self._pinning is not None:
+            self._pinning.lines = list(header.get("configs") or [])
         if op == "returned":
             self.candidate_seconds += float(header.get("seconds", 0.0))
             if header.get("input_changed"):
@@ -419,6 +433,25 @@ class IsolatedImpl:
                              returncode=code if code is not None else header.get("code"), x=x,
                              reaped=code is not None)
         raise self._lose(Outcome.CRASHED, f"the worker sent an unexpected {op!r} message during {what}", x=x)
+
+    # -- autotuned kernels (see fuzz.autotune) -------------------------------------------------
+
+    def tuning(self) -> tuple[int, list[str]]:
+        """(how many configuration combinations the worker's autotuned kernels have, their
+        description); (0, []) when the candidate has none."""
+        self._ensure_ready()
+        return int(self._tuning.get("combinations") or 0), list(self._tuning.get("description") or [])
+
+    @contextlib.contextmanager
+    def pinned(self, choice: int | None):
+        """Calls inside run the autotuned kernels' configuration ``choice`` (pinned in the worker);
+        the yielded object's ``lines`` say which ran in the last call."""
+        previous, self._config = self._config, choice
+        self._pinning = _Pinned()
+        try:
+            yield self._pinning
+        finally:
+            self._config, self._pinning = previous, None
 
     # -- benchmark ----------------------------------------------------------------------------
 
@@ -551,6 +584,18 @@ class RestartingImpl:
         self.start()
         assert self._impl is not None
         return self._impl(x)
+
+    def tuning(self) -> tuple[int, list[str]]:
+        self.start()
+        assert self._impl is not None
+        return self._impl.tuning()
+
+    @contextlib.contextmanager
+    def pinned(self, choice: int | None):
+        self.start()
+        assert self._impl is not None
+        with self._impl.pinned(choice) as pinning:
+            yield pinning
 
     def close(self) -> None:
         if self._impl is not None:

@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection
 
 import torch
 
+from .. import autotune
 from ..failures import exception_chain
 from .wire import bits, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes
 
@@ -57,14 +58,20 @@ def worker_main(channel_fd: int, args: dict) -> int:
         send_message(conn, {"op": "load_failed", "message": _one_line(exc), "chain": exception_chain(exc)})
         return 0
     _flush()
+    # Autotuned kernels: they run in Triton's interpreter too (no benchmarking), and the parent
+    # pins one configuration per example (only this process can find the candidate's kernels).
+    autotune.install()
+    tuners = autotune.discover(impl)
     send_message(conn, {
         "op": "ready",
         "pid": os.getpid(),
         "load_seconds": time.perf_counter() - started,
         "interpreter": os.environ.get("TRITON_INTERPRET") == "1",
         "torch": str(torch.__version__),
+        "tuning": {"combinations": autotune.combinations(tuners) if tuners else 0,
+                   "description": autotune.describe(tuners)},
     })
-    state = _WorkerState(impl, device)
+    state = _WorkerState(impl, device, tuners)
     while True:
         try:
             header, frames = recv_message(conn)
@@ -145,8 +152,9 @@ def _error_kind(exc: BaseException) -> str:
 
 
 class _WorkerState:
-    def __init__(self, impl, device: str) -> None:
+    def __init__(self, impl, device: str, tuners=()) -> None:
         self.impl = impl
+        self.tuners = tuners
         self.device = torch.device(device)
         self.key = None
         self.flat = None  # the storage the input view lives in (uint8), kept across calls
@@ -224,8 +232,9 @@ class _WorkerState:
             _reply_raised(conn, exc, during="rebuilding the input in the worker")
             return
         started = time.perf_counter()
+        pinning = None
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), autotune.pinned(self.tuners, spec.get("config")) as pinning:
                 # The interpreter evaluates masked lanes with numpy and warns about inf - inf,
                 # as the in-process runner ignores it: not the candidate's noise.
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -239,7 +248,8 @@ class _WorkerState:
             os._exit(code)
         except BaseException as exc:
             _flush()
-            _reply_raised(conn, exc, seconds=time.perf_counter() - started)
+            _reply_raised(conn, exc, seconds=time.perf_counter() - started,
+                          configs=pinning.lines() if pinning is not None else [])
             return
         seconds = time.perf_counter() - started
         _flush()
@@ -252,7 +262,7 @@ class _WorkerState:
         if changed is not None:
             frames.append(changed)
         send_message(conn, {"op": "returned", "output": output, "input_changed": changed is not None,
-                            "seconds": seconds}, tuple(frames))
+                            "seconds": seconds, "configs": pinning.lines()}, tuple(frames))
         if output["kind"] == "tensor" and output.get("device") != "meta":
             # The caller owns the result: poison it, so a result kept and returned again (a cache
             # without a copy) or memory reused uninitialised by the next call reads NaN, not a
@@ -325,7 +335,8 @@ def _copied_bytes(t: torch.Tensor) -> memoryview:
     return memoryview(fresh.view(torch.uint8).reshape(-1).numpy())
 
 
-def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", seconds: float = 0.0) -> None:
+def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", seconds: float = 0.0,
+                  configs: list[str] | None = None) -> None:
     tb = exc.__traceback__
     frames = traceback.extract_tb(tb)
     # Drop this file's frames: the candidate's own are what a person needs.
@@ -344,4 +355,5 @@ def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", sec
         "chain": exception_chain(exc),
         "during": during,
         "seconds": seconds,
+        "configs": configs or [],
     })

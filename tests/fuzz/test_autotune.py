@@ -382,3 +382,33 @@ def test_the_module_imports_nothing_from_reference_or_the_rest_of_fuzz():
                           check=False, cwd=_ROOT, env={**os.environ, "PYTHONPATH": str(_ROOT)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["['fuzz',", "'fuzz.autotune']"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Wired into the runner and the isolated worker: one configuration drawn per example
+
+
+
+
+def test_the_runner_draws_a_config_per_example_and_the_report_names_the_one_that_failed(tmp_path):
+    from tuned import autotuned, tail_bug_32
+
+    correct = fuzz.check(autotuned.lse, budget=40, seed=0, reproducer_dir=tmp_path, max_elements=2048)
+    assert correct.passed, correct.summary()
+    assert correct.tuning and "4 configs" in correct.tuning[0]
+    buggy = fuzz.check(tail_bug_32.lse, budget=200, seed=0, reproducer_dir=tmp_path, max_elements=2048)
+    assert buggy.status is fuzz.Status.FAILED, buggy.summary()
+    assert "config:   _lse_kernel: BLOCK_N=32" in buggy.failure.message()
+    assert buggy.plan.config is not None  # the reproducer pins the same config
+    assert fuzz.replay(buggy.reproducer, tail_bug_32.lse).status is fuzz.Status.FAILED
+
+
+def test_an_isolated_autotuned_kernel_is_pinned_in_its_worker(tmp_path):
+    from fuzz.isolation import IsolatedImpl
+
+    with IsolatedImpl("tuned.tail_bug_32:lse") as impl:  # tests/implementations is on the import path
+        combinations, description = impl.tuning()
+        assert combinations == 4 and "BLOCK_N=32" in description[0]
+        result = fuzz.check(impl, budget=200, seed=0, reproducer_dir=tmp_path, max_elements=2048)
+    assert result.status is fuzz.Status.FAILED, result.summary()
+    assert "config:   _lse_kernel: BLOCK_N=32" in result.failure.message()
