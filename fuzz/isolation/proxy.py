@@ -60,6 +60,7 @@ from ..outcomes import ImplLost, Outcome, call_outcome, describe_exit
 from ..target import resolve_target
 from ..timing import HANG_FACTOR, hang_deadline, reference_seconds
 from . import wire
+from .codec import decode_output, encode_input, write_back
 from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
 from .zygote import Zygote, zygote_for
 
@@ -69,10 +70,6 @@ DEFAULT_CALL_TIMEOUT = defaults.CALL_TIMEOUT
 """Seconds one call may take, Triton compilation of a new specialisation included."""
 
 DEFAULT_LOAD_TIMEOUT = 120.0
-WHOLE_STORAGE_LIMIT = 1 << 28
-"""Inputs whose storage is at most this many bytes travel whole (padding included, so writes
-into the padding are seen); larger ones (huge offsets) travel as the view's elements only."""
-
 MAX_FRAME = 1 << 34
 """Largest frame accepted from a worker (an output or the input's storage)."""
 
@@ -125,22 +122,6 @@ class _Pinned:
     """What the worker said its autotuned kernels ran in a call made under :meth:`IsolatedImpl.pinned`."""
 
     lines: list[str] | None = None
-
-
-class ReturnedObject:
-    """Stands in for a non-tensor the candidate returned; subclasses carry its type's name."""
-
-    def __init__(self, type_name: str, text: str) -> None:
-        self.type_name, self.text = type_name, text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def _returned_object(type_name: str, text: str) -> ReturnedObject:
-    name = type_name if type_name.replace("(", "").replace(")", "").replace("=", "").replace(".", "").isidentifier() \
-        else "object"
-    return type(name, (ReturnedObject,), {"__module__": "candidate"})(type_name, text)
 
 
 @dataclass(frozen=True)
@@ -497,69 +478,6 @@ class IsolatedImpl:
         if header.get("op") == "exit":
             raise self._lose(Outcome.EXITED, f"{header.get('detail')} during {what}")
         return header, frames
-
-
-# --------------------------------------------------------------------------------------------
-# Tensors across the process boundary
-
-
-def encode_input(x: torch.Tensor) -> tuple[dict, memoryview]:
-    """The description and bytes that let a worker rebuild ``x`` exactly."""
-    storage = x.untyped_storage()
-    nbytes = storage.nbytes()
-    spec = {
-        "dtype": wire.dtype_name(x.dtype),
-        "size": list(x.shape),
-        "stride": list(x.stride()),
-        "storage_offset": x.storage_offset(),
-        # The same tensor object with the same storage maps to the same object in the worker.
-        "key": [id(x), storage.data_ptr(), nbytes, list(x.shape), list(x.stride()), x.storage_offset(),
-                wire.dtype_name(x.dtype)],
-    }
-    if nbytes <= WHOLE_STORAGE_LIMIT:
-        spec["mode"] = "storage"
-        frame = wire.tensor_bytes(wire.storage_bytes(x))
-    else:
-        spec["mode"] = "view"
-        spec["storage_elements"] = nbytes // x.element_size()
-        frame = wire.tensor_bytes(wire.bits(x))
-    return spec, frame
-
-
-def write_back(x: torch.Tensor, spec: dict, frame: bytearray) -> None:
-    """Copy the worker's post-call bytes of the input into ``x`` (bit for bit)."""
-    raw = torch.frombuffer(frame, dtype=torch.uint8) if len(frame) else torch.empty(0, dtype=torch.uint8)
-    if spec["mode"] == "storage":
-        wire.storage_bytes(x).copy_(raw.to(x.device))
-    else:
-        target = wire.bits(x)
-        target.copy_(raw.view(target.dtype).reshape(x.shape).to(x.device))
-
-
-def _device_here(name: str) -> torch.device:
-    device = torch.device(name)
-    if device.type == "cpu" or (device.type == "cuda" and torch.cuda.is_available()):
-        return device
-    return torch.device("meta")
-
-
-def decode_output(output: dict, frames: list[bytearray], x: torch.Tensor | None) -> object:
-    """Rebuild what the candidate returned: a tensor (same dtype, shape, device), a view of
-    ``x`` when it returned one, or a stand-in object with its type's name."""
-    kind = output.get("kind")
-    if kind == "object":
-        return _returned_object(output.get("type", "object"), output.get("repr", ""))
-    dtype = wire.dtype_from_name(output["dtype"])
-    size = tuple(output["size"])
-    if kind == "alias" and x is not None:
-        return torch.empty(0, dtype=dtype, device=x.device).set_(
-            x.untyped_storage(), int(output["storage_offset"]), size, tuple(output["stride"]))
-    device = _device_here(output.get("device", "cpu"))
-    if device.type == "meta" or output.get("withheld") or not frames:
-        # No values came (a result of the wrong shape, or one on a device this process lacks):
-        # the checks judge its shape, dtype and device.
-        return torch.empty(size, dtype=dtype, device="meta")
-    return wire.tensor_from_bytes(frames[0], dtype, size, device)
 
 
 class RestartingImpl:

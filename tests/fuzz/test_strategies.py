@@ -61,11 +61,11 @@ def test_layouts_reach_every_kind(kind):
     find(layouts(), lambda layout: layout.kind is kind, settings=SEARCH)
 
 
-def test_huge_offsets_are_opt_in():
-    find(layouts(huge_offsets=True), lambda layout: layout.is_huge, settings=SEARCH)
+def test_huge_offsets_are_drawn_by_default_and_can_be_left_out():
+    find(layouts(), lambda layout: layout.is_huge, settings=SEARCH)
 
     @FAST
-    @given(layouts())
+    @given(layouts(huge_offsets=False))
     def never_huge(layout):
         assert not layout.is_huge
 

@@ -17,7 +17,8 @@ import torch
 
 import fuzz
 from fuzz.isolation.environment import worker_environment
-from fuzz.isolation.proxy import CandidateRaised, IsolatedImpl, LoadFailed, ReturnedObject
+from fuzz.isolation.codec import ReturnedObject
+from fuzz.isolation.proxy import CandidateRaised, IsolatedImpl, LoadFailed
 from fuzz.outcomes import ImplLost, Outcome
 from fuzz.layouts import Layout, LayoutKind
 from reference.errors import InvalidArgument
