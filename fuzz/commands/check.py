@@ -63,8 +63,9 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
                           help="the longest row it accepts (default: any)")
     limits = parser.add_argument_group("limits")
     limits.add_argument("--call-timeout", type=float, default=defaults.CALL_TIMEOUT, metavar="S",
-                        help="seconds one call may take, compilation included, before it counts as a hang "
-                             f"(default {defaults.CALL_TIMEOUT:g})")
+                        help="a call's first deadline, compilation included (default "
+                             f"{defaults.CALL_TIMEOUT:g}); past it the call is timed against reference.lse on "
+                             "the same input, and only a call past that second deadline too is a hang")
     limits.add_argument("--timeout", type=float, default=timeout, metavar="S",
                         help="seconds the implementation's worker may live in all"
                              + (f" (default {timeout:g})" if timeout else " (default: no limit)"))
@@ -72,7 +73,9 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
                         help="fail a call slower than S seconds (default: a call far slower than reference.lse "
                              "on the same input is reported as slow, not failed)")
     limits.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
-                        help="address-space limit of a CPU worker in GiB (default: the machine's memory; 0: none)")
+                        help="memory a CPU worker's candidate may use, in GiB (default: the machine's memory "
+                             "shared among the jobs; 0: none); enforced as its address-space limit plus room for "
+                             "the fuzzer's own inputs")
     bench = parser.add_argument_group("bandwidth (CUDA only)")
     bench.add_argument("--bench-shape", default="8192x8192", metavar="MxN",
                        help="fixed shape of the bandwidth measurement (default 8192x8192)")
