@@ -80,7 +80,7 @@ def save_reproducer(
         "meta": {
             "torch": str(torch.__version__),
             "python": platform.python_version(),
-            "device": str(example.x.device),
+            "device": str(example.device),
         },
     }
     digest = hashlib.sha1()

@@ -26,6 +26,7 @@ from . import autotune, defaults, validate
 from .checks import METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
 from .failures import CheckFailure, ImplError
+from .gpu_memory import HugeInputSlots
 from .outcomes import ImplLost, Status, run_status
 from .profiles import PROFILES, database_for, profile_settings
 from .reproducer import load_reproducer, replay_command, save_reproducer
@@ -234,6 +235,7 @@ def check(
     inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
                         huge_offsets=huge_offsets)
     tuning = _tuning(impl)
+    slots = HugeInputSlots(device) if device.type == "cuda" and huge_offsets else None
     state = _RunState()
 
     @settings(base, max_examples=budget, database=db)
@@ -241,11 +243,19 @@ def check(
     @given(example=inputs, plan=plans(names, tuning.combinations))
     def run_one(example: LseInput, plan: Plan) -> None:
         state.examples += 1
-        if state.release_device_memory:
-            # The last example was a huge-offset view: gigabytes a GPU's caching allocator would
-            # otherwise keep from the next one (and from other processes on the same GPU).
-            torch.cuda.empty_cache()
-        state.release_device_memory = example.layout.is_huge and example.x.device.type == "cuda"
+        on_gpu = example.layout.is_huge and example.device.type == "cuda"
+        with slots.hold() if on_gpu and slots is not None else contextlib.nullcontext():
+            try:
+                _run_example(example, plan)
+            finally:
+                if on_gpu:
+                    # Gigabytes of device memory, in this process and the implementation's worker:
+                    # given back before the slot, so the next holder finds them free.
+                    example.release()
+                    getattr(impl, "release_input", lambda: None)()
+                    torch.cuda.empty_cache()
+
+    def _run_example(example: LseInput, plan: Plan) -> None:
         failure = None
         # A kernel with 32-bit index math may crash the process on a huge-offset input; the
         # example is saved first so that whoever ran this process finds what crashed it.
@@ -321,7 +331,6 @@ class _RunState:
     examples: int = 0
     last: _Falsified | None = None
     slow: dict[tuple, SlowCall] = field(default_factory=dict)  # one per kind of input (shrinking repeats them)
-    release_device_memory: bool = False
 
     def note_slow(self, call: SlowCall) -> None:
         key = (call.call, call.shape, call.dtype, call.layout)

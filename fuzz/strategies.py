@@ -468,20 +468,39 @@ def row_values(specs: Sequence[RowSpec], rows: int, cols: int, dtype: torch.dtyp
 # Whole inputs
 
 
-@dataclass(eq=False, repr=False)
 class LseInput:
     """One generated input: the view ``x`` a kernel gets, and how it was made.
 
     ``values`` holds the same numbers contiguously on the CPU (``x`` may be strided, offset, or on
     a GPU); ``layout.materialize(values, device)`` rebuilds ``x``. ``recipes[i]`` names row i's
-    recipe.
+    recipe. Given ``device`` instead of ``x``, the view is built on first use (a huge-offset view
+    holds gigabytes on a GPU: it is built while the example runs and :meth:`release`-d after).
     """
 
-    x: torch.Tensor
-    values: torch.Tensor
-    layout: Layout
-    specs: tuple[RowSpec, ...]
-    seed: int
+    def __init__(self, x: torch.Tensor | None = None, values: torch.Tensor | None = None, layout: Layout = Layout(),
+                 specs: tuple[RowSpec, ...] = (), seed: int = 0, *, device: torch.device | str | None = None) -> None:
+        if values is None:
+            raise InvalidArgument("values=None; an LseInput needs its values (a 2-D CPU tensor).")
+        self._x = x
+        self.values = values
+        self.layout = layout
+        self.specs = specs
+        self.seed = seed
+        self.device = torch.device(device) if device is not None else (x.device if x is not None else values.device)
+
+    @property
+    def x(self) -> torch.Tensor:
+        if self._x is None:
+            self._x = self.layout.materialize(self.values, self.device)
+        return self._x
+
+    @x.setter
+    def x(self, value: torch.Tensor) -> None:
+        self._x = value
+
+    def release(self) -> None:
+        """Drop the view if it is built lazily again on use (its storage goes back to the allocator)."""
+        self._x = None
 
     @property
     def dtype(self) -> torch.dtype:
@@ -503,7 +522,7 @@ class LseInput:
         counts = Counter(self.row_recipe(i) for i in range(rows))
         mix = ", ".join(f"{n} x {name}" for name, n in counts.items()) or "no rows"
         layout = self.layout.describe(rows, cols)
-        return f"{str(self.dtype).replace('torch.', '')} {tuple(self.shape)} {layout} on {self.x.device.type}; rows: {mix}"
+        return f"{str(self.dtype).replace('torch.', '')} {tuple(self.shape)} {layout} on {self.device.type}; rows: {mix}"
 
     def __repr__(self) -> str:
         return f"<LseInput {self.describe()}>"
@@ -562,6 +581,9 @@ def lse_inputs(
         specs = tuple(draw(st.lists(specs_strategy, min_size=1, max_size=max(1, min(rows, 6)))))
         seed = draw(st.integers(0, 2**32 - 1))
         values = row_values(specs, rows, cols, chosen_dtype, seed)
+        if chosen_layout.is_huge and device.type == "cuda":
+            # Built when the example runs, under the runner's GPU memory slots (fuzz.runner).
+            return LseInput(values=values, layout=chosen_layout, specs=specs, seed=seed, device=device)
         x = chosen_layout.materialize(values, device)
         return LseInput(x=x, values=values, layout=chosen_layout, specs=specs, seed=seed)
 

@@ -23,7 +23,7 @@ LAYERS = [
     ("fuzz._version", "fuzz.defaults", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
      "fuzz.layouts", "fuzz.autotune"),
     ("fuzz.contract",),
-    ("fuzz.strategies", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing"),
+    ("fuzz.strategies", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing", "fuzz.gpu_memory"),
     ("fuzz.checks",),
     ("fuzz.reproducer", "fuzz.runner", "fuzz.isolation"),
     ("fuzz.grading",),
@@ -41,6 +41,7 @@ DELIBERATE = {
     "fuzz.commands.replay": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.plugin": "pytest loads the plugin in every run; torch only when an option asks for it",
     "fuzz.isolation.worker": "the target loader imports the kernels only after the worker set its device mode",
+    "fuzz.mutation.report": "jsonschema is an optional dependency: only validating a report needs it",
     "mutants._patch": "importing the registry must not define the reference kernels (Triton's mode is fixed then)",
 }
 

@@ -415,6 +415,19 @@ class IsolatedImpl:
                              reaped=code is not None)
         raise self._lose(Outcome.CRASHED, f"the worker sent an unexpected {op!r} message during {what}", x=x)
 
+    def release_input(self) -> None:
+        """Have the worker drop its copy of the last input now (a huge-offset view's gigabytes of
+        device memory) instead of when the next input arrives."""
+        if self._conn is None or self.lost is not None:
+            return
+        try:
+            wire.send_message(self._conn, {"op": "release"})
+        except OSError:
+            return  # the worker is gone; the next call reports how
+        header, _ = self._receive(min(self.call_timeout, self._time_left()), what="releasing the input")
+        if header.get("op") != "released":
+            raise self._lose(Outcome.CRASHED, f"the worker sent {header.get('op')!r} instead of releasing its input")
+
     # -- autotuned kernels (see fuzz.autotune) -------------------------------------------------
 
     def tuning(self) -> tuple[int, list[str]]:
@@ -507,6 +520,10 @@ class RestartingImpl:
         self.start()
         assert self._impl is not None
         return self._impl.tuning()
+
+    def release_input(self) -> None:
+        if self._impl is not None:
+            self._impl.release_input()
 
     @contextlib.contextmanager
     def pinned(self, choice: int | None):

@@ -6,6 +6,7 @@ Messages (parent -> worker), each a JSON header plus raw frames (:mod:`fuzz.isol
   {"op": "call", "input": {...}}      + 1 frame: the input's storage bytes (or its view's bits)
   {"op": "bench_prepare", ...}        generate a seeded input on the GPU and warm the candidate up
   {"op": "bench_run", "iters": n}     n calls back to back between two device synchronisations
+  {"op": "release"}                   drop the input (a huge one's device memory) -> {"op": "released"}
   {"op": "close"}
 
 Replies (worker -> parent):
@@ -82,6 +83,8 @@ def worker_main(channel_fd: int, args: dict) -> int:
             return 0
         if op == "call":
             state.call(conn, header["input"], frames[0])
+        elif op == "release":
+            state.release(conn)
         elif op == "bench_prepare":
             state.bench_prepare(conn, header)
         elif op == "bench_run":
@@ -179,6 +182,11 @@ class _WorkerState:
             # Gigabytes of device memory a GPU cannot leave to the caching allocator: the next
             # huge input (or another worker on the same GPU) needs them.
             torch.cuda.empty_cache()
+
+    def release(self, conn: Connection) -> None:
+        """Drop the input now (the parent is done with a huge one), and say so."""
+        self._poison()
+        send_message(conn, {"op": "released"})
 
     def input_for(self, spec: dict, frame: bytearray):
         """The input tensor: same size, strides, storage offset, dtype and bits as the parent's.

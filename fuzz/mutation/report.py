@@ -27,7 +27,6 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-import jsonschema
 from rich.table import Table
 
 from .._version import __version__
@@ -59,6 +58,10 @@ def schema() -> dict:
 
 def validate_report(data: dict) -> None:
     """Raise jsonschema.ValidationError unless ``data`` is a valid mutation-testing report."""
+    # Imported here: jsonschema is an optional dependency (the test extra); writing a report
+    # does not need it, only checking one does.
+    import jsonschema
+
     jsonschema.validate(data, schema(), cls=jsonschema.Draft7Validator)
 
 

@@ -1,0 +1,60 @@
+"""Huge-offset inputs on a GPU: how many may exist at once, across every process of a run.
+
+A view whose elements lie 2**31 elements into its storage needs a storage of about 2**32 elements
+(see :class:`fuzz.layouts.Layout`): on a CPU that is address space nobody touches, on a GPU it is
+8 or 16 GiB of device memory, once in the fuzzer and once more in an isolated worker. With a dozen
+jobs fuzzing side by side (``grade -j``, ``mutants -j``), a few huge examples at the same moment
+would run the GPU out of memory and make a correct kernel look broken. So a process takes one of a
+fixed number of slots (file locks shared by every process on the machine) for the whole of a huge
+example, and gives the memory back before it lets the slot go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+__all__ = ["HUGE_INPUT_BYTES", "HugeInputSlots"]
+
+HUGE_INPUT_BYTES = (2**32 + 2**20) * 4
+"""The largest huge-offset storage (2**32 elements of 4 bytes and a little)."""
+
+_PER_SLOT = 2 * HUGE_INPUT_BYTES + (2 << 30)  # the fuzzer's copy, the worker's, and room for the rest
+
+
+class HugeInputSlots:
+    """``slots(device).hold()``: wait for one of the GPU's slots, hold it for the block."""
+
+    def __init__(self, device: torch.device, *, count: int | None = None, directory: Path | None = None) -> None:
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if count is None:
+            count = max(1, torch.cuda.get_device_properties(index).total_memory // _PER_SLOT)
+        self.count = count
+        self.directory = directory or Path(tempfile.gettempdir()) / "lse-fuzz-huge-inputs" / f"cuda-{index}"
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[int]:
+        files = [open(self.directory / f"slot-{k}.lock", "a+") for k in range(self.count)]
+        try:
+            while True:
+                for k, handle in enumerate(files):
+                    try:
+                        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue
+                    try:
+                        yield k
+                    finally:
+                        fcntl.flock(handle, fcntl.LOCK_UN)
+                    return
+                time.sleep(0.05)
+        finally:
+            for handle in files:
+                handle.close()
