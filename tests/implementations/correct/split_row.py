@@ -18,7 +18,7 @@ maxima are equal (so -inf == -inf and +inf == +inf never evaluate inf - inf) and
 split's max is -inf below a finite one.
 
 Output: float32 (partials and merge in float32) for float16, bfloat16, float32; float64 (all in
-float64) for float64. Index math: row and column offsets always 64-bit in the partial kernel.
+float64) for float64. Index math: row and column offsets (and partial-buffer offsets) are always 64-bit.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _partial_kernel(x_ptr, part_max_ptr, part_sum_ptr, M, N, stride_row, stride_
         tile_shift = tl.where((tile_max == float("inf")) | (tile_max == -float("inf")), 0.0, tile_max)
         tile_sum = tl.sum(tl.exp(x - tile_shift[:, None]), axis=1)
         run_max, run_sum = _merge(run_max, run_sum, tile_max, tile_sum)
-    offsets = rows * splits + split
+    offsets = rows.to(tl.int64) * splits + split
     tl.store(part_max_ptr + offsets, run_max, mask=row_mask)
     tl.store(part_sum_ptr + offsets, run_sum, mask=row_mask)
 

@@ -6,15 +6,18 @@ The "let the compiler fuse it" approach. Inductor decomposes logsumexp into amax
 into one reduction loop; float16/bfloat16 are computed in float32 and rounded once at the end
 (so its half results are closer to correctly rounded than eager torch.logsumexp's).
 
-Compilation cost, measured on this project's 2-core CPU machine (torch 2.13, gcc 12): the first
-call compiles for about 19 s; each later call whose dtype, layout class (contiguous, transposed,
-column step), or size class (dynamic=True still specializes sizes 0 and 1) has no compiled entry
-yet recompiles for about 1 s. Dynamo's default recompile limit (8 entries per function) is reached
+Compilation cost, measured on this project's 2-core CPU machine (torch 2.13, gcc 12), with a cold
+Inductor cache: the first call compiles for 15-19 s; each later call whose dtype, layout class
+(contiguous, transposed, column step, ...) or size class (dynamic=True still specializes sizes 0
+and 1) has no compiled entry yet recompiles for 0.8-1.4 s. A 200-example fuzzer run (seed 3)
+compiled 31 graphs, 26 of them during the run: 33 s of its 35 s. Inductor's on-disk cache makes
+later processes start faster. Dynamo's default recompile limit (8 entries per function) is reached
 within a few dozen fuzzer examples, after which dynamo runs the function eagerly (plain
-torch.logsumexp: still correct, with eager's half-precision rounding). This wrapper raises the
-limit to RECOMPILE_LIMIT for its own calls (config.patch, so the process-wide setting is left
-alone), which covers 4 dtypes x the layout and size classes, and answers N = 0 and M = 0 without
-compiling (torch.logsumexp's answer: -inf per row, or an empty result).
+torch.logsumexp: still correct, but with eager's half-precision rounding, see torch_native.py).
+This wrapper raises the limit to RECOMPILE_LIMIT for its own calls only (config.patch, so the
+process-wide setting is left alone): room for 4 dtypes x the layout classes x the size classes.
+N = 0 and M = 0 are answered without compiling (torch.logsumexp's answer: -inf per row, or an
+empty result), so empty shapes spend none of that budget.
 
 Output: the input's dtype.
 """
@@ -26,7 +29,7 @@ import math
 import torch
 import torch._dynamo
 
-RECOMPILE_LIMIT = 64
+RECOMPILE_LIMIT = 128
 
 
 def _logsumexp_rows(x: torch.Tensor) -> torch.Tensor:
