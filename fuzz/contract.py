@@ -25,7 +25,7 @@ from reference.errors import InvalidArgument
 from . import validate
 from .layouts import LayoutKind
 
-__all__ = ["DTYPES", "Contract", "Layouts", "OutputDtype", "Values", "dtype_name"]
+__all__ = ["DTYPES", "Contract", "Layouts", "OutputDtype", "Values", "dtype_name", "parse_dtypes"]
 
 DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 """Input dtypes, float32 first: shrinking ends there."""
@@ -178,10 +178,6 @@ class Contract:
 
 Contract.STRICT = Contract()
 Contract.FINITE = Contract(values=Values.FINITE)
-
-
-def allowed_output(contract: Contract, input_dtype: torch.dtype) -> tuple[torch.dtype, ...]:
-    return contract.output_dtype.allowed(input_dtype)
 
 
 def parse_dtypes(value: Iterable[str] | str, *, name: str = "dtypes") -> tuple[torch.dtype, ...]:

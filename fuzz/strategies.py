@@ -37,8 +37,10 @@ from .layouts import Layout, LayoutKind
 
 __all__ = [
     "DTYPES",
+    "LEVELS",
     "RECIPES",
     "Contract",
+    "Generator",
     "default_max_rows",
     "LseInput",
     "Recipe",

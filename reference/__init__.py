@@ -4,9 +4,9 @@ On a machine without CUDA, importing this package turns on Triton's interpreter 
 before any kernel is defined, so ``reference.lse`` runs on CPU tensors with no setup.
 """
 
-from ._device import ensure_interpreter
+from ._device import ensure_interpreter as _ensure_interpreter
 
-ensure_interpreter()
+_ensure_interpreter()
 
 from ._lse_kernel import lse  # noqa: E402
 from .errors import InvalidArgument  # noqa: E402

@@ -23,8 +23,8 @@ from ..timing import SlowCall
 from . import first_call, metamorphic
 from .context import Context, Impl, Pin, Plan
 
-__all__ = ["CHECKS", "METAMORPHIC", "Check", "CheckFailure", "ImplError", "Plan", "Stage", "run_checks",
-           "validate_checks"]
+__all__ = ["CHECKS", "METAMORPHIC", "Check", "CheckFailure", "Context", "Impl", "ImplError", "Pin", "Plan", "Stage",
+           "run_checks", "validate_checks"]
 
 
 class Stage(enum.Enum):

@@ -210,12 +210,6 @@ def test_replay_of_a_missing_file_is_refused(tmp_path):
         fuzz.replay(tmp_path / "missing.pt", doubles.lse_float64)
 
 
-def test_public_api_is_listed():
-    assert sorted(fuzz.__all__) == sorted(set(fuzz.__all__))
-    for name in fuzz.__all__:
-        assert hasattr(fuzz, name), name
-
-
 @pytest.mark.slow
 def test_speed_on_the_interpreter(run):
     started = time.perf_counter()

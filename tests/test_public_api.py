@@ -1,0 +1,53 @@
+"""Each package's ``__all__`` is exactly its public surface, both ways: every listed name resolves,
+and every public name the package holds (besides its submodules) is listed."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+
+import pytest
+
+PACKAGES = ["reference", "mutants", "fuzz", "fuzz.checks", "fuzz.isolation", "fuzz.grading", "fuzz.mutation",
+            "fuzz.strategies", "fuzz.contract", "fuzz.outcomes", "fuzz.validate", "fuzz.target", "fuzz.autotune"]
+
+
+def _public(module: types.ModuleType) -> set[str]:
+    """The public names a module defines (functions, classes, constants at its top level) and, for a
+    package, the names its ``__init__`` imports from its own submodules: what a reader of it sees.
+    Read from the source, so a helper imported from elsewhere is not counted."""
+    tree = ast.parse(inspect.getsource(module))
+    is_package = hasattr(module, "__path__")
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom) and is_package and node.level == 1 and node.module:
+            names.update(alias.asname or alias.name for alias in node.names)
+    return {name for name in names if not name.startswith("_")}
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_is_the_public_surface_both_ways(name):
+    module = importlib.import_module(name)
+    listed = set(module.__all__)
+    assert len(module.__all__) == len(listed), "a name is listed twice"
+    missing = {n for n in listed if not hasattr(module, n)}
+    assert not missing, f"listed but not there: {sorted(missing)}"
+    unlisted = _public(module) - listed
+    assert not unlisted, f"public but not in __all__: {sorted(unlisted)}"
+
+
+def test_the_lazy_packages_resolve_every_name_to_its_definition():
+    import fuzz
+    import fuzz.checks
+    import fuzz.runner
+
+    assert fuzz.check is fuzz.runner.check and fuzz.CHECKS is fuzz.checks.CHECKS
+    assert "check" in dir(fuzz) and "CheckFailure" in dir(fuzz)
+    with pytest.raises(AttributeError, match="has no attribute 'chekc'"):
+        fuzz.chekc  # noqa: B018
