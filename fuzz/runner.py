@@ -9,6 +9,7 @@ contiguous float32 where the bug allows) and saved as a reproducer that ``replay
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -250,9 +251,11 @@ def check(
             finally:
                 if on_gpu:
                     # Gigabytes of device memory, in this process and the implementation's worker:
-                    # given back before the slot, so the next holder finds them free.
+                    # given back before the slot, so the next holder finds them free (a launch
+                    # leaves reference cycles holding its arguments: collect them first).
                     example.release()
                     getattr(impl, "release_input", lambda: None)()
+                    gc.collect()
                     torch.cuda.empty_cache()
 
     def _run_example(example: LseInput, plan: Plan) -> None:

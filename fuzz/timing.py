@@ -18,6 +18,7 @@ timed then, so fast calls cost nothing):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -26,7 +27,8 @@ import reference
 
 from .contract import dtype_name
 
-__all__ = ["HANG_FACTOR", "SLOW_FACTOR", "SLOW_FLOOR", "SlowCall", "hang_deadline", "reference_seconds"]
+__all__ = ["HANG_FACTOR", "SLOW_FACTOR", "SLOW_FLOOR", "SlowCall", "best_per_call", "hang_deadline",
+           "reference_seconds"]
 
 SLOW_FLOOR = 5.0
 """Seconds below which a call is never reported as slow (nor compared with the reference)."""
@@ -48,6 +50,22 @@ def reference_seconds(x: torch.Tensor) -> float:
     if x.device.type == "cuda":
         torch.cuda.synchronize(x.device)
     return time.perf_counter() - started
+
+
+def best_per_call(timed: Callable[[int], float], *, min_seconds: float = 0.2, repeats: int = 5) -> float:
+    """Seconds per call from ``timed(iters)`` (the seconds ``iters`` calls take back to back): the
+    count grows until one round takes ``min_seconds``, then the best of ``repeats`` rounds.
+
+    The one timing loop of the bandwidth measurements: a candidate timed across the worker
+    boundary and the references timed in this process are measured alike."""
+    iters = 1
+    while True:
+        seconds = timed(iters)
+        if seconds >= min_seconds or iters >= 1 << 16:
+            break
+        iters *= max(2, min(16, int(min_seconds / max(seconds, 1e-6))))
+    best = min([seconds] + [timed(iters) for _ in range(repeats - 1)])
+    return best / iters
 
 
 def hang_deadline(first: float, reference: float | None) -> float:

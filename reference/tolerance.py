@@ -6,12 +6,16 @@ computes  y = m + log(S),  S = sum_j exp(t_j),  t_j = x_j - m,  accumulating in 
 u_acc), and returns it in an output dtype D (unit roundoff u_D): float32, or the input's own dtype.
 Judging happens in D:
 
-    accepted_i = [ round_D(y_i - b_i), round_D(y_i + b_i) ]        (IEEE round to nearest even, overflow to +-inf)
+    accepted_i = [ down_D(y_i - b_i), up_D(y_i + b_i) ]
 
 where y_i is the float64 oracle and b_i bounds how far the value the kernel finally rounds to D may lie
-from y_i. Rounding to D is monotone, so any value within b_i of y_i lands in the interval: the final
-rounding needs no term of its own, and near D's largest finite value the interval holds the finite
-value, +inf, or both, exactly as a correct kernel's rounding would. With A_i = max |x_j| over the
+from y_i. The final rounding may be to nearest (IEEE's default) or directed: Triton's interpreter
+converts float32 to bfloat16 by truncation, and a kernel may ask for round-toward-zero. So each end is
+the faithful rounding of y_i -+ b_i away from y_i: round_D (nearest even) and, where that moved the end
+inwards, D's next value outwards (down_D, up_D), within D's finite range; overflow keeps IEEE's rule
+(round_D to +-inf). Rounding is monotone, so any value within b_i of y_i, rounded either way, lands in
+the interval: the final rounding needs no term of its own, and near D's largest finite value the
+interval holds the finite value, +inf, or both, as a correct kernel's rounding would. With A_i = max |x_j| over the
 entries that matter (x_j >= m - 128: below that, exp(t_j) < e^-128 cannot move y measurably):
 
     b_i = K * ( u_acc ( |y_i| + 4 A_i + 2 (ceil(log2 N) + P) + 128 + 16 )      float32 accumulation
@@ -220,18 +224,31 @@ def _narrow_output_terms(shifted, significant, log_sum, cols, out_dtype) -> torc
 def acceptance_interval(
     expected: torch.Tensor, bound: torch.Tensor, *, out_dtype: torch.dtype
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(low, high): [round_D(y - b), round_D(y + b)] in ``out_dtype`` D, as float64 CPU tensors.
+    """(low, high): [down_D(y - b), up_D(y + b)] in ``out_dtype`` D, as float64 CPU tensors.
 
-    ``bound`` is :func:`pre_rounding_bound`. Either end may be +-inf where y +- b lies beyond D's
-    overflow threshold; where y is not finite both ends are y itself (NaN for NaN: only NaN matches).
+    ``bound`` is :func:`pre_rounding_bound`. Each end is y -+ b rounded to D to nearest, then moved
+    to D's next value outwards where that rounding moved it inwards (the final rounding to D may be
+    directed; see the module docstring), never past D's largest finite value. Either end may be
+    +-inf where y +- b lies beyond D's overflow threshold; where y is not finite both ends are y
+    itself (NaN for NaN: only NaN matches).
     """
     _check_dtype(out_dtype, "out_dtype")
     y = expected.detach().to(device="cpu", dtype=torch.float64)
     b = bound.detach().to(device="cpu", dtype=torch.float64)
     finite = torch.isfinite(y)
-    low = torch.where(finite, round_to_dtype(y - b, out_dtype), y)
-    high = torch.where(finite, round_to_dtype(y + b, out_dtype), y)
-    return low, high
+    low = _outward(round_to_dtype(y - b, out_dtype), y - b, out_dtype, down=True)
+    high = _outward(round_to_dtype(y + b, out_dtype), y + b, out_dtype, down=False)
+    return torch.where(finite, low, y), torch.where(finite, high, y)
+
+
+def _outward(rounded: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype, *, down: bool) -> torch.Tensor:
+    """``rounded`` (= round_D(exact)), or D's next value beyond it where it lies on the inner side of
+    ``exact``: the directed rounding of ``exact`` away from the interval's middle. Finite stays finite."""
+    inner = rounded > exact if down else rounded < exact
+    direction = torch.full_like(rounded, -math.inf if down else math.inf)
+    stepped = torch.nextafter(rounded.to(dtype), direction.to(dtype)).to(torch.float64)
+    move = inner & torch.isfinite(rounded) & torch.isfinite(stepped)
+    return torch.where(move, stepped, rounded)
 
 
 def in_interval(got: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
@@ -243,8 +260,8 @@ def in_interval(got: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> tor
 def allowed_error(x: torch.Tensor, expected: torch.Tensor, *, out_dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Per-row absolute allowance (float64, shape (M,), on the CPU) for a finite output of ``out_dtype``.
 
-    b + ulp_D(|y| + b) / 2: no finite value of the acceptance interval lies farther from y (rounding
-    y +- b to D moves it by at most half an ulp). It is the number to use where a single distance is
+    b + ulp_D(|y| + b): no finite value of the acceptance interval lies farther from y (rounding
+    y +- b to D outwards moves it by at most one ulp). It is the number to use where a single distance is
     needed (|got - y| <= allowance, the bounds check, metamorphic pairs); it cannot accept a +-inf
     that overflow makes correct: :func:`compare` does. 0 where ``expected`` is not finite.
     """
@@ -255,7 +272,7 @@ def allowed_error(x: torch.Tensor, expected: torch.Tensor, *, out_dtype: torch.d
 def _allowance(y: torch.Tensor, bound: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     finite = torch.isfinite(y)
     reach = torch.where(finite, y.abs(), torch.zeros_like(y)) + bound
-    allowance = bound + 0.5 * ulp(reach, out_dtype)
+    allowance = bound + ulp(reach, out_dtype)
     return torch.where(finite, allowance, torch.zeros_like(allowance))
 
 

@@ -10,6 +10,8 @@ import torch
 import reference
 from reference import compare, lse_reference
 
+from ..isolation.wire import seeded_input
+from ..timing import best_per_call
 from .options import GradeOptions
 
 __all__ = ["bench_bytes", "bench_candidate", "bench_input", "measure_baselines", "time_in_process"]
@@ -17,9 +19,7 @@ __all__ = ["bench_bytes", "bench_candidate", "bench_input", "measure_baselines",
 
 def bench_input(options: GradeOptions) -> torch.Tensor:
     rows, cols = options.bench_shape
-    generator = torch.Generator(device=options.device).manual_seed(options.effective_seed)
-    x = torch.randn(rows, cols, generator=generator, device=options.device, dtype=torch.float32)
-    return x.to(getattr(torch, options.bench_dtype))
+    return seeded_input(rows, cols, getattr(torch, options.bench_dtype), options.effective_seed, options.device)
 
 
 def bench_bytes(options: GradeOptions) -> int:
@@ -31,26 +31,16 @@ def time_in_process(fn, x, *, min_seconds: float = 0.2, repeats: int = 5) -> flo
     """Seconds per call of a trusted function, timed like the candidate (loops between syncs)."""
     for _ in range(3):
         fn(x)
-    iters = 1
-    while True:
+
+    def timed(iters: int) -> float:
         torch.cuda.synchronize()
         start = time.perf_counter()
         for _ in range(iters):
             fn(x)
         torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
-        if seconds >= min_seconds or iters >= 1 << 16:
-            break
-        iters *= max(2, min(16, int(min_seconds / max(seconds, 1e-6))))
-    best = seconds
-    for _ in range(repeats - 1):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(iters):
-            fn(x)
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return best / iters
+        return time.perf_counter() - start
+
+    return best_per_call(timed, min_seconds=min_seconds, repeats=repeats)
 
 
 def measure_baselines(options: GradeOptions) -> dict[str, float]:

@@ -58,7 +58,7 @@ from reference.errors import InvalidArgument
 from .. import defaults, validate
 from ..outcomes import ImplLost, Outcome, call_outcome, describe_exit
 from ..target import resolve_target
-from ..timing import HANG_FACTOR, hang_deadline, reference_seconds
+from ..timing import HANG_FACTOR, best_per_call, hang_deadline, reference_seconds
 from . import wire
 from .codec import decode_output, encode_input, write_back
 from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
@@ -462,14 +462,13 @@ class IsolatedImpl:
                                        "seed": seed, "warmup": 3})
         self._bench_reply(self.call_timeout * 4, "the benchmark warm-up")
         overhead = min(self._bench_round(0)[0] for _ in range(3))
-        iters = 1
-        while True:
-            seconds, out = self._bench_round(iters)
-            if seconds >= min_seconds or iters >= 1 << 16:
-                break
-            iters *= max(2, min(16, int(min_seconds / max(seconds, 1e-6))))
-        best = min([seconds] + [self._bench_round(iters)[0] for _ in range(repeats - 1)])
-        return max(best - overhead, 1e-9) / iters, out
+        last: list[object] = [None]
+
+        def timed(iters: int) -> float:
+            seconds, last[0] = self._bench_round(iters)
+            return max(seconds - overhead, 1e-9 * iters)
+
+        return best_per_call(timed, min_seconds=min_seconds, repeats=repeats), last[0]
 
     def _bench_round(self, iters: int) -> tuple[float, object]:
         started = time.perf_counter()

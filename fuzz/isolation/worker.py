@@ -19,6 +19,7 @@ Replies (worker -> parent):
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
 import os
@@ -33,7 +34,7 @@ import torch
 
 from .. import autotune
 from ..failures import exception_chain
-from .wire import bits, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes
+from .wire import bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
 
 
 def worker_main(channel_fd: int, args: dict) -> int:
@@ -178,10 +179,15 @@ class _WorkerState:
         else:
             self.flat.fill_(0xFF)
         self.key = self.flat = self.x = self.sent = None
-        if huge and self.device.type == "cuda":
-            # Gigabytes of device memory a GPU cannot leave to the caching allocator: the next
-            # huge input (or another worker on the same GPU) needs them.
-            torch.cuda.empty_cache()
+        if huge:
+            # A launch in Triton's interpreter leaves reference cycles that hold its arguments (and
+            # so the storage) until the cycle collector runs: collect now, or the next huge input
+            # is allocated beside this one (and runs into the address-space limit).
+            gc.collect()
+            if self.device.type == "cuda":
+                # Gigabytes of device memory a GPU cannot leave to the caching allocator: the next
+                # huge input (or another worker on the same GPU) needs them.
+                torch.cuda.empty_cache()
 
     def release(self, conn: Connection) -> None:
         """Drop the input now (the parent is done with a huge one), and say so."""
@@ -305,9 +311,7 @@ class _WorkerState:
 
     def bench_prepare(self, conn: Connection, header: dict) -> None:
         rows, cols = header["shape"]
-        generator = torch.Generator(device=self.device).manual_seed(int(header["seed"]))
-        x = torch.randn(rows, cols, generator=generator, device=self.device, dtype=torch.float32)
-        self.bench_input = x.to(dtype_from_name(header["dtype"]))
+        self.bench_input = seeded_input(rows, cols, dtype_from_name(header["dtype"]), header["seed"], self.device)
         try:
             for _ in range(int(header.get("warmup", 3))):
                 self.impl(self.bench_input)

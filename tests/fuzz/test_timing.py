@@ -12,7 +12,7 @@ import fuzz
 import fuzz.checks.context as context
 from fuzz.isolation import IsolatedImpl
 from fuzz.outcomes import ImplLost, Outcome
-from fuzz.timing import HANG_FACTOR, SlowCall, hang_deadline
+from fuzz.timing import HANG_FACTOR, SlowCall, best_per_call, hang_deadline
 
 CANDIDATES = Path(__file__).resolve().parents[1] / "implementations" / "candidates"
 
@@ -59,3 +59,14 @@ def test_an_isolated_call_past_both_deadlines_is_a_hang(tmp_path):
     assert lost.value.outcome is Outcome.TIMED_OUT
     assert "past the first deadline of 0.5 s and the second" in lost.value.detail
     assert lost.value.reproducer is not None and lost.value.replay.endswith("--isolate")
+
+
+def test_the_timing_loop_grows_the_count_then_keeps_the_best_round():
+    rounds = []
+
+    def timed(iters):
+        rounds.append(iters)
+        return iters * 0.01 + (0.05 if len(rounds) == 5 else 0.0)  # the last round is disturbed
+
+    assert best_per_call(timed, min_seconds=0.2, repeats=3) == pytest.approx(0.01)
+    assert rounds == [1, 16, 32, 32, 32]

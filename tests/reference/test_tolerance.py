@@ -585,3 +585,20 @@ def test_the_public_names_are_exported():
     for name in public:
         assert name in reference.__all__ and getattr(reference, name) is getattr(tolerance, name), name
     assert sorted(reference.__all__) == sorted(set(reference.__all__))
+
+
+def _truncate_to_bfloat16(values: torch.Tensor) -> torch.Tensor:
+    """float32 -> bfloat16 by truncation (round toward zero), as Triton's interpreter converts."""
+    bits = values.to(torch.float32).contiguous().view(torch.int32) & ~0xFFFF
+    return bits.view(torch.float32).to(torch.bfloat16)  # exact: the low half is zero
+
+
+def test_a_final_rounding_toward_zero_is_accepted_and_one_ulp_more_is_not():
+    torch.manual_seed(3)
+    x = (torch.randn(256, 37) * 4 + 10).to(torch.bfloat16)
+    exact = lse_reference(x)
+    truncated = _truncate_to_bfloat16(exact)
+    assert (truncated.double() != exact.to(torch.bfloat16).double()).any()  # it does differ from nearest
+    assert compare(x, truncated).ok
+    one_more = torch.nextafter(truncated, torch.full_like(truncated, -math.inf))  # truncated again, a step lower
+    assert not compare(x, one_more).ok

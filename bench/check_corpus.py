@@ -1,8 +1,9 @@
 """Independent check of the corpus: every implementation against torch.logsumexp(x.double(), 1).
 
-    python tests/implementations/correct/check_corpus.py [NAME ...] [--device cuda] [--bench]
+    python bench/check_corpus.py [NAME ...] [--device cuda] [--bench]
 
-Runs each implementation (all files here by default) over a fixed table of inputs: every dtype;
+Runs each implementation of the false-alarm corpus (``tests/implementations/correct``; all of it by
+default) over a fixed table of inputs: every dtype;
 contiguous, transposed, column-step, padded and storage-offset layouts; shapes with M = 0, N = 0,
 1 x 1, long rows (70000 columns) and many short rows; rows of -inf, all -inf, +inf, +inf beside
 -inf, NaN, values at the dtype's limits, near exp overflow, tiny, one dominant entry; and views
@@ -34,7 +35,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported anywhere
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "tests" / "implementations" / "correct"
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 2.0**-24, torch.float64: 2.0**-53}
 INT_VIEW = {2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -193,7 +194,7 @@ def main() -> int:
     parser.add_argument("--no-long-rows", action="store_true", help="skip the (2, 70000) and (1000, 3) inputs")
     parser.add_argument("--bench", action="store_true", help="CUDA only: read bandwidth on (4096, 8192) float32")
     args = parser.parse_args()
-    names = args.names or sorted(p.stem for p in HERE.glob("*.py") if p.stem != Path(__file__).stem)
+    names = args.names or sorted(p.stem for p in HERE.glob("*.py"))
     failures = 0
     for name in names:
         module = load(name)
