@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import torch
 
-from reference import round_to_dtype
+from reference import acceptance_interval
 
 from ..contract import OutputDtype, dtype_name
 from ..failures import CheckFailure
@@ -124,8 +124,9 @@ def check_bounds(impl: Impl, example: LseInput, ctx: Context) -> None:
     got, bound, dtype = comparison.got, comparison.pre_rounding_bound, comparison.out_dtype
     log_n = math.log(cols)
     # m <= y <= m + log N, and rounding to the output dtype is monotone: every accepted output lies
-    # between these two, an overflow to +inf the dtype makes right included.
-    low, high = round_to_dtype(row_max - bound, dtype), round_to_dtype(row_max + log_n + bound, dtype)
+    # in the acceptance interval of [m - b, m + log N + b] (rounded outwards to the dtype, as for
+    # agreement), an overflow to +inf the dtype makes right included.
+    low, high = acceptance_interval(row_max + log_n / 2, log_n / 2 + bound, out_dtype=dtype)
     outside = checked & ~((got >= low) & (got <= high))
     if not outside.any():
         return

@@ -231,11 +231,19 @@ def float32_of_float64(x):
     return torch.logsumexp(x.to(torch.float64), dim=1).to(torch.float32)
 
 
+def truncated_bfloat16(x):
+    """A correct result whose final rounding to bfloat16 is toward zero, as Triton's interpreter casts."""
+    exact = torch.logsumexp(x.to(torch.float64), dim=1).to(torch.float32)
+    return (exact.contiguous().view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+
+
 NARROW = {
     "float64 near its max, float32 out": (float32_of_float64, torch.tensor(
         [[1.47e308, 1.0e308], [3.0e38, 3.2e38], [3.4028234e38, -1.0], [-1.7e308, -1.8e308]], dtype=torch.float64)),
     "float16 cancellation, float16 out": (torch_native, torch.full((3, 1000), -math.log(1000.0)).to(torch.float16)),
     "bfloat16 with a large max, bfloat16 out": (torch_native, (torch.randn(4, 300) * 3 - 1e3).to(torch.bfloat16)),
+    "bfloat16 rounded toward zero": (truncated_bfloat16, torch.tensor(
+        [[-9984.0, -float("inf"), -9984.0], [12.0, 11.9375, -3.0], [0.5, 0.25, 0.125]], dtype=torch.bfloat16)),
 }
 
 
