@@ -2,7 +2,8 @@
 
 A view whose elements lie 2**31 elements into its storage needs a storage of about 2**32 elements
 (see :class:`fuzz.layouts.Layout`): on a CPU that is address space nobody touches, on a GPU it is
-8 or 16 GiB of device memory, once in the fuzzer and once more in an isolated worker. With a dozen
+8 or 16 GiB of device memory, in the fuzzer (twice while a metamorphic check holds a transformed
+copy) and once more in an isolated worker. With a dozen
 jobs fuzzing side by side (``grade -j``, ``mutants -j``), a few huge examples at the same moment
 would run the GPU out of memory and make a correct kernel look broken. So a process takes one of a
 fixed number of slots (file locks shared by every process on the machine) for the whole of a huge
@@ -25,7 +26,8 @@ __all__ = ["HUGE_INPUT_BYTES", "HugeInputSlots"]
 HUGE_INPUT_BYTES = (2**32 + 2**20) * 4
 """The largest huge-offset storage (2**32 elements of 4 bytes and a little)."""
 
-_PER_SLOT = 2 * HUGE_INPUT_BYTES + (2 << 30)  # the fuzzer's copy, the worker's, and room for the rest
+# The fuzzer's copy, a metamorphic check's transformed copy, the worker's, and room for the rest.
+_PER_SLOT = 3 * HUGE_INPUT_BYTES + (2 << 30)
 
 
 class HugeInputSlots:
