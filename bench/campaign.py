@@ -14,6 +14,11 @@ implementation runs in an isolated worker, the fuzzer in a driver, with the defa
   false alarm of the fuzzer, with its counterexample and replay command;
 * a long campaign of one implementation (``reference:lse --seeds 40 --budget 250``).
 
+An implementation that supports less than the full contract says so in a ``contracts.json``
+beside it: ``{"file.py": {"max_n": 65519, "why": "..."}}`` (any of ``contract``, ``dtypes``,
+``layouts``, ``output_dtype``, ``max_n``, as ``fuzz.check`` takes them); its runs check that
+declared contract, and the summary prints it.
+
 Results go to ``--out`` (JSON lines, one per run, appended as they finish); ``--resume`` skips
 the runs already there, so a campaign can be spread over several sessions (``--deadline S`` starts
 no run after S seconds). Exit code 0 when every run passed and all ran, 1 on a failure, 3 when the
@@ -46,6 +51,23 @@ def _candidates(paths: list[str]):
             parse_target(given, name="TARGET")
             found.append(Candidate.of_target(resolve_target(given, name="TARGET"), name=given))
     return found
+
+
+DECLARABLE = ("contract", "dtypes", "layouts", "output_dtype", "max_n")
+
+
+def declared_contract(path: Path | None) -> dict:
+    """What ``contracts.json`` beside ``path`` declares for it (``fuzz.check`` keywords), else {}."""
+    if path is None:
+        return {}
+    table = Path(path).parent / "contracts.json"
+    if not table.is_file():
+        return {}
+    entry = json.loads(table.read_text()).get(Path(path).name, {})
+    unknown = set(entry) - set(DECLARABLE) - {"why"}
+    if unknown:
+        raise ValueError(f"{table}: {Path(path).name} declares {sorted(unknown)}; expected keys among {DECLARABLE}")
+    return {key: value for key, value in entry.items() if key in DECLARABLE}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,16 +115,26 @@ def main(argv: list[str] | None = None) -> int:
     elif args.out.exists():
         args.out.unlink()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
+    declared = {}
+    try:
+        for c in candidates:
+            declared[c.target] = replace(options, **declared_contract(c.path)).validated(cli=True)
+    except (InvalidArgument, ValueError) as exc:
+        parser.error(str(exc))
     jobs = [Job(f"{c.target}|{seed}", "fuzz.grading.evaluate:grade_job",
-                {"candidate": asdict(c), "options": replace(options, seed=seed).to_wire(),
+                {"candidate": asdict(c), "options": replace(declared[c.target], seed=seed).to_wire(),
                  "reproducer_dir": str((args.out.parent / "reproducers").resolve()), "lock_dir": None,
                  "baselines": None})
             for seed in seeds for c in candidates if (c.target, seed) not in done]
+
     header = (f"# {run_header(options.device)}\n# campaign: {len(candidates)} implementations x seeds "
               f"{seeds.start}..{seeds.stop - 1}, budget {options.budget}, profile {options.profile or 'lse-ci'}, "
               f"{args.workers} workers; contract {options.declared().describe()}; "
               f"{len(done)} runs resumed, {len(jobs)} to run")
     print(header, flush=True)
+    for c in candidates:
+        if declared[c.target].declared() != options.declared():
+            print(f"# {c.name} declares (contracts.json): {declared[c.target].declared().describe()}", flush=True)
 
     started = time.perf_counter()
     records = dict(done)

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
-__all__ = ["HUGE_INPUT_BYTES", "HugeInputSlots"]
+T = TypeVar("T")
+
+__all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "with_memory_retry"]
 
 HUGE_INPUT_BYTES = (2**32 + 2**20) * 4
 """The largest huge-offset storage (2**32 elements of 4 bytes and a little)."""
@@ -60,3 +64,31 @@ class HugeInputSlots:
         finally:
             for handle in files:
                 handle.close()
+
+
+MEMORY_WAIT = 120.0
+"""Seconds an allocation of a huge input may wait for GPU memory another process is giving back."""
+
+
+def with_memory_retry(make: Callable[[], T], device: torch.device, *, wait: float = MEMORY_WAIT) -> T:
+    """``make()``, tried again while the GPU is out of memory, for up to ``wait`` seconds.
+
+    Slots bound how many huge inputs exist at once, but a process that just left its slot may still
+    be returning its memory (a collection, the caching allocator), and the CUDA contexts of a
+    many-job run take their share: a short wait, not a verdict. On a CPU, or once the wait is over,
+    the error is raised as it is.
+    """
+    if device.type != "cuda":
+        return make()
+    deadline = time.monotonic() + wait
+    delay = 0.25
+    while True:
+        try:
+            return make()
+        except torch.OutOfMemoryError:
+            if time.monotonic() + delay > deadline:
+                raise
+        gc.collect()
+        torch.cuda.empty_cache()
+        time.sleep(delay)
+        delay = min(2 * delay, 8.0)

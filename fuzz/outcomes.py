@@ -27,6 +27,7 @@ from .failures import CheckFailure, ImplError
 __all__ = [
     "CHECK_EXIT_CODES",
     "ExitCode",
+    "HarnessError",
     "ImplLost",
     "MutantStatus",
     "Outcome",
@@ -117,6 +118,12 @@ def describe_exit(returncode: int | None) -> str:
         hint = _SIGNAL_HINTS.get(sig)
         return f"was killed by {sig.name}" + (f" ({hint})" if hint else "")
     return f"exited with code {returncode} (sys.exit, os._exit or exit() in native code)"
+
+
+class HarnessError(RuntimeError):
+    """The harness, not the implementation, failed on an example (e.g. the GPU had no room for a
+    huge-offset input even after waiting): the run ends without a verdict on the implementation,
+    as an internal error. Checks let it through instead of blaming the call it happened in."""
 
 
 class ImplLost(BaseException):

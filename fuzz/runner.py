@@ -27,8 +27,8 @@ from . import autotune, defaults, validate
 from .checks import METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
 from .failures import CheckFailure, ImplError
-from .gpu_memory import HugeInputSlots
-from .outcomes import ImplLost, Status, run_status
+from .gpu_memory import HugeInputSlots, with_memory_retry
+from .outcomes import HarnessError, ImplLost, Status, run_status
 from .profiles import PROFILES, database_for, profile_settings
 from .reproducer import load_reproducer, replay_command, save_reproducer
 from .strategies import Contract, LseInput, lse_inputs
@@ -136,6 +136,27 @@ class CheckResult:
             "slow": [call.to_dict() for call in self.slow],
             "tuning": list(self.tuning),
         }
+
+
+def _detached(exc: BaseException) -> BaseException:
+    """The failure without its traceback and chained exceptions: their frames hold the example's
+    tensors (and the transformed copies a check made), and Hypothesis keeps every failure it
+    meets while shrinking. On a GPU a huge-offset example is gigabytes, so a kept frame is an
+    out-of-memory error for the next example. The report needs only the failure's own fields
+    (an :class:`ImplError` has its traceback as text already)."""
+    exc.__traceback__ = None
+    exc.__context__ = None
+    exc.__cause__ = None
+    return exc
+
+
+class _HarnessStop(BaseException):
+    """Carries a :class:`HarnessError` through Hypothesis, which would otherwise shrink it as a bug
+    of the implementation (more huge examples on a full GPU): a BaseException ends the run now."""
+
+    def __init__(self, error: HarnessError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class _Falsified(Exception):
@@ -247,7 +268,11 @@ def check(
         on_gpu = example.layout.is_huge and example.device.type == "cuda"
         with slots.hold() if on_gpu and slots is not None else contextlib.nullcontext():
             try:
+                if on_gpu:
+                    _materialize(example)
                 _run_example(example, plan)
+            except HarnessError as exc:
+                raise _HarnessStop(exc) from None
             finally:
                 if on_gpu:
                     # Gigabytes of device memory, in this process and the implementation's worker:
@@ -258,25 +283,39 @@ def check(
                     gc.collect()
                     torch.cuda.empty_cache()
 
+    def _materialize(example: LseInput) -> None:
+        try:
+            with_memory_retry(lambda: example.x, example.device)
+        except torch.OutOfMemoryError as exc:
+            raise HarnessError(f"the GPU had no room for a huge-offset input ({example.describe()}) even "
+                               f"after waiting: {str(exc).splitlines()[0]} Run fewer jobs at once, or pass "
+                               "--no-huge-offsets.") from None
+
     def _run_example(example: LseInput, plan: Plan) -> None:
         failure = None
         # A kernel with 32-bit index math may crash the process on a huge-offset input; the
-        # example is saved first so that whoever ran this process finds what crashed it.
+        # example is saved first so that whoever ran this process finds what crashed it (the file
+        # outlives only a process that died).
         pending = _save_pending(example, plan, names, contract, reproducer_dir) if example.layout.is_huge else None
         try:
             run_checks(impl, example, checks=names, plan=plan, contract=contract, time_limit=time_limit,
                        on_slow=state.note_slow, pin=tuning.pin)
         except (CheckFailure, ImplError) as exc:
-            failure = exc
+            failure = _detached(exc)
+        except torch.OutOfMemoryError as exc:
+            # The implementation's own errors arrive as ImplError: this one is a copy the checks
+            # made (a metamorphic transformation of a huge input) on a GPU other processes filled.
+            raise HarnessError(f"the GPU ran out of memory for the fuzzer's own copy of {example.describe()}: "
+                               f"{str(exc).splitlines()[0]} Run fewer jobs at once, or pass "
+                               "--no-huge-offsets.") from None
         except ImplLost as lost:
             # An isolated implementation's worker is gone (crash, exit, hang): keep the example it
             # was lost on, replayable like any failure, then stop the run (no shrinking).
             _record_lost(lost, example, plan, names, contract, target, reproducer_dir)
+            raise
+        finally:
             if pending is not None:
                 pending.unlink(missing_ok=True)
-            raise
-        if pending is not None:
-            pending.unlink(missing_ok=True)
         if failure is not None:  # raised outside the except block: no __context__, one origin
             state.last = _Falsified(failure, example, plan)
             raise state.last
@@ -291,6 +330,8 @@ def check(
             run_one()
     except _Falsified as exc:
         falsified = exc
+    except _HarnessStop as stop:
+        raise stop.error from None
     except _NOT_REPRODUCED:
         if state.last is None:
             raise

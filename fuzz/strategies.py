@@ -35,25 +35,9 @@ from reference.errors import InvalidArgument
 from .contract import DTYPES, Contract, Values
 from .layouts import Layout, LayoutKind
 
-__all__ = [
-    "DTYPES",
-    "LEVELS",
-    "RECIPES",
-    "Contract",
-    "Generator",
-    "default_max_rows",
-    "LseInput",
-    "Recipe",
-    "RowSpec",
-    "default_device",
-    "default_max_elements",
-    "dtypes",
-    "layouts",
-    "lse_inputs",
-    "row_recipes",
-    "row_values",
-    "shapes",
-]
+__all__ = ["DTYPES", "LEVELS", "RECIPES", "Contract", "Generator", "LseInput", "Recipe", "RowSpec", "default_device",
+           "default_max_elements", "default_max_rows", "dtypes", "layouts", "lse_inputs", "row_recipes",
+           "row_values", "shapes"]
 
 
 # Powers of two and their neighbours are where tiles and rows-per-program counts break; the other

@@ -16,6 +16,7 @@ from reference import compare
 
 from ..contract import Contract
 from ..failures import CheckFailure, ImplError
+from ..outcomes import HarnessError
 from ..strategies import LseInput
 from ..timing import SLOW_FACTOR, SLOW_FLOOR, SlowCall, reference_seconds
 
@@ -102,6 +103,8 @@ class Context:
             with warnings.catch_warnings(), pinning as pinned:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 out = self.impl(x)
+        except HarnessError:  # the worker could not build the input: no verdict on the implementation
+            raise
         except Exception as exc:  # anything the implementation raises is its error, not ours
             self.configs = _lines(pinned)
             raise ImplError(call, exc) from None

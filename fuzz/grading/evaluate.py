@@ -17,7 +17,7 @@ from .. import static_scan
 from .._version import __version__
 from ..isolation.environment import default_memory_limit
 from ..isolation.proxy import IsolatedImpl, LoadFailed
-from ..outcomes import ImplLost, Verdict, verdict_of
+from ..outcomes import HarnessError, ImplLost, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
 from ..static_scan import Severity
 from .bench import bench_candidate
@@ -87,6 +87,9 @@ def _start(impl: IsolatedImpl, record: dict, started: float) -> bool:
         record["exception"] = exc.chain
         _finish(record, started, impl, verdict=Verdict.LOAD_ERROR, reason=str(exc))
         return False
+    except HarnessError as exc:  # e.g. no room on the GPU for one more worker's context
+        _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, reason=f"the harness failed: {exc}")
+        return False
     return True
 
 
@@ -138,6 +141,9 @@ def evaluate(
     except ImplLost as lost:
         _record_lost(record, lost)
         _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))
+        return record
+    except HarnessError as exc:  # no verdict on the candidate: the run could not go on
+        _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, reason=f"the harness failed: {exc}")
         return record
     except BaseException:  # Ctrl-C, or a bug here: do not leave the worker behind
         impl.close()

@@ -56,7 +56,7 @@ import torch
 from reference.errors import InvalidArgument
 
 from .. import defaults, validate
-from ..outcomes import ImplLost, Outcome, call_outcome, describe_exit
+from ..outcomes import HarnessError, ImplLost, Outcome, call_outcome, describe_exit
 from ..target import resolve_target
 from ..timing import HANG_FACTOR, best_per_call, hang_deadline, reference_seconds
 from . import wire
@@ -252,6 +252,8 @@ class IsolatedImpl:
         if reply[0]["op"] == "load_failed":
             message = reply[0]["message"]
             self.close()
+            if reply[0].get("harness"):
+                raise HarnessError(message)
             if not message.startswith("target="):
                 message = f"target={self.target!r}: {message}"
             raise LoadFailed(message, reply[0].get("chain"))
@@ -401,10 +403,13 @@ class IsolatedImpl:
             return decode_output(header["output"], frames, x)
         if op == "raised":
             self.candidate_seconds += float(header.get("seconds", 0.0))
-            outcome = call_outcome(error_kind=header.get("kind", "exception"))
             message = f"{header.get('type', 'Exception')}: {header.get('message', '')}"
             if header.get("during"):
                 message += f" (while {header['during']})"
+            if header.get("kind") == "harness":
+                raise HarnessError(f"{message} during {what}: the GPU stayed full while the worker waited; "
+                                   "run fewer jobs at once, or pass --no-huge-offsets")
+            outcome = call_outcome(error_kind=header.get("kind", "exception"))
             if outcome.fatal:
                 raise self._lose(outcome, f"{message} during {what}", x=x)
             raise _raised(header)

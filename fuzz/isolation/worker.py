@@ -11,9 +11,9 @@ Messages (parent -> worker), each a JSON header plus raw frames (:mod:`fuzz.isol
 
 Replies (worker -> parent):
 
-  {"op": "ready"} | {"op": "load_failed", "message": ..., "chain": [...]}   after loading the target
+  {"op": "ready"} | {"op": "load_failed", "message": ..., "chain": [...], "harness": bool}   after loading the target
   {"op": "returned", "output": {...}, "input_changed": bool}  + output frame, + input frame if changed
-  {"op": "raised", "kind": "exception" | "out_of_memory" | "cuda_error", "type", "message", "traceback", "chain"}
+  {"op": "raised", "kind": "exception" | "out_of_memory" | "cuda_error" | "harness", "type", "message", "traceback", "chain"}
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
 """
 
@@ -34,6 +34,7 @@ import torch
 
 from .. import autotune
 from ..failures import exception_chain
+from ..gpu_memory import MEMORY_WAIT, with_memory_retry
 from .wire import bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
 
 
@@ -60,6 +61,12 @@ def worker_main(channel_fd: int, args: dict) -> int:
         send_message(conn, {"op": "load_failed", "message": _one_line(exc), "chain": exception_chain(exc)})
         return 0
     _flush()
+    try:
+        _start_device(device)
+    except RuntimeError as exc:
+        send_message(conn, {"op": "load_failed", "harness": True,
+                            "message": f"the worker could not start {device}: {_one_line(exc)}"})
+        return 0
     # Autotuned kernels: they run in Triton's interpreter too (no benchmarking), and the parent
     # pins one configuration per example (only this process can find the candidate's kernels).
     autotune.install()
@@ -133,6 +140,25 @@ def _load(target: str):
             "the 2-D input tensor as its only required argument."
         ) from None
     return impl
+
+
+def _start_device(device: str) -> None:
+    """Create the CUDA context now, so the candidate's first call is not charged with it (seconds
+    when dozens of workers start at once) and a GPU too full for one more context is the harness's
+    problem, found before any call, not the candidate's crash. The context is tried again for a
+    while: other jobs' contexts and inputs come and go."""
+    if not device.startswith("cuda"):
+        return
+    deadline = time.monotonic() + MEMORY_WAIT
+    while True:
+        try:
+            torch.empty(1, device=device)
+            torch.cuda.synchronize(device)
+            return
+        except RuntimeError as exc:  # torch.AcceleratorError: "CUDA error: out of memory"
+            if "out of memory" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
 
 
 def _flush() -> None:
@@ -241,7 +267,11 @@ class _WorkerState:
 
     def call(self, conn: Connection, spec: dict, frame: bytearray) -> None:
         try:
-            x = self.input_for(spec, frame)
+            x = with_memory_retry(lambda: self.input_for(spec, frame), self.device)
+        except torch.OutOfMemoryError as exc:
+            # The GPU is full of other processes' memory: the harness's problem, not the candidate's.
+            _reply_raised(conn, exc, during="rebuilding the input in the worker", kind="harness")
+            return
         except BaseException as exc:  # e.g. the memory limit is too small for this input
             _reply_raised(conn, exc, during="rebuilding the input in the worker")
             return
@@ -348,7 +378,7 @@ def _copied_bytes(t: torch.Tensor) -> memoryview:
 
 
 def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", seconds: float = 0.0,
-                  configs: list[str] | None = None) -> None:
+                  configs: list[str] | None = None, kind: str | None = None) -> None:
     tb = exc.__traceback__
     frames = traceback.extract_tb(tb)
     # Drop this file's frames: the candidate's own are what a person needs.
@@ -360,7 +390,7 @@ def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", sec
         text = "".join(lines)
     send_message(conn, {
         "op": "raised",
-        "kind": _error_kind(exc),
+        "kind": kind or _error_kind(exc),
         "type": type(exc).__name__,
         "message": str(exc)[:4000],
         "traceback": text[-20000:],

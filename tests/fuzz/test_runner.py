@@ -21,7 +21,7 @@ import reference
 from fuzz.checks import CHECKS
 from fuzz.layouts import LayoutKind
 from fuzz.reproducer import load_reproducer
-from fuzz.outcomes import Status
+from fuzz.outcomes import HarnessError, Status
 
 
 @pytest.fixture
@@ -126,6 +126,35 @@ def test_an_exception_from_the_implementation_is_status_error(run):
     assert result.counterexample.shape[1] == 5  # shrunk to the shortest row that raises
     assert "the implementation raised" in result.summary()
     assert result.reproducer is not None
+
+
+def test_a_kept_failure_holds_no_frames(run):
+    # Hypothesis keeps every failure it meets while shrinking; a traceback's frames would keep the
+    # example's tensors (gigabytes for a huge-offset input on a GPU) alive with it.
+    result = run(doubles.off_by_max, checks=["agreement"], budget=50, seed=0)
+    assert result.status is Status.FAILED
+    failure = result.failure
+    assert failure.__traceback__ is None and failure.__context__ is None and failure.__cause__ is None
+    error = run(doubles.raises_on_long_rows).failure
+    assert error.__traceback__ is None and error.__context__ is None
+    assert "RuntimeError: row too long" in error.text  # the implementation's traceback, kept as text
+
+
+def harness_fails(x):
+    raise HarnessError("the GPU stayed full")
+
+
+def test_a_harness_error_ends_the_run_without_a_verdict(run):
+    # Not the implementation's error (no ImplError, no shrinking): the run stops at the first example.
+    calls = []
+
+    def impl(x):
+        calls.append(1)
+        harness_fails(x)
+
+    with pytest.raises(HarnessError, match="the GPU stayed full"):
+        run(impl, budget=50)
+    assert len(calls) == 1
 
 
 def test_a_failure_that_does_not_reproduce_is_reported_not_lost(run):

@@ -13,6 +13,11 @@ about 5 ulps; bfloat16 likewise, 0.59766 for 0.59261, 1.3 ulps). This is torch's
 accuracy, not a bug of this wrapper, and the project's tolerance model (one rounding of the
 result) does not cover it.
 
+The same rounding has a sharper edge: the float16 sum overflows to inf once a row has more than
+65504 columns near its max (a row of 65521 zeros gives inf where the answer is log(65521) = 11.09;
+found by the fuzzer on an H200, and from 65519 columns on a CPU). So this wrapper is correct only
+for rows of at most 65504 columns, the contract it declares in ``contracts.json``.
+
 Output: the input's dtype.
 """
 
