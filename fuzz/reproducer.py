@@ -60,8 +60,10 @@ def save_reproducer(
     check: str | None,
     message: str,
     lost: str | None = None,
+    name: str | None = None,
 ) -> Path:
-    """Write the example to ``directory`` (created if needed); the name depends only on its content."""
+    """Write the example to ``directory`` (created if needed); the name depends only on its content
+    unless ``name`` is given."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     values = example.values.detach().cpu().contiguous()
@@ -87,7 +89,7 @@ def save_reproducer(
     digest.update(values.view(torch.uint8).numpy().tobytes() if values.numel() else b"")
     digest.update(repr((str(values.dtype), tuple(values.shape), payload["layout"], payload["plan"],
                         payload["checks"], check)).encode())
-    path = directory / f"lse-fuzz-{check or lost or 'error'}-{digest.hexdigest()[:10]}.pt"
+    path = directory / (name or f"lse-fuzz-{check or lost or 'error'}-{digest.hexdigest()[:10]}.pt")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path)  # never half a file, also when the process dies right after

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -232,7 +233,7 @@ def check(
     ``max_rows`` cap M * N and M (defaults: :func:`fuzz.strategies.default_max_elements` and
     :func:`~fuzz.strategies.default_max_rows`). ``huge_offsets`` (on by default) adds inputs with
     element offsets >= 2**31: a kernel with 32-bit indexing may crash the process on them, so each
-    such example is first saved as ``reproducer_dir/lse-fuzz-pending-crash.pt`` and removed once it
+    such example is first saved as ``reproducer_dir/lse-fuzz-pending-crash-PID.pt`` and removed once it
     ran (a crashed run leaves the input that crashed it); run untrusted implementations isolated
     (``lse-fuzz check``, :class:`fuzz.isolation.IsolatedImpl`). A call far slower than
     ``reference.lse`` on the same input is a finding in ``result.slow`` (see :mod:`fuzz.timing`);
@@ -382,14 +383,13 @@ class _RunState:
             self.slow[key] = call
 
 
-PENDING_NAME = "lse-fuzz-pending-crash.pt"
-
-
 def _save_pending(example: LseInput, plan: Plan, names, contract: Contract, reproducer_dir) -> Path:
+    # One name per process: parallel runs sharing a directory (a mutation gate runs the reference
+    # and the mutants' base side by side, on the same examples) never touch each other's file.
     directory = DEFAULT_REPRODUCER_DIR if reproducer_dir is None else Path(reproducer_dir)
-    path = save_reproducer(directory, example, plan, checks=names, contract=contract, check=None,
-                           message="the process running this example ended before it finished")
-    return path.replace(directory / PENDING_NAME)
+    return save_reproducer(directory, example, plan, checks=names, contract=contract, check=None,
+                           message="the process running this example ended before it finished",
+                           name=f"lse-fuzz-pending-crash-{os.getpid()}.pt")
 
 
 def _record_lost(lost: ImplLost, example: LseInput, plan: Plan, names, contract: Contract, target: str,

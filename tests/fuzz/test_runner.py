@@ -273,7 +273,29 @@ def test_a_huge_offset_crash_leaves_the_input_that_caused_it(tmp_path):
     if done.returncode == 0:  # the wild reads happened to land in mapped memory
         assert done.stdout.split()[0] in {"failed", "error"}, done.stdout
         return
-    pending = tmp_path / "lse-fuzz-pending-crash.pt"
-    assert pending.is_file(), done.stderr
+    pending = list(tmp_path.glob("lse-fuzz-pending-crash-*.pt"))
+    assert len(pending) == 1, done.stderr
+    pending = pending[0]
     example = load_reproducer(pending).example()
     assert example.layout.is_huge
+
+
+def test_runs_sharing_a_directory_keep_their_own_pending_file(tmp_path, monkeypatch):
+    # A mutation gate fuzzes the reference and the mutants' base side by side, on the same examples,
+    # into one directory: one shared pending name made one run's rename fail under the other's.
+    from hypothesis import find
+
+    from fuzz import runner
+    from fuzz.checks import Plan
+    from fuzz.contract import Contract
+    from fuzz.strategies import lse_inputs
+
+    example = find(lse_inputs(max_elements=64), lambda e: True)
+    plan = Plan(metamorphic=None, seed=0)
+    paths = []
+    for pid in (101, 102):
+        monkeypatch.setattr(runner.os, "getpid", lambda pid=pid: pid)
+        paths.append(runner._save_pending(example, plan, ("agreement",), Contract(), tmp_path))
+    assert [p.name for p in paths] == ["lse-fuzz-pending-crash-101.pt", "lse-fuzz-pending-crash-102.pt"]
+    assert all(p.is_file() for p in paths)
+    assert load_reproducer(paths[0]).example().shape == example.shape
