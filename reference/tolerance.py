@@ -323,10 +323,13 @@ class Comparison:
         return int(rows[0]) if rows.numel() else None
 
     def ulps(self, row: int | None = None) -> torch.Tensor | float:
-        """The error in ulps of the output dtype at the expected value (:func:`ulp`); inf for a
-        non-finite expected value that was missed. One row gives a float, no row all rows."""
-        spacing = ulp(torch.where(torch.isfinite(self.expected), self.expected, torch.zeros_like(self.expected)),
-                      self.out_dtype)
+        """The error in ulps of the output dtype (:func:`ulp`) at the larger in magnitude of the
+        expected and the returned value: near each other that is the expected value's ulp, and an
+        error from an expected 0 reads in the returned value's units, not in subnormal spacings
+        (0.69 for 0 is 1.2e7 ulps of float32, not 5e44). Inf for a non-finite expected value that
+        was missed. One row gives a float, no row all rows."""
+        finite = lambda t: torch.where(torch.isfinite(t), t, torch.zeros_like(t)).abs()  # noqa: E731
+        spacing = ulp(torch.maximum(finite(self.expected), finite(self.got.to(self.expected.dtype))), self.out_dtype)
         return _pick(torch.where(self.error == 0, torch.zeros_like(self.error), self.error / spacing), row)
 
     def allowance(self, row: int | None = None) -> torch.Tensor | float:

@@ -5,6 +5,7 @@ Exit codes:
   1  a check failed, or the implementation raised, crashed, exited, hung or ran out of memory
   2  the target or the options cannot be used (missing file, syntax error, import error, no such
      function, wrong signature, bad option): one line on stderr
+  3  the harness itself failed (e.g. a GPU that stayed too full): no verdict on the implementation
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ exit codes:
   0  passed
   1  a check failed, or the implementation raised, crashed, exited, hung or ran out of memory
   2  the target or the options cannot be used
+  3  the harness itself failed (no verdict on the implementation)
 """
 
 

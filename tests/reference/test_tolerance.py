@@ -556,6 +556,13 @@ def test_comparison_reports_ulps_and_multiples_of_the_allowance():
     assert comparison.ulps().shape == (2,) and comparison.ratio().shape == (2,)
 
 
+def test_an_error_from_an_expected_zero_reads_in_the_returned_values_ulps():
+    # y = 0 for a single 0.0; ulps at y alone would be subnormal spacings (about 5e44 of them).
+    comparison = compare(torch.tensor([[0.0]]), torch.tensor([math.log(2.0)]))
+    assert comparison.ulps(0) == pytest.approx(math.log(2.0) / 2.0**-24)  # ulp of float32 in [0.5, 1)
+    assert "1.16e+07 ulps of float32" in comparison.explain(0)
+
+
 def test_accepted_overflow_reads_as_no_error():
     x = _f64(1e39)
     accepted, missed = compare(x, torch.tensor([INF])), compare(x, torch.tensor([F32_MAX]))
