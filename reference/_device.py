@@ -3,11 +3,16 @@
 Triton decides between compiling and interpreting when a ``@triton.jit`` function is *decorated*,
 by reading ``TRITON_INTERPRET`` then. So the choice must be made before any kernel module of this
 project is imported; :func:`ensure_interpreter` does it and every kernel module calls it first.
+Triton's own library functions (``tl.max``, ``tl.sum``, ...) are decorated when ``triton`` is
+imported: if it was imported before the interpreter was turned on, no kernel can run in it, and
+:func:`check_device` says so instead of Triton's "Cannot call @triton.jit'd outside of the scope
+of a kernel".
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
 
@@ -19,9 +24,14 @@ def ensure_interpreter() -> bool:
 
     A user who sets ``TRITON_INTERPRET`` themselves (``1`` or ``0``) keeps their choice.
     """
+    global _TRITON_IMPORTED_FIRST
     if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+        _TRITON_IMPORTED_FIRST = "triton" in sys.modules
         os.environ["TRITON_INTERPRET"] = "1"
     return interpreting()
+
+
+_TRITON_IMPORTED_FIRST = False  # the interpreter was turned on after triton was imported
 
 
 def interpreting() -> bool:
@@ -31,6 +41,12 @@ def interpreting() -> bool:
 def check_device(x: torch.Tensor) -> None:
     """Refuse a tensor the current Triton mode cannot run on, with the fix in the message."""
     if interpreting():
+        if _TRITON_IMPORTED_FIRST:
+            raise InvalidArgument(
+                "triton was imported before Triton's interpreter was turned on (no CUDA device here), so its "
+                "library functions were built for a GPU and no kernel can run: set TRITON_INTERPRET=1 in the "
+                "environment, or import this package before triton."
+            )
         if x.device.type != "cpu":
             raise InvalidArgument(
                 f"x.device={str(x.device)!r}, but Triton's interpreter (TRITON_INTERPRET=1) runs "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import inspect
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -301,3 +302,24 @@ def test_cuda_matches_cpu_oracle():
         pytest.skip("needs CUDA")
     x = torch.randn(4096, 5000, device="cuda")
     _assert_agrees(x, lse(x))
+
+
+TRITON_FIRST = """
+import triton
+import torch
+import reference
+try:
+    reference.lse(torch.zeros(2, 3))
+except reference.InvalidArgument as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="without a CUDA device only: the interpreter case")
+def test_triton_imported_before_the_interpreter_gets_a_message_with_the_fix():
+    # Triton decorates its own library functions when it is imported: turned on later, the
+    # interpreter cannot run any kernel, and Triton's own error does not say why.
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", TRITON_FIRST], capture_output=True, text=True, timeout=120, env=env)
+    assert "refused: triton was imported before Triton's interpreter was turned on" in done.stdout, done.stderr
+    assert "set TRITON_INTERPRET=1 in the environment" in done.stdout
