@@ -56,6 +56,32 @@ def test_a_deadline_reports_the_runs_not_started(tmp_path):
     assert "INCOMPLETE" in run.stdout and "runs not started" in run.stdout
 
 
+NARROW = """
+import torch
+
+
+def lse(x):
+    out = torch.logsumexp(x.double(), 1)
+    out = out if x.dtype == torch.float64 else out.float()
+    return out + 1 if x.shape[1] > 8 else out  # wrong past 8 columns, as its contract says
+"""
+
+
+def test_a_contract_declared_beside_a_file_is_the_one_its_runs_check(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "narrow.py").write_text(NARROW)
+    undeclared = _campaign(str(corpus), "--seeds", "1", "--budget", "30", tmp_path=tmp_path)
+    assert undeclared.returncode == 1, undeclared.stdout + undeclared.stderr
+    (corpus / "contracts.json").write_text(json.dumps({"narrow.py": {"max_n": 8, "why": "a test"}}))
+    declared = _campaign(str(corpus), "--seeds", "1", "--budget", "30", tmp_path=tmp_path)
+    assert declared.returncode == 0, declared.stdout + declared.stderr
+    assert "narrow.py declares (contracts.json): " in declared.stdout and "N <= 8" in declared.stdout
+    (corpus / "contracts.json").write_text(json.dumps({"narrow.py": {"max_cols": 8}}))
+    unknown = _campaign(str(corpus), "--seeds", "1", "--budget", "30", tmp_path=tmp_path)
+    assert unknown.returncode == 2 and "narrow.py declares ['max_cols']" in unknown.stderr
+
+
 def test_each_copy_of_a_candidate_differs_inside_every_function_body():
     distinct_copy = _load("grade_at_scale").distinct_copy
     source = (ROOT / "tests" / "implementations" / "candidates" / "triton_two_pass.py").read_text()
