@@ -401,9 +401,17 @@ def _record_lost(lost: ImplLost, example: LseInput, plan: Plan, names, contract:
     lost.replay = replay_command(path, target, isolate=True)
 
 
+def _pristine(example: LseInput) -> LseInput:
+    # The input as generated, not as the candidate left it: a kernel that writes into its input
+    # (input_unchanged) must not hand its caller a scribbled counterexample. The view is rebuilt
+    # from the untouched CPU values when it is first used.
+    return LseInput(values=example.values, layout=example.layout, specs=example.specs, seed=example.seed,
+                    device=example.device)
+
+
 def _record_failure(result: CheckResult, falsified: _Falsified, reproducer_dir: Path | str | None) -> None:
     failure = falsified.failure
-    result.failure, result.counterexample, result.plan = failure, falsified.example, falsified.plan
+    result.failure, result.counterexample, result.plan = failure, _pristine(falsified.example), falsified.plan
     directory = DEFAULT_REPRODUCER_DIR if reproducer_dir is None else Path(reproducer_dir)
     path = save_reproducer(
         directory, falsified.example, falsified.plan, checks=result.checks, contract=result.contract,
@@ -439,7 +447,7 @@ def replay(
     result = CheckResult(
         status=run_status(failure), examples=1, seconds=time.perf_counter() - started, target=target,
         seed=saved.seed, budget=1, contract=saved.contract, checks=saved.checks, failure=failure,
-        counterexample=example, plan=saved.plan, reproducer=Path(path),
+        counterexample=_pristine(example), plan=saved.plan, reproducer=Path(path),
     )
     if failure is not None:
         failure.replay = replay_command(path, target)

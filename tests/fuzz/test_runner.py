@@ -18,7 +18,7 @@ from doubles import exp2, lanes, two_pass
 
 import fuzz
 import reference
-from fuzz.checks import CHECKS
+from fuzz.checks import CHECKS, run_checks
 from fuzz.layouts import LayoutKind
 from fuzz.reproducer import load_reproducer
 from fuzz.outcomes import HarnessError, Status
@@ -103,6 +103,15 @@ def test_the_counterexample_is_shrunk_to_the_smallest_input(run):
     assert example.dtype == torch.float32
     assert example.layout.kind is LayoutKind.CONTIGUOUS
     assert len(example.specs) == 1
+
+
+def test_the_counterexample_is_the_input_as_generated_not_as_the_candidate_left_it(run):
+    result = run(doubles.negates_input, checks=["input_unchanged"], seed=0)
+    assert result.check == "input_unchanged"
+    example = result.counterexample
+    assert torch.equal(example.x.cpu().contiguous().view(torch.uint8), example.values.view(torch.uint8))
+    # so the counterexample passes a correct implementation as it is handed back
+    run_checks(doubles.lse_float64, example, checks=["agreement"], plan=result.plan)
 
 
 def test_the_same_seed_gives_the_same_result(run):
