@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     from fuzz.cli import build_parser
     from fuzz.commands.check import options_from_args
     from fuzz.isolation import Job, Pool
+    from fuzz.isolation.gpus import spread_over
     from fuzz.outcomes import Outcome
     from reference.errors import InvalidArgument
 
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     records = dict(done)
     unstarted = 0
     failed = False
-    with Pool(args.workers, timeout=(options.timeout or 900.0) + 300.0) as pool, open(args.out, "a") as out:
+    with Pool(args.workers, timeout=(options.timeout or 900.0) + 300.0, gpus=spread_over(options.device)) as pool, \
+            open(args.out, "a") as out:
         queue = list(jobs)
 
         def more():

@@ -23,6 +23,8 @@ from typing import TypeVar
 
 import torch
 
+from .isolation.gpus import gpu_name
+
 T = TypeVar("T")
 
 __all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "with_memory_retry"]
@@ -42,7 +44,9 @@ class HugeInputSlots:
         if count is None:
             count = max(1, torch.cuda.get_device_properties(index).total_memory // _PER_SLOT)
         self.count = count
-        self.directory = directory or Path(tempfile.gettempdir()) / "lse-fuzz-huge-inputs" / f"cuda-{index}"
+        # Named after the physical GPU: processes that see it under different indices (drivers
+        # spread over a host's GPUs each see theirs as cuda:0) share its slots, and only its.
+        self.directory = directory or Path(tempfile.gettempdir()) / "lse-fuzz-huge-inputs" / gpu_name(index)
         self.directory.mkdir(parents=True, exist_ok=True)
 
     @contextlib.contextmanager

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import defaults
+from ..isolation.gpus import spread_over
 from ..isolation.pool import Job, JobResult, Pool
 from ..outcomes import Outcome, Verdict
 from .bench import measure_baselines
@@ -99,7 +100,8 @@ def grade(
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending else None
     try:
         if work:
-            with Pool(jobs, work_dir=out / ".drivers", timeout=hard_limit) as pool:
+            with Pool(jobs, work_dir=out / ".drivers", timeout=hard_limit,
+                      gpus=spread_over(options.device)) as pool:
                 for result in pool.run(work):
                     record = job_record(result, by_key[result.job.key], options)
                     records[record["target"]] = record

@@ -16,6 +16,7 @@ from reference.errors import InvalidArgument
 from .. import static_scan
 from .._version import __version__
 from ..isolation.environment import default_memory_limit
+from ..isolation.gpus import gpu_name
 from ..isolation.proxy import IsolatedImpl, LoadFailed
 from ..outcomes import HarnessError, ImplLost, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
@@ -258,7 +259,9 @@ def grade_job(payload: dict) -> dict[str, object]:
     use_torch_threads(options)
     lock = None
     if payload.get("lock_dir"):
-        lock = _LOCKS.setdefault(payload["lock_dir"], GpuLock(payload["lock_dir"]))
+        if payload["lock_dir"] not in _LOCKS:
+            _LOCKS[payload["lock_dir"]] = GpuLock(payload["lock_dir"], gpu=gpu_name())
+        lock = _LOCKS[payload["lock_dir"]]
     return evaluate(Candidate(**payload["candidate"]), options, reproducer_dir=payload["reproducer_dir"],
                     guard=lock.shared if lock else None, exclusive=lock.exclusive if lock else None,
                     baselines=payload.get("baselines"))

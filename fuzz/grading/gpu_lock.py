@@ -20,10 +20,12 @@ class GpuLock:
     not every other candidate's calls queued behind the turnstile.
     """
 
-    def __init__(self, directory: Path | str, *, patience: float = 1.0) -> None:
+    def __init__(self, directory: Path | str, *, gpu: str = "gpu", patience: float = 1.0) -> None:
+        # One pair of lock files per physical GPU (``gpu``): drivers spread over several GPUs
+        # benchmark on each at once, and only wait for the calls on their own.
         directory = Path(directory)
-        self._turnstile = open(directory / ".gpu-turnstile.lock", "a+")
-        self._main = open(directory / ".gpu.lock", "a+")
+        self._turnstile = open(directory / f".{gpu}-turnstile.lock", "a+")
+        self._main = open(directory / f".{gpu}.lock", "a+")
         self.patience = patience
 
     @contextlib.contextmanager

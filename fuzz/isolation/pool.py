@@ -26,7 +26,7 @@ import socket
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -34,6 +34,7 @@ from pathlib import Path
 from ..outcomes import Outcome, describe_exit
 from . import wire
 from .environment import worker_environment, worker_sys_path
+from .gpus import VISIBLE
 from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, zygote_for
 
 __all__ = ["Job", "JobResult", "Pool", "driver_main"]
@@ -76,6 +77,7 @@ class _Driver:
             log.close()
             devnull.close()
         self.zygote = zygote
+        self.gpu = env.get(VISIBLE)
         self.conn = Connection(ours.detach())
         self.job: Job | None = None
         self.started = 0.0
@@ -109,16 +111,20 @@ class Pool:
 
     ``timeout(job) -> seconds`` is asked again while the job runs, so a caller may tighten it once
     it knows more (the mutation analysis does, once its gate has measured a baseline).
+    ``gpus`` (values of ``CUDA_VISIBLE_DEVICES``, see :func:`fuzz.isolation.gpus.spread_over`)
+    spreads the drivers over those GPUs: each new driver sees the one with the fewest drivers.
     """
 
     def __init__(self, workers: int, *, work_dir: Path | str | None = None,
-                 timeout: Callable[[Job], float] | float = math.inf, environ: dict[str, str] | None = None) -> None:
+                 timeout: Callable[[Job], float] | float = math.inf, environ: dict[str, str] | None = None,
+                 gpus: Sequence[str] = ()) -> None:
         self.workers = max(1, int(workers))
         self._timeout = timeout if callable(timeout) else (lambda job, seconds=float(timeout): seconds)
         self._own_dir = work_dir is None
         self.work_dir = Path(tempfile.mkdtemp(prefix="lse-fuzz-pool-") if work_dir is None else work_dir)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._env = worker_environment(environ)
+        self._gpus = list(gpus)
         self._drivers: list[_Driver] = []
         self._zygote: Zygote | None = None
         self._started = 0
@@ -133,6 +139,12 @@ class Pool:
         if self._zygote is None or not self._zygote.alive():
             self._zygote = zygote_for(self._env)
         env = dict(self._env, **{ZYGOTE_ADDRESS_ENV: self._zygote.address})
+        if self._gpus:
+            # A retired driver's replacement takes its GPU back, so the spread stays even.
+            load = {gpu: 0 for gpu in self._gpus}
+            for driver in self._drivers:
+                load[driver.gpu] = load.get(driver.gpu, 0) + 1
+            env[VISIBLE] = min(self._gpus, key=lambda gpu: load[gpu])
         driver = _Driver(self._zygote, self.work_dir, self._started, env)
         self._started += 1
         self._drivers.append(driver)

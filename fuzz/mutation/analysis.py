@@ -52,6 +52,7 @@ from ..checks import validate_checks
 from ..grading.batch import GRADE_ENTRY, job_record
 from ..grading.candidates import Candidate
 from ..grading.options import GradeOptions
+from ..isolation.gpus import spread_over
 from ..isolation.pool import Job, Pool
 from ..strategies import Contract
 from ..target import resolve_target
@@ -203,7 +204,7 @@ def run_mutation_analysis(
     try:
         # The gate and the mutants share one pool, gate first: mutants start on the drivers the gate
         # leaves free instead of waiting for it (on a GPU the gate is mostly compile time).
-        with Pool(jobs, work_dir=work_dir, timeout=limits) as pool:
+        with Pool(jobs, work_dir=work_dir, timeout=limits, gpus=spread_over(options.device)) as pool:
             if progress:
                 progress("gate", 0, len(gate_jobs))
             for result in pool.run(gate_jobs + mutant_jobs):

@@ -5,7 +5,9 @@ import time
 
 
 def echo(payload: dict) -> dict:
-    return {"echo": payload, "pid": os.getpid(), "cwd": os.getcwd(), "secret": os.environ.get("LSE_TEST_SECRET")}
+    time.sleep(payload.get("hold", 0))
+    return {"echo": payload, "pid": os.getpid(), "cwd": os.getcwd(), "secret": os.environ.get("LSE_TEST_SECRET"),
+            "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
 
 def abort(payload: dict) -> dict:

@@ -393,3 +393,14 @@ def test_a_call_stuck_on_the_gpu_delays_only_the_benchmark_not_other_calls(tmp_p
     hanging.join(5)
     waiting.join(5)
     assert events == ["stuck call holds the GPU", "other call", "benchmark"]
+
+
+def test_a_benchmark_on_one_gpu_does_not_wait_for_calls_on_another(tmp_path):
+    from fuzz.grading.gpu_lock import GpuLock
+
+    calls_on_a = GpuLock(tmp_path, gpu="gpu-a")
+    bench_on_b, bench_on_a = GpuLock(tmp_path, gpu="gpu-b", patience=0.1), GpuLock(tmp_path, gpu="gpu-a", patience=0.1)
+    with calls_on_a.shared():
+        with bench_on_b.exclusive():  # returns at once: another GPU's lock
+            pass
+        assert not bench_on_a._try_exclusive()  # the same GPU's benchmark waits for the call

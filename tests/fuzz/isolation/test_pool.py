@@ -49,3 +49,28 @@ def test_closing_the_run_early_stops_what_still_runs(pool):
     assert first.job.key == "short"
     run.close()  # the long job's driver is killed, not waited for
     assert not [d for d in pool._drivers if d.job is not None]
+
+
+def test_drivers_are_spread_evenly_over_the_gpus_given(tmp_path):
+    with Pool(4, work_dir=tmp_path, gpus=["3", "5"]) as pool:
+        records = [r.record for r in pool.run([job(str(i), "echo", n=i, hold=0.5) for i in range(8)])]
+    gpu_of_driver = {r["pid"]: r["gpu"] for r in records}
+    assert len(gpu_of_driver) == 4  # four drivers at once ...
+    assert sorted(gpu_of_driver.values()) == ["3", "3", "5", "5"]  # ... two on each GPU
+
+
+def test_a_crashed_drivers_replacement_takes_its_gpu(tmp_path):
+    # Drivers start on a, b, c; b's crashes while a and c are busy: its replacement must see b,
+    # not the next GPU in turn (a), or the GPUs' loads drift apart over a long run.
+    with Pool(3, work_dir=tmp_path, gpus=["a", "b", "c"]) as pool:
+        jobs = [job("1", "echo", hold=2.0), job("crash", "abort"), job("3", "echo", hold=2.0), job("4", "echo")]
+        results = {r.job.key: r for r in pool.run(jobs)}
+    assert results["crash"].outcome is Outcome.CRASHED
+    assert [results[k].record["gpu"] for k in ("1", "3", "4")] == ["a", "c", "b"]
+
+
+def test_without_gpus_a_driver_keeps_the_callers_visible_devices(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    with Pool(1, work_dir=tmp_path) as pool:
+        (result,) = pool.run([job("a", "echo")])
+    assert result.record["gpu"] == "7"
