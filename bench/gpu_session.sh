@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One lease of a CUDA machine, in one command of at most TOTAL seconds: the mutation analysis from a
+# One lease of a CUDA machine (every GPU of it: the pools spread their drivers over the visible GPUs),
+# in one command of at most TOTAL seconds: the mutation analysis from a
 # cold Triton cache, as much of the false-alarm campaign as the time left allows, and the GPU tests.
 #
 #     bash bench/gpu_session.sh OUT_DIR [TOTAL_SECONDS]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
+import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -23,11 +25,9 @@ from typing import TypeVar
 
 import torch
 
-from .isolation.gpus import gpu_name
-
 T = TypeVar("T")
 
-__all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "with_memory_retry"]
+__all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "gpu_name", "with_memory_retry"]
 
 HUGE_INPUT_BYTES = (2**32 + 2**20) * 4
 """The largest huge-offset storage (2**32 elements of 4 bytes and a little)."""
@@ -96,3 +96,16 @@ def with_memory_retry(make: Callable[[], T], device: torch.device, *, wait: floa
         torch.cuda.empty_cache()
         time.sleep(delay)
         delay = min(2 * delay, 8.0)
+
+
+def gpu_name(index: int | None = None) -> str:
+    """A file-name-safe name of the physical GPU behind ``cuda:index`` in this process (default:
+    the current one), the same in every process whatever its ``CUDA_VISIBLE_DEVICES``: locks and
+    memory slots that guard one GPU must be shared by exactly the processes that use it."""
+    index = torch.cuda.current_device() if index is None else index
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    if uuid is not None:
+        name = f"gpu-{uuid}"
+    else:  # older torch: the visible list and the index still tell GPUs apart
+        name = f"cuda-{os.environ.get('CUDA_VISIBLE_DEVICES', 'all')}-{index}"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)

@@ -14,9 +14,9 @@ from pathlib import Path
 from reference.errors import InvalidArgument
 
 from .. import static_scan
+from ..gpu_memory import gpu_name
 from .._version import __version__
 from ..isolation.environment import default_memory_limit
-from ..isolation.gpus import gpu_name
 from ..isolation.proxy import IsolatedImpl, LoadFailed
 from ..outcomes import HarnessError, ImplLost, Verdict, verdict_of
 from ..runner import CheckResult, check, replay

@@ -1,4 +1,4 @@
-"""Every GPU of a host: which GPUs a pool spreads its drivers over, and what names one GPU.
+"""Every GPU of a host: which GPUs a pool spreads its drivers over.
 
 A pool given ``gpus`` starts each driver with ``CUDA_VISIBLE_DEVICES`` set to one of them, the one
 with the fewest live drivers, so a job's device ``cuda`` (and its candidate worker's, which inherits
@@ -11,9 +11,8 @@ started as a fresh process that never initialises CUDA.
 from __future__ import annotations
 
 import os
-import re
 
-__all__ = ["gpu_name", "spread_over"]
+__all__ = ["spread_over"]
 
 VISIBLE = "CUDA_VISIBLE_DEVICES"
 
@@ -36,18 +35,3 @@ def spread_over(device: str, environ: dict[str, str] | None = None) -> list[str]
 
         gpus = [str(index) for index in range(torch.cuda.device_count())]
     return gpus if len(gpus) > 1 else []
-
-
-def gpu_name(index: int | None = None) -> str:
-    """A file-name-safe name of the physical GPU behind ``cuda:index`` in this process (default:
-    the current one), the same in every process whatever its ``CUDA_VISIBLE_DEVICES``: locks and
-    memory slots that guard one GPU must be shared by exactly the processes that use it."""
-    import torch
-
-    index = torch.cuda.current_device() if index is None else index
-    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
-    if uuid is not None:
-        name = f"gpu-{uuid}"
-    else:  # older torch: the visible list and the index still tell GPUs apart
-        name = f"cuda-{os.environ.get(VISIBLE, 'all')}-{index}"
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fuzz.isolation.gpus import gpu_name, spread_over
+from fuzz.gpu_memory import gpu_name
+from fuzz.isolation.gpus import spread_over
 
 
 @pytest.mark.parametrize(("device", "visible", "expected"), [
