@@ -202,7 +202,8 @@ def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:
         limit = getattr(resource, name)
         _, hard = resource.getrlimit(limit)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(limit, (value, hard))
+        # Soft and hard alike: a soft limit alone is one the candidate may raise again.
+        resource.setrlimit(limit, (value, value))
     faulthandler.enable()
     # The entry is imported here, after the fork and after the environment is the child's own:
     # a candidate worker decides between Triton's interpreter and the GPU only now.

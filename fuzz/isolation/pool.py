@@ -121,7 +121,8 @@ class Pool:
         self.workers = max(1, int(workers))
         self._timeout = timeout if callable(timeout) else (lambda job, seconds=float(timeout): seconds)
         self._own_dir = work_dir is None
-        self.work_dir = Path(tempfile.mkdtemp(prefix="lse-fuzz-pool-") if work_dir is None else work_dir)
+        # Absolute: drivers start in the fork server's own directory, where a relative one is not.
+        self.work_dir = Path(tempfile.mkdtemp(prefix="lse-fuzz-pool-") if work_dir is None else work_dir).resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._env = worker_environment(environ)
         self._gpus = list(gpus)

@@ -74,3 +74,12 @@ def test_without_gpus_a_driver_keeps_the_callers_visible_devices(tmp_path, monke
     with Pool(1, work_dir=tmp_path) as pool:
         (result,) = pool.run([job("a", "echo")])
     assert result.record["gpu"] == "7"
+
+
+def test_a_relative_work_directory_is_the_callers(tmp_path, monkeypatch):
+    # `lse-fuzz grade . --out report` passes report/.drivers: every driver failed to start there.
+    monkeypatch.chdir(tmp_path)
+    with Pool(1, work_dir="relative/work") as pool:
+        (result,) = pool.run([job("a", "echo")])
+    assert result.outcome is Outcome.RETURNED, result.detail
+    assert result.record["cwd"] == str(tmp_path / "relative" / "work")

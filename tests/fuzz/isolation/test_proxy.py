@@ -24,10 +24,12 @@ from fuzz.layouts import Layout, LayoutKind
 from reference.errors import InvalidArgument
 
 CANDIDATES = Path(__file__).resolve().parents[2] / "implementations" / "candidates"
+HOSTILE = CANDIDATES.parent / "hostile"  # attacks on the harness itself, kept out of the graded set
 
 
 def target(name: str, function: str = "lse") -> str:
-    return f"{CANDIDATES / name}.py:{function}"
+    folder = HOSTILE if (HOSTILE / f"{name}.py").exists() else CANDIDATES
+    return f"{folder / name}.py:{function}"
 
 
 def expected(x: torch.Tensor) -> torch.Tensor:
@@ -198,11 +200,13 @@ LOST = [
     ("hang", {"call_timeout": 1.0}, Outcome.TIMED_OUT, "past the first deadline of 1 s and the second"),
     ("hang", {"timeout": 1.0}, Outcome.TIMED_OUT, "time budget of 1 s ran out"),
     ("memory_hog", {"memory_limit": 4 << 30}, Outcome.OUT_OF_MEMORY, "can't allocate memory"),
+    ("lifts_memory_limit", {"memory_limit": 1 << 30}, Outcome.OUT_OF_MEMORY, "can't allocate memory"),
 ]
 
 
 @pytest.mark.parametrize(("name", "options", "outcome", "text"), LOST,
-                         ids=["segfault", "abort", "os_exit", "sys_exit", "hang", "time_budget", "out_of_memory"])
+                         ids=["segfault", "abort", "os_exit", "sys_exit", "hang", "time_budget", "out_of_memory",
+                              "out_of_memory_after_lifting_the_limit"])
 def test_a_lost_worker_is_classified_and_stays_lost(name, options, outcome, text):
     x = torch.randn(2, 3)
     impl = IsolatedImpl(target(name), **options).start()
