@@ -27,7 +27,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -60,6 +60,8 @@ class JobResult:
     record: dict | None
     seconds: float
     detail: str = ""  # RAISED: the entry's traceback; CRASHED/EXITED/TIMED_OUT: what happened and the log tail
+    fork_server_died: bool = False  # its driver died together with the fork server it came from
+    killed_fork_server: bool = False  # CRASHED: run alone, the job killed the fork server (it is the culprit)
 
 
 class _Driver:
@@ -159,15 +161,32 @@ class Pool:
         """Run ``jobs`` (started in the order given, each taken from the iterable only when a driver
         is free for it) and yield each result as it completes.
 
+        A job can kill the fork server, and with it every driver then running (they die with their
+        parent): their jobs are run again at the end, each alone, so an innocent neighbour gets
+        its own verdict and the culprit, killing it again, is named (``killed_fork_server``).
         Closing the iterator early (or Ctrl-C) kills the drivers still running.
         """
+        casualties: list[Job] = []
+        yield from self._run(jobs, self.workers, casualties)
+        for job in casualties:
+            for result in self._run([job], 1, None):
+                if result.fork_server_died:
+                    result = replace(result, outcome=Outcome.CRASHED, killed_fork_server=True,
+                                     detail="it killed the fork server that starts every driver and worker "
+                                            "(run again alone, it did so again)\n" + result.detail)
+                yield result
+
+    def _run(self, jobs: Iterable[Job], workers: int, casualties: list[Job] | None) -> Iterator[JobResult]:
+        """The loop of :meth:`run` with at most ``workers`` drivers. A job whose driver died with
+        the fork server goes to ``casualties`` instead of being yielded (when that is a list), or is
+        yielded with ``fork_server_died`` set when it is None."""
         pending = iter(jobs)
         upcoming = next(pending, None)
         idle: list[_Driver] = [d for d in self._drivers if d.job is None]
         busy: dict[Connection, _Driver] = {}
         try:
             while upcoming is not None or busy:
-                while upcoming is not None and (idle or len(busy) < self.workers):
+                while upcoming is not None and (idle or len(busy) < workers):
                     driver = idle.pop() if idle else self._new_driver()
                     driver.send(upcoming)
                     busy[driver.conn] = driver
@@ -178,6 +197,11 @@ class Pool:
                     if result.outcome in (Outcome.RETURNED, Outcome.RAISED):
                         driver.job = None
                         idle.append(driver)
+                    elif not driver.zygote.alive():  # this driver's fork server, not today's
+                        if casualties is not None:
+                            casualties.append(result.job)
+                            continue
+                        result = replace(result, fork_server_died=True)
                     yield result
                 now = time.monotonic()
                 for conn, driver in list(busy.items()):

@@ -1,6 +1,7 @@
 """Job entries for the worker-pool tests: each takes a payload dict and returns a record dict."""
 
 import os
+import signal
 import time
 
 
@@ -21,3 +22,10 @@ def sleep(payload: dict) -> dict:
 
 def fail(payload: dict) -> dict:
     raise ValueError(f"job failed on purpose: {payload}")
+
+
+def kill_fork_server(payload: dict) -> dict:
+    """A driver's parent is the fork server every driver and worker is forked from."""
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(5)  # dies with it (parent-death signal) before this returns
+    return {"survived": True}

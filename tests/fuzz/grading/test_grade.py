@@ -404,3 +404,21 @@ def test_a_benchmark_on_one_gpu_does_not_wait_for_calls_on_another(tmp_path):
         with bench_on_b.exclusive():  # returns at once: another GPU's lock
             pass
         assert not bench_on_a._try_exclusive()  # the same GPU's benchmark waits for the call
+
+
+def test_a_candidate_that_kills_the_fork_server_crashes_alone(tmp_path):
+    # It takes down the driver grading its neighbour too: the neighbour still passes, the batch
+    # finishes with one record each, and only the attacker gets a verdict against it.
+    batch_dir = tmp_path / "batch"
+    batch_dir.mkdir()
+    hostile = ROOT / "tests" / "implementations" / "hostile" / "kills_fork_server.py"
+    (batch_dir / "a_attacker.py").write_text(hostile.read_text())
+    (batch_dir / "b_neighbour.py").write_text((ROOT / "tests/implementations/correct/torch_float32.py").read_text())
+    out = tmp_path / "out"
+    code, _, _ = run_cli("grade", str(batch_dir), "--budget", "10", "--max-elements", "1024", "-j", "2", "-q",
+                         "--out", str(out))
+    records = records_of(out)
+    assert code == 1 and set(records) == {"a_attacker", "b_neighbour"}
+    assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
+    assert records["a_attacker"]["verdict"] == "crash"
+    assert "killed the fork server" in records["a_attacker"]["reason"]

@@ -83,3 +83,16 @@ def test_a_relative_work_directory_is_the_callers(tmp_path, monkeypatch):
         (result,) = pool.run([job("a", "echo")])
     assert result.outcome is Outcome.RETURNED, result.detail
     assert result.record["cwd"] == str(tmp_path / "relative" / "work")
+
+
+def test_a_job_that_kills_the_fork_server_is_named_and_its_neighbours_are_not_harmed(tmp_path):
+    # The killer takes down the driver beside it (same parent): both are run again, alone, after
+    # the rest; only the killer does it again.
+    with Pool(2, work_dir=tmp_path) as pool:
+        jobs = [job("neighbour", "echo", hold=1.0), job("killer", "kill_fork_server"), job("later", "echo", n=3)]
+        results = {r.job.key: r for r in pool.run(jobs)}
+    assert results["neighbour"].outcome is Outcome.RETURNED and results["later"].outcome is Outcome.RETURNED
+    killer = results["killer"]
+    assert killer.outcome is Outcome.CRASHED and killer.killed_fork_server
+    assert "killed the fork server" in killer.detail
+    assert not results["neighbour"].killed_fork_server
