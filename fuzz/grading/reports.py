@@ -70,8 +70,38 @@ def write_reports(out: Path, records: Iterable[dict]) -> None:
     atomic_write(out / REPORT_CSV, buffer.getvalue())
 
 
+_NUMBER = (int, float)
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "candidate": (str,), "target": (str,), "sha256": (str,), "verdict": (str,), "key": (str,),
+    "reason": (str,), "details": (str,), "check": (str, type(None)), "replay": (str, type(None)),
+    "reproducer": (str, type(None)), "examples": (int, type(None)), "calls": (int,), "seconds": _NUMBER,
+    "candidate_seconds": _NUMBER, "flags": (list,), "slow": (list,), "counterexample": (dict, type(None)),
+    "noise": (dict, type(None)), "bench": (dict, type(None)), "exception": (list, type(None)),
+}
+
+
+def well_formed(record: object) -> bool:
+    """Whether ``record`` has the fields a report is written from, of the types it writes them with.
+
+    A report file is input like any other: edited by hand, cut short, or rewritten by a candidate
+    that got at it. A record that is not what the grader writes is graded again, never rendered.
+    """
+    if not isinstance(record, dict):
+        return False
+    for name, types in _RECORD_TYPES.items():
+        value = record.get(name)
+        if not isinstance(value, types) or isinstance(value, bool):
+            return False
+    if record["verdict"] not in {v.value for v in Verdict}:
+        return False
+    if not all(isinstance(f, dict) and isinstance(f.get("flag"), str) for f in record["flags"]):
+        return False
+    return all(isinstance(c, dict) and isinstance(c.get("seconds"), _NUMBER) for c in record["slow"])
+
+
 def read_records(path: Path) -> list[dict]:
-    """Records of an earlier report; unreadable lines are skipped (they will be graded again)."""
+    """Records of an earlier report; unreadable or malformed lines (see :func:`well_formed`) are
+    skipped: they will be graded again."""
     records = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -82,7 +112,7 @@ def read_records(path: Path) -> list[dict]:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(record, dict) and "candidate" in record and "verdict" in record:
+        if well_formed(record):
             records.append(record)
     return records
 

@@ -422,3 +422,23 @@ def test_a_candidate_that_kills_the_fork_server_crashes_alone(tmp_path):
     assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
     assert records["a_attacker"]["verdict"] == "crash"
     assert "killed the fork server" in records["a_attacker"]["reason"]
+
+
+@pytest.mark.parametrize("tamper", [{"seconds": "abc"}, {"flags": "x"}, {"flags": [1]}, {"verdict": "great"},
+                                    {"slow": [{"seconds": None}]}, {"examples": True}],
+                         ids=["seconds_text", "flags_text", "flag_not_a_dict", "unknown_verdict", "slow_call_no_time",
+                              "examples_bool"])
+def test_resume_grades_a_malformed_record_again_instead_of_crashing(tmp_path, tamper):
+    batch_dir = copy_candidates(tmp_path / "batch", {"a": "wrong_type", "b": "raises"})
+    out = tmp_path / "out"
+    common = ["--budget", "10", "--max-elements", "1024", "-q", "--out", str(out)]
+    run_cli("grade", str(batch_dir), *common)
+    first = records_of(out)
+    lines = (out / "grade.jsonl").read_text().splitlines()
+    (out / "grade.jsonl").write_text("\n".join([json.dumps({**json.loads(lines[0]), **tamper}), *lines[1:]]) + "\n")
+    code, _, err = run_cli("grade", str(batch_dir), *common, "--resume")
+    assert code == 1 and "resumed: 1 candidates kept" in err, err
+    again = records_of(out)
+    assert {k: r["verdict"] for k, r in again.items()} == {k: r["verdict"] for k, r in first.items()}
+    csv_rows = (out / "grade.csv").read_text().splitlines()[1:]
+    assert sorted(Path(row.split(",")[0]).stem for row in csv_rows) == sorted(again)
