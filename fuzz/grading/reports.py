@@ -8,6 +8,7 @@ interrupted run leaves a valid report of the finished ones, which ``--resume`` k
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
@@ -143,14 +144,42 @@ def render_table(records: list[dict], *, file=None) -> None:
         # The check has its own column, the candidate its row: keep the reason to what is left.
         reason = re.sub(r"^(check '\w+' failed: |target='[^']*': )", "", record.get("reason") or "")
         table.add_row(
-            escape(record["candidate"]), f"[{styles.get(record['verdict'], '')}]{record['verdict']}[/]",
+            escape(printable(record["candidate"])), f"[{styles.get(record['verdict'], '')}]{record['verdict']}[/]",
             record.get("check") or "", ", ".join(flags), str(bench.get("gbps", "")),
             str(bench.get("speedup_vs_reference", "")), f"{record.get('seconds', 0):.1f}s",
-            escape(reason.replace(record["target"], record["candidate"])[:200]),
+            escape(printable(reason.replace(record["target"], record["candidate"])[:200])),
         )
     console.print(table)
     counts = summary_counts(records)
     console.print(f"{len(records)} candidates: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` (written by a candidate, often) with control characters shown, not obeyed: an
+    escape sequence in an exception message must not recolour, move or clear the reader's terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def _code_span(text: str) -> str:
+    """``text`` as one Markdown code span: literal, whatever it holds (links, images, HTML, pipes)."""
+    text = printable(text).replace("\n", " ").replace("|", "\\|")
+    ticks = "`" * (_longest_backticks(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""  # CommonMark strips one space each side
+    return f"{ticks}{pad}{text}{pad}{ticks}" if text else ""
+
+
+def _code_block(text: str) -> list[str]:
+    """``text`` as a fenced block that nothing inside it can close (CommonMark: a fence ends only
+    at a run of backticks at least as long as the one that opened it)."""
+    fence = "`" * max(3, _longest_backticks(text) + 1)
+    return [fence + "text", printable(text), fence]
 
 
 def render_markdown(records: list[dict], *, title: str) -> str:
@@ -161,18 +190,19 @@ def render_markdown(records: list[dict], *, title: str) -> str:
     lines += ["", "| candidate | verdict | check | flags | GB/s | reason |", "|---|---|---|---|---|---|"]
     for record in sorted(records, key=lambda r: r["candidate"]):
         bench = record.get("bench") or {}
-        flags = ", ".join(f"`{f['flag']}`" for f in record.get("flags", []))
-        reason = (record.get("reason") or "").replace("|", "\\|").replace("\n", " ")[:200]
-        lines.append(f"| `{record['candidate']}` | **{record['verdict']}** | {record.get('check') or ''} | "
+        flags = ", ".join(_code_span(f["flag"]) for f in record.get("flags", []))
+        reason = _code_span((record.get("reason") or "")[:200])
+        lines.append(f"| {_code_span(record['candidate'])} | **{record['verdict']}** | {record.get('check') or ''} | "
                      f"{flags} | {bench.get('gbps', '')} | {reason} |")
     for record in records:
         if record["verdict"] == Verdict.PASS.value or not (record.get("details") or record.get("replay")):
             continue
-        lines += ["", f"<details><summary><code>{record['candidate']}</code>: {record['verdict']}</summary>", ""]
+        lines += ["", f"<details><summary><code>{html.escape(record['candidate'])}</code>: {record['verdict']}</summary>",
+                  ""]
         if record.get("details"):
-            lines += ["```text", record["details"].rstrip()[-6000:], "```"]
+            lines += _code_block(record["details"].rstrip()[-6000:])
         if record.get("replay"):
-            lines += ["", f"Replay: `{record['replay']}`"]
+            lines += ["", f"Replay: {_code_span(record['replay'])}"]
         lines += ["", "</details>"]
     options = records[0]["options"] if records else {}
     if options:
@@ -231,4 +261,4 @@ def format_record(record: dict) -> str:
             if not bench.get("output_ok", True):
                 text += "; WARNING: its output on the benchmark input is wrong"
             lines.append(text)
-    return "\n".join(lines)
+    return printable("\n".join(lines))

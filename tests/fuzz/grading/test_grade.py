@@ -442,3 +442,25 @@ def test_resume_grades_a_malformed_record_again_instead_of_crashing(tmp_path, ta
     assert {k: r["verdict"] for k, r in again.items()} == {k: r["verdict"] for k, r in first.items()}
     csv_rows = (out / "grade.csv").read_text().splitlines()[1:]
     assert sorted(Path(row.split(",")[0]).stem for row in csv_rows) == sorted(again)
+
+
+def test_candidate_text_cannot_rewrite_the_markdown_or_the_terminal():
+    from fuzz.grading.reports import format_record, render_markdown
+
+    attack = "boom\n```\n\n## All candidates pass\n![ok](https://example.invalid/pixel.png) <img src=x> | forged |"
+    record = {"candidate": "evil`.py", "target": "evil.py:lse", "verdict": "error", "check": None,
+              "reason": "the candidate raised: " + attack, "details": attack + "\x1b[2J\x1b[32mPASS\x1b[0m",
+              "replay": "python -m fuzz replay x.pt --impl evil.py:lse", "flags": [], "slow": [], "bench": None,
+              "examples": 3, "calls": 3, "seconds": 1.0, "candidate_seconds": 0.5, "seed": 0, "exception": None,
+              "counterexample": None, "options": {"seed": 0, "contract": "strict", "private_seed": False}}
+    text = render_markdown([record], title="lse-fuzz grade")
+    fence = next(line for line in text.splitlines() if line.endswith("text"))[:-len("text")]
+    block = text.split(fence + "text\n", 1)[1].split("\n" + fence + "\n", 1)[0]
+    assert len(fence) > 3 and "## All candidates pass" in block  # the attack stays inside the block
+    row = next(line for line in text.splitlines() if line.startswith("| ``evil`.py``"))
+    # The reason is one code span (literal: no image, no HTML) and its pipes forge no cell.
+    assert row.endswith("| ````the candidate raised: boom ```  ## All candidates pass ![ok](https://example.invalid/"
+                        "pixel.png) <img src=x> \\| forged \\|```` |")
+    assert [line for line in text.splitlines() if "All candidates pass" in line] == [row, "## All candidates pass"]
+    assert "\x1b" not in text and "\\x1b[2J" in text
+    assert "\x1b" not in format_record(record) and "\\x1b[32mPASS" in format_record(record)
