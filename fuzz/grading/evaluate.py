@@ -23,6 +23,7 @@ from ..runner import CheckResult, check, replay
 from ..static_scan import Severity
 from .bench import bench_candidate
 from .candidates import Candidate
+from .fit import fit_shapes
 from .gpu_lock import GpuLock
 from .options import GradeOptions, torch_threads, use_torch_threads
 
@@ -56,6 +57,7 @@ def base_record(candidate: Candidate, options: GradeOptions) -> dict[str, object
         "slow": [],
         "noise": None,
         "bench": None,
+        "shape_fit": None,
         "seed": options.seed,
         "seed_id": options.seed_id,
         "key": options.key(),
@@ -64,10 +66,14 @@ def base_record(candidate: Candidate, options: GradeOptions) -> dict[str, object
     }
 
 
+def _memory_limit(options: GradeOptions) -> int | None:
+    if options.memory_limit is None:
+        return default_memory_limit(options.device, jobs=options.jobs)
+    return options.memory_limit
+
+
 def _isolated(target: str, options: GradeOptions, guard=None) -> IsolatedImpl:
-    memory_limit = options.memory_limit
-    if memory_limit is None:
-        memory_limit = default_memory_limit(options.device, jobs=options.jobs)
+    memory_limit = _memory_limit(options)
     threads = torch_threads(options) if options.threads is None else options.threads
     impl = IsolatedImpl(target, device=options.device, call_timeout=options.call_timeout, timeout=options.timeout,
                         memory_limit=memory_limit, threads=threads)
@@ -125,6 +131,11 @@ def evaluate(
             record["flags"] = [f.to_dict() for f in static_scan.scan(candidate.path)]
         except (SyntaxError, ValueError, OSError):
             pass  # the worker reports it as a load error
+    max_elements = options.max_elements
+    if not any(flag["flag"] == "no_triton_kernel" for flag in record["flags"]):  # the interpreter's cost
+        fit = fit_shapes(candidate.target, options, memory_limit=_memory_limit(options))
+        if fit is not None:
+            record["shape_fit"], max_elements = fit.to_dict(), fit.max_elements
     try:
         impl = _isolated(candidate.target, options, guard)
     except InvalidArgument as exc:
@@ -138,7 +149,7 @@ def evaluate(
         result = check(impl, budget=options.budget, seed=options.effective_seed, device=options.device,
                        contract=options.declared(), checks=options.checks, profile=options.profile,
                        reproducer_dir=reproducer_dir, huge_offsets=options.huge_offsets,
-                       max_elements=options.max_elements, time_limit=options.time_limit, target=candidate.target)
+                       max_elements=max_elements, time_limit=options.time_limit, target=candidate.target)
     except ImplLost as lost:
         _record_lost(record, lost)
         _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))

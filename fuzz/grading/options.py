@@ -46,6 +46,7 @@ class GradeOptions:
     jobs: int = 1  # workers running at once (shares the default memory limit); not part of the key
     huge_offsets: bool = True
     max_elements: int | None = None  # largest M * N drawn (default: the strategies' default for the device)
+    fit_shapes: bool = True  # on the CPU, without max_elements: fit the cap to the candidate's cost (grading.fit)
     profile: str | None = None
     bench: bool = False
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
@@ -62,6 +63,8 @@ class GradeOptions:
         validate.integer(self.seed, name=name("seed"), low=0)
         if self.max_elements is not None:
             validate.integer(self.max_elements, name=name("max_elements"), low=1)
+        if not isinstance(self.fit_shapes, bool):
+            raise InvalidArgument(f"{name('fit_shapes')}={self.fit_shapes!r}; expected True or False.")
         validate.seconds(self.call_timeout, name=name("call_timeout"))
         validate.seconds(self.timeout, name=name("timeout"), optional=True)
         validate.seconds(self.time_limit, name=name("time_limit"), optional=True)

@@ -78,6 +78,7 @@ _RECORD_TYPES: dict[str, tuple[type, ...]] = {
     "reproducer": (str, type(None)), "examples": (int, type(None)), "calls": (int,), "seconds": _NUMBER,
     "candidate_seconds": _NUMBER, "flags": (list,), "slow": (list,), "counterexample": (dict, type(None)),
     "noise": (dict, type(None)), "bench": (dict, type(None)), "exception": (list, type(None)),
+    "shape_fit": (dict, type(None)),
 }
 
 
@@ -96,6 +97,8 @@ def well_formed(record: object) -> bool:
     if record["verdict"] not in {v.value for v in Verdict}:
         return False
     if not all(isinstance(f, dict) and isinstance(f.get("flag"), str) for f in record["flags"]):
+        return False
+    if record["shape_fit"] is not None and not isinstance(record["shape_fit"].get("description"), str):
         return False
     return all(isinstance(c, dict) and isinstance(c.get("seconds"), _NUMBER) for c in record["slow"])
 
@@ -225,6 +228,8 @@ def format_record(record: dict) -> str:
                      f"seed {record['seed']}"
                      + (" + private seed" if record["options"].get("private_seed") else ""))
         lines.append(f"  contract: {record['options'].get('declared_contract') or record['options']['contract']}")
+        if record.get("shape_fit"):
+            lines.append(f"  shapes:   {record['shape_fit']['description']}")
     details = (record.get("details") or "").rstrip()
     if verdict in (Verdict.FAIL.value, Verdict.ERROR.value) and details:
         lines += ["  " + line for line in details.splitlines()]

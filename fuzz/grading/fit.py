@@ -1,0 +1,119 @@
+"""Fitting the shapes a CPU run draws to what the candidate costs in Triton's interpreter.
+
+The CPU defaults (:func:`fuzz.strategies.default_max_elements`) are sized for kernels that cost in
+the interpreter about what ``reference.lse`` costs. A kernel that pays per element far more (a
+``tl.reduce`` with a Python combine function runs that function once per element: about 30x the
+reference) would take more than 20 minutes to check with them, and look hung. So before a CPU run
+of a candidate that defines a Triton kernel, its calls on one long row are timed in a worker of
+its own (each autotune configuration; the slowest counts) against ``reference.lse`` on the longest
+row the defaults draw. The cap is the longest row, halving from the default, on which the candidate
+costs at most :data:`FACTOR` times that; a first probe of :data:`PROBE_COLS` columns skips the rows
+that would be too slow to even time, by scaling its cost linearly. Never below :data:`FLOOR`.
+
+The result says so (:class:`ShapeFit`), with the numbers. ``--max-elements`` (any explicit cap)
+turns the fit off, and so does a probe that fails: the run then finds what is wrong. Both
+timings are taken in the same interpreter on the same machine, so the fit depends on how the
+candidate compares with the reference, hardly on the machine.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+import reference
+
+from ..isolation.proxy import IsolatedImpl
+from ..strategies import default_max_elements
+from .options import GradeOptions
+
+__all__ = ["FACTOR", "FLOOR", "PROBE_COLS", "ShapeFit", "fit_shapes"]
+
+PROBE_COLS = 8192
+FACTOR = 16.0  # the candidate's longest call may cost this many times the reference's (kernels that differ
+# from it in design cost up to about 8x on the longest row: only a far slower one is fitted)
+FLOOR = 1024  # never fewer elements: a row of several tiles of common widths still fits
+MAX_CONFIGS = 8  # autotune configurations probed (the slowest counts)
+
+
+@dataclass(frozen=True)
+class ShapeFit:
+    """A CPU run's element cap, fitted to the candidate's interpreter cost."""
+
+    max_elements: int
+    default: int
+    seconds: float  # the candidate's slowest call on one row of max_elements columns
+    reference_seconds: float  # reference.lse on one row of default columns
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / max(self.reference_seconds, 1e-9)
+
+    def describe(self) -> str:
+        return (f"fitted to the interpreter: at most {self.max_elements} elements, not {self.default}; a row of about "
+                f"{self.max_elements} costs the implementation {self.seconds:.2f} s, a row of {self.default} costs "
+                f"reference.lse {self.reference_seconds:.2f} s (--max-elements N chooses the cap)")
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "description": self.describe()}
+
+
+def _row(cols: int) -> torch.Tensor:
+    return torch.randn(1, cols, generator=torch.Generator().manual_seed(0))
+
+
+def _best(call, x: torch.Tensor, repeats: int) -> float:
+    call(_row(16))  # a configuration's first call sets the interpreter up: on a row that costs nothing
+    best = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call(x)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def _slowest_config(impl: IsolatedImpl, x: torch.Tensor, repeats: int) -> float:
+    configs = impl.tuning()[0]
+    slowest = 0.0
+    for choice in range(min(configs, MAX_CONFIGS)) if configs > 1 else [None]:
+        with impl.pinned(choice):
+            slowest = max(slowest, _best(impl, x, repeats))
+    return slowest
+
+
+def fit_shapes(target: str, options: GradeOptions, *, memory_limit: int | None = None) -> ShapeFit | None:
+    """The fitted cap for ``target`` under ``options`` (see the module docstring); None when the
+    run keeps the defaults: not on the CPU, a cap given, cheap enough, or a probe that failed."""
+    if not options.device.startswith("cpu") or options.max_elements is not None or not options.fit_shapes:
+        return None
+    default = default_max_elements("cpu")
+    budget = FACTOR * _best(reference.lse, _row(default), repeats=3)  # what the longest call may cost
+    impl = None
+    try:
+        impl = IsolatedImpl(target, device="cpu", call_timeout=max(options.call_timeout, 60.0), timeout=300.0,
+                            memory_limit=memory_limit, threads=1).start()
+        probe = _slowest_config(impl, _row(PROBE_COLS), repeats=1)
+        if probe > budget:  # shorter rows than the probe: scaled linearly, not timed (they would be slow)
+            cols = PROBE_COLS
+            while cols > FLOOR and probe * cols / PROBE_COLS > budget:
+                cols //= 2
+            seconds = probe * cols / PROBE_COLS
+        else:  # longer rows: timed, from the longest that scaling says is worth timing
+            cols = default
+            while cols > PROBE_COLS and probe * cols / PROBE_COLS > 2 * budget:
+                cols //= 2
+            seconds = probe if cols == PROBE_COLS else _slowest_config(impl, _row(cols), repeats=2)
+            while seconds > budget and cols > PROBE_COLS:
+                cols //= 2
+                seconds = probe if cols == PROBE_COLS else _slowest_config(impl, _row(cols), repeats=2)
+    except BaseException as exc:  # whatever the candidate does wrong, the run itself will report
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return None
+    finally:
+        if impl is not None:
+            impl.close()
+    return None if cols == default else ShapeFit(cols, default, seconds, budget / FACTOR)

@@ -1,0 +1,53 @@
+"""Fitting a CPU run's shapes to what the candidate costs in Triton's interpreter (fuzz.grading.fit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuzz.grading import GradeOptions
+from fuzz.grading.evaluate import evaluate
+from fuzz.grading.fit import FACTOR, FLOOR, fit_shapes
+from fuzz.grading.reports import format_record, well_formed
+
+CORPUS = Path(__file__).resolve().parents[2] / "implementations" / "correct"
+CANDIDATES = CORPUS.parent / "candidates"
+SLOW_PER_ELEMENT = f"{CORPUS / 'reduce_combine.py'}:lse"  # a Python combine function per element
+
+
+def test_a_kernel_far_slower_per_element_than_the_reference_gets_shorter_rows():
+    fit = fit_shapes(SLOW_PER_ELEMENT, GradeOptions().validated())
+    assert fit is not None and FLOOR <= fit.max_elements < fit.default
+    assert fit.seconds <= FACTOR * fit.reference_seconds  # the longest row it keeps is within the bound
+    assert f"at most {fit.max_elements} elements, not {fit.default}" in fit.describe()
+
+
+@pytest.mark.parametrize("name", ["exp2_based", "two_pass"])
+def test_a_kernel_that_costs_what_the_reference_costs_keeps_the_defaults(name):
+    assert fit_shapes(f"{CORPUS / name}.py:lse", GradeOptions().validated()) is None
+
+
+@pytest.mark.parametrize("options", [{"max_elements": 4096}, {"fit_shapes": False}],
+                         ids=["explicit_cap", "turned_off"])
+def test_an_explicit_cap_or_the_switch_turns_the_fit_off(options):
+    assert fit_shapes(SLOW_PER_ELEMENT, GradeOptions(**options).validated()) is None
+
+
+@pytest.mark.parametrize("name", ["segfault", "raises", "syntax_error"])
+def test_a_probe_that_fails_leaves_the_defaults_for_the_run_to_report(name):
+    assert fit_shapes(f"{CANDIDATES / name}.py:lse", GradeOptions().validated()) is None
+
+
+def test_the_record_and_the_report_say_the_shapes_were_fitted(tmp_path):
+    record = evaluate(SLOW_PER_ELEMENT, GradeOptions(budget=3).validated(), reproducer_dir=tmp_path)
+    assert record["verdict"] == "pass", record["reason"]
+    fit = record["shape_fit"]
+    assert fit is not None and fit["max_elements"] < fit["default"]
+    assert record["options"]["fit_shapes"] is True and well_formed(record)
+    assert "  shapes:   fitted to the interpreter: at most" in format_record(record)
+
+
+def test_a_torch_wrapper_is_not_probed(tmp_path):
+    record = evaluate(f"{CORPUS / 'torch_float32.py'}:lse", GradeOptions(budget=3).validated(), reproducer_dir=tmp_path)
+    assert record["verdict"] == "pass" and record["shape_fit"] is None
