@@ -33,6 +33,7 @@ PRELOAD = ("numpy", "torch", "triton", "triton.language")
 
 MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def zygote_main(lifeline_fd: int) -> None:
@@ -45,6 +46,9 @@ def zygote_main(lifeline_fd: int) -> None:
     its children are killed; when the parent goes away, all of them are, and we exit.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    # Orphans of every process we fork become our children (not init's): a candidate's detached
+    # process (double fork, setsid) cannot outlive its worker and write after the grader.
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     for name in PRELOAD:
         try:
             __import__(name)
@@ -95,6 +99,7 @@ def zygote_main(lifeline_fd: int) -> None:
                     owner[reply["pid"]] = sock
                 _send_json(sock, reply)
             _reap(children, owner)
+            _kill_orphans(owner)
     finally:
         for client in list(children):
             for pid in children[client]:
@@ -119,6 +124,24 @@ def _kill_group(pid: int) -> None:
             kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _kill_orphans(owner: dict) -> None:
+    """Kill every child we did not fork ourselves: processes a worker or driver started that lost
+    their parent (a double fork, or a worker that died) and were handed to us as subreaper."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids = [int(pid) for pid in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        for pid in pids:
+            if pid not in owner:
+                _kill_group(pid)
 
 
 def _reap(children: dict, owner: dict) -> None:
@@ -167,13 +190,16 @@ def _spawn(config: dict, fds: list[int], selector, children: dict, client) -> di
     return {"op": "spawned", "pid": pid}
 
 
-def _set_parent_death_signal() -> None:
-    """Die with the zygote (Linux): no worker outlives the process tree that started it."""
+def _prctl(option: int, value: int) -> None:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def _set_parent_death_signal() -> None:
+    """Die with the zygote (Linux): no worker outlives the process tree that started it."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:

@@ -464,3 +464,30 @@ def test_candidate_text_cannot_rewrite_the_markdown_or_the_terminal():
     assert [line for line in text.splitlines() if "All candidates pass" in line] == [row, "## All candidates pass"]
     assert "\x1b" not in text and "\\x1b[2J" in text
     assert "\x1b" not in format_record(record) and "\\x1b[32mPASS" in format_record(record)
+
+
+def test_a_detached_process_cannot_rewrite_the_report_after_the_grade(tmp_path):
+    # The attack as seen: a candidate leaves a process behind that waits for the grader to finish,
+    # then rewrites its own record to pass. It dies with its worker, before it can write.
+    out = tmp_path / "out"
+    batch_dir = tmp_path / "batch"
+    batch_dir.mkdir()
+    (batch_dir / "forger.py").write_text(f'''
+import json, os, time
+import torch
+
+def lse(x):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(1.0)
+            path = {str(out / "grade.jsonl")!r}
+            records = [dict(json.loads(line), verdict="pass") for line in open(path)]
+            open(path, "w").write("".join(json.dumps(r) + "\\n" for r in records))
+        os._exit(0)
+    os.wait()
+    return torch.zeros(x.shape[0])  # wrong: the verdict must stay fail
+''')
+    code, _, _ = run_cli("grade", str(batch_dir), "--budget", "5", "--max-elements", "1024", "-q", "--out", str(out))
+    time.sleep(2.0)
+    assert code == 1 and records_of(out)["forger"]["verdict"] == "fail"

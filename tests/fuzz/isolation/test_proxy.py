@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -291,3 +292,30 @@ def test_bench_times_whole_requests_and_returns_the_last_output():
     generator = torch.Generator().manual_seed(5)
     x = torch.randn(16, 64, generator=generator)
     assert 0 < seconds < 1 and torch.equal(out, expected(x))  # the same seeded input as the grader's
+
+
+def test_a_process_the_candidate_detaches_does_not_outlive_its_worker(tmp_path):
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    source = (HOSTILE / "detaches.py").read_text().replace("EVIDENCE = None", f"EVIDENCE = {str(evidence)!r}")
+    (tmp_path / "detaches.py").write_text(source)
+    with IsolatedImpl(f"{tmp_path / 'detaches.py'}:lse") as impl:
+        impl(torch.randn(2, 3))
+        deadline = time.monotonic() + 10
+        while not (evidence / "daemon.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pid = int((evidence / "daemon.pid").read_text())
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), "the detached process is still running while its worker is"
+    beats = (evidence / "heartbeat").stat().st_size if (evidence / "heartbeat").exists() else 0
+    time.sleep(0.3)
+    assert ((evidence / "heartbeat").stat().st_size if (evidence / "heartbeat").exists() else 0) == beats
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
