@@ -331,7 +331,7 @@ class IsolatedImpl:
         return self.lost
 
     def _receive(self, timeout: float, *, what: str, x: torch.Tensor | None = None,
-                 deadline: tuple[float, float] | None = None):
+                 deadline: tuple[float, float] | None = None, max_frame: int = MAX_FRAME):
         """The worker's next reply; ImplLost if it dies or does not answer within ``timeout``.
 
         ``deadline``: (the second deadline, the reference's seconds) of a call given two."""
@@ -348,14 +348,19 @@ class IsolatedImpl:
                 detail = f"no answer within {max(timeout, 0):g} s while {what} (a hang, or far too slow)"
             raise self._lose(call_outcome(timed_out=True), detail, x=x)
         try:
-            return wire.recv_message(self._conn, max_frame=MAX_FRAME)
+            return wire.recv_message(self._conn, max_frame=max_frame)
+        except wire.FrameTooLarge as exc:
+            # Unread, and the channel is out of step: the worker goes. The grader's memory stays
+            # bounded by what an answer to this call can hold, whatever the worker sends.
+            raise self._lose(Outcome.CRASHED, f"the worker sent {exc.size} bytes while {what}, more than any "
+                             f"answer to it holds ({max_frame}): refused unread", x=x) from None
         except (EOFError, OSError, ValueError):
             code = self._zygote.wait_exit(self.pid) if self._zygote is not None else None
             outcome = call_outcome(returncode=code if code is not None else -signal.SIGKILL)
             raise self._lose(outcome, f"the worker {describe_exit(code)} while {what}", returncode=code, x=x,
                              reaped=code is not None) from None
 
-    def _receive_call(self, what: str, x: torch.Tensor):
+    def _receive_call(self, what: str, x: torch.Tensor, max_frame: int):
         """The reply to a call, with two deadlines (see :mod:`fuzz.timing`): past ``call_timeout``
         the call is timed against the reference on the same input, and it is a hang only once it
         also ran past the second, calibrated deadline."""
@@ -363,14 +368,14 @@ class IsolatedImpl:
         started = time.monotonic()
         first = min(self.call_timeout, self._time_left())
         if first > 0 and self._conn.poll(first):
-            return self._receive(0.0, what=what, x=x)
+            return self._receive(0.0, what=what, x=x, max_frame=max_frame)
         if self._time_left() <= 0 or self.calibrate is None:
-            return self._receive(0.0, what=what, x=x)
+            return self._receive(0.0, what=what, x=x, max_frame=max_frame)
         reference = self.calibrate(x)  # the parent is idle meanwhile: the worker keeps running
         second = hang_deadline(self.call_timeout, reference)
         self.second_deadline = (second, reference)
         return self._receive(min(second - (time.monotonic() - started), self._time_left()), what=what, x=x,
-                             deadline=(second, reference))
+                             deadline=(second, reference), max_frame=max_frame)
 
     def _ensure_ready(self) -> None:
         if self.lost is not None:
@@ -391,7 +396,9 @@ class IsolatedImpl:
                 wire.send_message(self._conn, {"op": "call", "input": spec}, (frame,))
             except OSError:
                 pass  # the worker is gone; _receive reports how
-            header, frames = self._receive_call(what, x)
+            # An answer is an (M,) result of at most 16-byte elements, or the input's bytes back.
+            header, frames = self._receive_call(what, x, max(memoryview(frame).nbytes, 16 * x.shape[0], 64)
+                                                if x.dim() else MAX_FRAME)
         op = header.get("op")
         if self._pinning is not None:
             self._pinning.lines = list(header.get("configs") or [])

@@ -26,15 +26,26 @@ def send_message(conn: Connection, header: dict, frames: tuple = ()) -> None:
         conn.send_bytes(frame)
 
 
+class FrameTooLarge(ValueError):
+    """A frame announced larger than the receiver accepts (it is not read)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes announced, at most {limit} accepted")
+        self.size, self.limit = size, limit
+
+
 def recv_message(conn: Connection, *, max_frame: int | None = None) -> tuple[dict, list[bytearray]]:
-    """The next message: its header and its frames (writable, so torch.frombuffer can wrap them)."""
+    """The next message: its header and its frames (writable, so torch.frombuffer can wrap them).
+    A frame over ``max_frame`` bytes raises :class:`FrameTooLarge` before anything is allocated."""
     header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES))
     if not isinstance(header, dict):
         raise ValueError(f"message header is a {type(header).__name__}, not an object")
     frames = []
     for size in header.get("frames", []):
-        if not isinstance(size, int) or size < 0 or (max_frame is not None and size > max_frame):
+        if not isinstance(size, int) or size < 0:
             raise ValueError(f"frame of {size!r} bytes announced")
+        if max_frame is not None and size > max_frame:
+            raise FrameTooLarge(size, max_frame)
         buffer = bytearray(size)
         if size:
             received = conn.recv_bytes_into(buffer)

@@ -202,12 +202,13 @@ LOST = [
     ("hang", {"timeout": 1.0}, Outcome.TIMED_OUT, "time budget of 1 s ran out"),
     ("memory_hog", {"memory_limit": 4 << 30}, Outcome.OUT_OF_MEMORY, "can't allocate memory"),
     ("lifts_memory_limit", {"memory_limit": 1 << 30}, Outcome.OUT_OF_MEMORY, "can't allocate memory"),
+    ("floods_the_grader", {}, Outcome.CRASHED, "bytes while call 1 on a (2, 3) float32 input, more than any answer"),
 ]
 
 
 @pytest.mark.parametrize(("name", "options", "outcome", "text"), LOST,
                          ids=["segfault", "abort", "os_exit", "sys_exit", "hang", "time_budget", "out_of_memory",
-                              "out_of_memory_after_lifting_the_limit"])
+                              "out_of_memory_after_lifting_the_limit", "an_answer_larger_than_any_result"])
 def test_a_lost_worker_is_classified_and_stays_lost(name, options, outcome, text):
     x = torch.randn(2, 3)
     impl = IsolatedImpl(target(name), **options).start()
