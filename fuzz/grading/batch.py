@@ -64,7 +64,7 @@ def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -
     verdict = Verdict.TIMEOUT if result.outcome is Outcome.TIMED_OUT else Verdict.INTERNAL_ERROR
     what = {Outcome.TIMED_OUT: "the grader stopped it", Outcome.RAISED: "the grader failed on it"}.get(
         result.outcome, "the grading driver died")
-    if result.killed_fork_server:  # its own doing, shown by running it alone: not the grader's failure
+    if result.killed_fork_server or result.killed_its_driver:  # its doing, shown by running it alone
         verdict, what = Verdict.CRASH, "it attacked the grader"
     record.update(verdict=verdict.value, reason=f"{what}: {result.detail.splitlines()[0] if result.detail else ''}",
                   details=result.detail, seconds=round(result.seconds, 3))

@@ -62,6 +62,7 @@ class JobResult:
     detail: str = ""  # RAISED: the entry's traceback; CRASHED/EXITED/TIMED_OUT: what happened and the log tail
     fork_server_died: bool = False  # its driver died together with the fork server it came from
     killed_fork_server: bool = False  # CRASHED: run alone, the job killed the fork server (it is the culprit)
+    killed_its_driver: bool = False  # CRASHED/EXITED: run alone, its driver died again (it is the culprit)
 
 
 class _Driver:
@@ -161,10 +162,12 @@ class Pool:
         """Run ``jobs`` (started in the order given, each taken from the iterable only when a driver
         is free for it) and yield each result as it completes.
 
-        A job can kill the fork server, and with it every driver then running (they die with their
-        parent): their jobs are run again at the end, each alone, so an innocent neighbour gets
-        its own verdict and the culprit, killing it again, is named (``killed_fork_server``).
-        Closing the iterator early (or Ctrl-C) kills the drivers still running.
+        A driver runs trusted code, so one that dies was killed: by the job it ran, or by another
+        job's process (one that kills the fork server takes every driver with it, and a candidate
+        can signal a sibling driver). Such jobs run again at the end, each alone: an innocent one
+        gets its own result, and one whose driver dies again while nothing else ran is the culprit
+        (``killed_fork_server`` or ``killed_its_driver``). Closing the iterator early (or Ctrl-C)
+        kills the drivers still running.
         """
         casualties: list[Job] = []
         yield from self._run(jobs, self.workers, casualties)
@@ -174,6 +177,10 @@ class Pool:
                     result = replace(result, outcome=Outcome.CRASHED, killed_fork_server=True,
                                      detail="it killed the fork server that starts every driver and worker "
                                             "(run again alone, it did so again)\n" + result.detail)
+                elif result.outcome in (Outcome.CRASHED, Outcome.EXITED):
+                    result = replace(result, killed_its_driver=True,
+                                     detail="its grading driver died while it ran, also when it ran again alone: "
+                                            "something it does kills the process that grades it\n" + result.detail)
                 yield result
 
     def _run(self, jobs: Iterable[Job], workers: int, casualties: list[Job] | None) -> Iterator[JobResult]:
@@ -197,11 +204,12 @@ class Pool:
                     if result.outcome in (Outcome.RETURNED, Outcome.RAISED):
                         driver.job = None
                         idle.append(driver)
-                    elif not driver.zygote.alive():  # this driver's fork server, not today's
+                    else:  # the driver died
                         if casualties is not None:
                             casualties.append(result.job)
                             continue
-                        result = replace(result, fork_server_died=True)
+                        # Its own fork server (a dead one is replaced by the next driver started).
+                        result = replace(result, fork_server_died=not driver.zygote.alive())
                     yield result
                 now = time.monotonic()
                 for conn, driver in list(busy.items()):

@@ -29,3 +29,18 @@ def kill_fork_server(payload: dict) -> dict:
     os.kill(os.getppid(), signal.SIGKILL)
     time.sleep(5)  # dies with it (parent-death signal) before this returns
     return {"survived": True}
+
+
+def kill_siblings(payload: dict) -> dict:
+    """Kills every other child of the fork server: the drivers beside this one (and itself)."""
+    parent = os.getppid()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == parent:
+                os.kill(int(entry), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -406,12 +406,13 @@ def test_a_benchmark_on_one_gpu_does_not_wait_for_calls_on_another(tmp_path):
         assert not bench_on_a._try_exclusive()  # the same GPU's benchmark waits for the call
 
 
-def test_a_candidate_that_kills_the_fork_server_crashes_alone(tmp_path):
+@pytest.mark.parametrize("attack", ["kills_fork_server", "kills_siblings"])
+def test_a_candidate_that_kills_the_grading_processes_crashes_alone(tmp_path, attack):
     # It takes down the driver grading its neighbour too: the neighbour still passes, the batch
     # finishes with one record each, and only the attacker gets a verdict against it.
     batch_dir = tmp_path / "batch"
     batch_dir.mkdir()
-    hostile = ROOT / "tests" / "implementations" / "hostile" / "kills_fork_server.py"
+    hostile = ROOT / "tests" / "implementations" / "hostile" / f"{attack}.py"
     (batch_dir / "a_attacker.py").write_text(hostile.read_text())
     (batch_dir / "b_neighbour.py").write_text((ROOT / "tests/implementations/correct/torch_float32.py").read_text())
     out = tmp_path / "out"
@@ -421,7 +422,8 @@ def test_a_candidate_that_kills_the_fork_server_crashes_alone(tmp_path):
     assert code == 1 and set(records) == {"a_attacker", "b_neighbour"}
     assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
     assert records["a_attacker"]["verdict"] == "crash"
-    assert "killed the fork server" in records["a_attacker"]["reason"]
+    assert ("killed the fork server" if attack == "kills_fork_server" else "its grading driver died") \
+        in records["a_attacker"]["reason"]
 
 
 @pytest.mark.parametrize("tamper", [{"seconds": "abc"}, {"flags": "x"}, {"flags": [1]}, {"verdict": "great"},

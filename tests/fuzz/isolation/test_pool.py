@@ -96,3 +96,13 @@ def test_a_job_that_kills_the_fork_server_is_named_and_its_neighbours_are_not_ha
     assert killer.outcome is Outcome.CRASHED and killer.killed_fork_server
     assert "killed the fork server" in killer.detail
     assert not results["neighbour"].killed_fork_server
+
+
+def test_a_job_that_kills_the_drivers_beside_it_is_named_and_they_get_their_results(tmp_path):
+    with Pool(3, work_dir=tmp_path) as pool:
+        jobs = [job("one", "echo", hold=1.0), job("two", "echo", hold=1.0), job("killer", "kill_siblings")]
+        results = {r.job.key: r for r in pool.run(jobs)}
+    assert results["one"].outcome is Outcome.RETURNED and results["two"].outcome is Outcome.RETURNED
+    killer = results["killer"]
+    assert killer.killed_its_driver and not killer.killed_fork_server
+    assert "its grading driver died while it ran, also when it ran again alone" in killer.detail
