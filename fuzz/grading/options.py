@@ -31,6 +31,9 @@ class GradeOptions:
     budget: int = DEFAULT_BUDGET
     seed: int = 0
     private_seed: str | None = field(default=None, repr=False)  # never written to a report
+    # The seed derived from it, which is all a grading driver receives (see to_wire): the secret
+    # stays in the process that read it.
+    derived_seed: int | None = field(default=None, repr=False)
     contract: str = "strict"  # the declared contract: its values policy ...
     dtypes: tuple[str, ...] | None = None  # ... its input dtypes (None: all four)
     layouts: str = "any"  # ... its layouts
@@ -61,6 +64,8 @@ class GradeOptions:
 
         validate.integer(self.budget, name=name("budget"), low=1)
         validate.integer(self.seed, name=name("seed"), low=0)
+        if self.derived_seed is not None:
+            validate.integer(self.derived_seed, name=name("derived_seed"), low=0)
         if self.max_elements is not None:
             validate.integer(self.max_elements, name=name("max_elements"), low=1)
         if not isinstance(self.fit_shapes, bool):
@@ -97,6 +102,8 @@ class GradeOptions:
     @property
     def effective_seed(self) -> int:
         """The seed the fuzzer uses: the public seed, or a hash of it with the private seed."""
+        if self.derived_seed is not None:
+            return self.derived_seed
         if self.private_seed is None:
             return self.seed
         digest = hashlib.sha256(f"lse-fuzz\0{self.seed}\0{self.private_seed}".encode()).digest()
@@ -110,7 +117,8 @@ class GradeOptions:
     def public(self) -> dict[str, object]:
         """The options as written to reports: the private seed only as a yes/no."""
         data = asdict(self)
-        data["private_seed"] = self.private_seed is not None
+        derived = data.pop("derived_seed")
+        data["private_seed"] = self.private_seed is not None or derived is not None
         data["checks"] = None if self.checks is None else list(self.checks)
         data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
         data["bench_shape"] = list(self.bench_shape)
@@ -127,7 +135,10 @@ class GradeOptions:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
     def to_wire(self) -> dict[str, object]:
+        """The options as a driver receives them: the private seed replaced by the seed derived from it."""
         data = asdict(self)
+        if self.private_seed is not None:
+            data.update(private_seed=None, derived_seed=self.effective_seed)
         data["checks"] = None if self.checks is None else list(self.checks)
         data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
         data["bench_shape"] = list(self.bench_shape)

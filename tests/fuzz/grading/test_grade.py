@@ -193,7 +193,9 @@ def test_resume_skips_what_was_graded_with_the_same_options_and_file(tmp_path):
 
 
 def test_the_same_seed_gives_the_same_verdicts_and_counterexamples(tmp_path):
-    batch_dir = copy_candidates(tmp_path / "batch", {"a": "caches_by_shape", "b": "writes_padding", "c": "skips_last_row"})
+    # Bugs that fail the same way every time: a kernel reading uninitialised memory (skips_last_row)
+    # fails too, but which check sees it first depends on what that memory held.
+    batch_dir = copy_candidates(tmp_path / "batch", {"a": "caches_by_shape", "b": "writes_padding", "c": "buggy_no_max"})
 
     def graded(out: Path) -> dict:
         run_cli("grade", str(batch_dir), "--budget", "15", "--max-elements", "4096", "-q", "--out", str(out))
@@ -493,3 +495,26 @@ def lse(x):
     code, _, _ = run_cli("grade", str(batch_dir), "--budget", "5", "--max-elements", "1024", "-q", "--out", str(out))
     time.sleep(2.0)
     assert code == 1 and records_of(out)["forger"]["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("given", ["env", "argument"])
+def test_the_private_seed_appears_in_no_output_even_to_a_candidate_that_looks(tmp_path, given):
+    import subprocess
+    import sys
+
+    secret = "hunter2-private-seed-0xC0FFEE"
+    batch_dir = tmp_path / "batch"
+    batch_dir.mkdir()
+    shutil.copy(ROOT / "tests" / "implementations" / "hostile" / "reads_the_secret.py", batch_dir / "spy.py")
+    out = tmp_path / "out"
+    env = dict(os.environ, LSE_TEST_SECRET=secret)
+    seed = "env:LSE_TEST_SECRET" if given == "env" else secret
+    run = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(batch_dir), "--budget", "3", "--out", str(out),
+                          "--private-seed", seed, "--markdown", str(tmp_path / "summary.md")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    records = records_of(out)
+    assert records["spy"]["verdict"] == "error"
+    assert len(records["spy"]["details"]) > 1000  # it did read the other processes' environments
+    written = [run.stdout, run.stderr] + [p.read_text(errors="replace") for p in [*out.rglob("*"), tmp_path / "summary.md"]
+                                          if p.is_file()]
+    assert not [text for text in written if secret in text]
