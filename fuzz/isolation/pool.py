@@ -35,7 +35,7 @@ from ..outcomes import Outcome, describe_exit
 from . import wire
 from .environment import worker_environment, worker_sys_path
 from .gpus import VISIBLE
-from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, zygote_for
+from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, resume_if_stopped, zygote_for
 
 __all__ = ["Job", "JobResult", "Pool", "driver_main"]
 
@@ -198,6 +198,8 @@ class Pool:
                     driver.send(upcoming)
                     busy[driver.conn] = driver
                     upcoming = next(pending, None)
+                for driver in busy.values():  # another job's process may have stopped it
+                    resume_if_stopped(driver.pid)
                 for conn in wait(list(busy), timeout=0.2):
                     driver = busy.pop(conn)
                     result = self._receive(driver)

@@ -11,7 +11,9 @@ import atexit
 import json
 import os
 import shutil
+import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,7 @@ from pathlib import Path
 from .child import MAX_SPAWN_MESSAGE
 
 DEFAULT_START_TIMEOUT = 120.0
+WAIT_SLICE = 0.5  # seconds between checks that a process we wait on is not stopped
 
 # The fork server imports only this package's child module (and torch, triton), never the kernels.
 _BOOT = "import sys; from fuzz.isolation.child import zygote_main; zygote_main(int(sys.argv[1]))"
@@ -36,6 +39,7 @@ class Zygote:
         self.address = address
         self.log = log
         self._exits: dict[int, int] = {}
+        self.pid: int | None = None if process is None else process.pid
         self._replies: list[dict] = []
 
     @classmethod
@@ -66,7 +70,13 @@ class Zygote:
     def connect(cls, address: str) -> Zygote:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sock.connect(address)
-        return cls(sock, address=address)
+        zygote = cls(sock, address=address)
+        try:  # the server's pid, from the kernel: to continue it if a candidate stops it
+            zygote.pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                              struct.calcsize("3i")))[0]
+        except OSError:
+            pass
+        return zygote
 
     def alive(self) -> bool:
         return self.process is None or self.process.poll() is None
@@ -74,17 +84,24 @@ class Zygote:
     def _read(self, timeout: float | None) -> dict | None:
         """One message from the zygote (exit notices filed away); None on timeout.
 
-        EOFError when the zygote is gone.
+        EOFError when the zygote is gone. A stopped zygote is continued while we wait.
         """
-        self.sock.settimeout(timeout)
-        try:
-            data = self.sock.recv(1 << 16)
-        except socket.timeout:
-            return None
-        except OSError:
-            data = b""
-        finally:
-            self.sock.settimeout(None)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            self.sock.settimeout(WAIT_SLICE if left is None else min(left, WAIT_SLICE))
+            try:
+                data = self.sock.recv(1 << 16)
+                break
+            except socket.timeout:
+                resume_if_stopped(self.pid)
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+            except OSError:
+                data = b""
+                break
+            finally:
+                self.sock.settimeout(None)
         if not data:
             raise EOFError("the worker fork server is gone")
         message = json.loads(data)
@@ -136,6 +153,29 @@ class Zygote:
                     self.process.kill()
                 if self.log is not None:
                     shutil.rmtree(self.log.parent, ignore_errors=True)
+
+
+def resume_if_stopped(pid: int | None) -> bool:
+    """Continue ``pid`` if it is stopped (SIGSTOP, SIGTSTP, ...); True if it was.
+
+    Every process of a run shares one user with the candidates, so a candidate can stop any of
+    them: the fork server, a driver grading a neighbour, a neighbour's worker. Whoever waits on a
+    process calls this while it waits, so that a stop costs a moment instead of a hang.
+    """
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    if state not in ("T", "t"):
+        return False
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 _ZYGOTES: dict[str, Zygote] = {}

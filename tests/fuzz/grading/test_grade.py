@@ -518,3 +518,20 @@ def test_the_private_seed_appears_in_no_output_even_to_a_candidate_that_looks(tm
     written = [run.stdout, run.stderr] + [p.read_text(errors="replace") for p in [*out.rglob("*"), tmp_path / "summary.md"]
                                           if p.is_file()]
     assert not [text for text in written if secret in text]
+
+
+def test_a_candidate_that_stops_the_grading_processes_does_not_hang_the_batch(tmp_path):
+    # It stops the fork server and every driver and worker beside it: each is continued by the
+    # process waiting on it, so every candidate is graded (before: nothing was, in 400 s).
+    batch_dir = tmp_path / "batch"
+    batch_dir.mkdir()
+    shutil.copy(ROOT / "tests" / "implementations" / "hostile" / "stops_the_grading_processes.py", batch_dir / "a_stopper.py")
+    for name in ("b", "c", "d"):
+        shutil.copy(ROOT / "tests" / "implementations" / "correct" / "torch_float32.py", batch_dir / f"{name}_neighbour.py")
+    out = tmp_path / "out"
+    started = time.monotonic()
+    code, _, _ = run_cli("grade", str(batch_dir), "--budget", "10", "--max-elements", "1024", "-j", "2", "-q",
+                         "--timeout", "120", "--out", str(out))
+    assert time.monotonic() - started < 100
+    assert code == 0 and {k: r["verdict"] for k, r in records_of(out).items()} == {
+        "a_stopper": "pass", "b_neighbour": "pass", "c_neighbour": "pass", "d_neighbour": "pass"}

@@ -4,6 +4,7 @@ remaining jobs run on fresh drivers."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -106,3 +107,23 @@ def test_a_job_that_kills_the_drivers_beside_it_is_named_and_they_get_their_resu
     killer = results["killer"]
     assert killer.killed_its_driver and not killer.killed_fork_server
     assert "its grading driver died while it ran, also when it ran again alone" in killer.detail
+
+
+def test_a_stopped_process_is_continued_by_whoever_waits_on_it():
+    import signal
+    import subprocess
+
+    from fuzz.isolation.zygote import resume_if_stopped
+
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not resume_if_stopped(sleeper.pid)  # running: left alone
+        os.kill(sleeper.pid, signal.SIGSTOP)
+        time.sleep(0.2)
+        assert resume_if_stopped(sleeper.pid)
+        time.sleep(0.2)
+        with open(f"/proc/{sleeper.pid}/stat") as f:
+            assert f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
