@@ -35,7 +35,7 @@ from ..outcomes import Outcome, describe_exit
 from . import wire
 from .environment import worker_environment, worker_sys_path
 from .gpus import VISIBLE
-from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, resume_if_stopped, zygote_for
+from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, unwatch, watch, zygote_for
 
 __all__ = ["Job", "JobResult", "Pool", "driver_main"]
 
@@ -80,6 +80,7 @@ class _Driver:
             log.close()
             devnull.close()
         self.zygote = zygote
+        watch(self.pid)  # another job's process may stop it: it is continued (zygote.resume_if_stopped)
         self.gpu = env.get(VISIBLE)
         self.conn = Connection(ours.detach())
         self.job: Job | None = None
@@ -100,6 +101,7 @@ class _Driver:
 
     def kill(self) -> int | None:
         """Kill the driver's process group; its exit code once the fork server has reaped it."""
+        unwatch(self.pid)
         for kill in (os.killpg, os.kill):
             try:
                 kill(self.pid, signal.SIGKILL)
@@ -198,8 +200,6 @@ class Pool:
                     driver.send(upcoming)
                     busy[driver.conn] = driver
                     upcoming = next(pending, None)
-                for driver in busy.values():  # another job's process may have stopped it
-                    resume_if_stopped(driver.pid)
                 for conn in wait(list(busy), timeout=0.2):
                     driver = busy.pop(conn)
                     result = self._receive(driver)

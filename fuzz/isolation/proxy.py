@@ -62,7 +62,7 @@ from ..timing import HANG_FACTOR, best_per_call, hang_deadline, reference_second
 from . import wire
 from .codec import decode_output, encode_input, write_back
 from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
-from .zygote import WAIT_SLICE, Zygote, resume_if_stopped, zygote_for
+from .zygote import Zygote, unwatch, watch, zygote_for
 
 __all__ = ["CandidateRaised", "IsolatedImpl", "LoadFailed", "Noise", "RestartingImpl"]
 
@@ -242,6 +242,7 @@ class IsolatedImpl:
             theirs.close()
             stdout.close()
             stderr.close()
+        watch(self.pid)  # another candidate may stop it: it is continued (see zygote.resume_if_stopped)
         self._conn = Connection(ours.detach())
         started = time.monotonic()
         if self.timeout is not None:
@@ -271,6 +272,7 @@ class IsolatedImpl:
             if self.lost is None:
                 self._kill()
                 self._zygote.wait_exit(self.pid, timeout=2.0)
+        unwatch(self.pid)
         if self._home is not None:
             self._final_noise = self.noise()
             shutil.rmtree(self._home, ignore_errors=True)
@@ -336,7 +338,7 @@ class IsolatedImpl:
 
         ``deadline``: (the second deadline, the reference's seconds) of a call given two."""
         assert self._conn is not None
-        if not self._poll(max(timeout, 0.0)):
+        if not self._conn.poll(max(timeout, 0.0)):
             budget = self.timeout is not None and self._time_left() <= 0
             if budget:
                 detail = f"the candidate's time budget of {self.timeout:g} s ran out while {what}"
@@ -360,18 +362,6 @@ class IsolatedImpl:
             raise self._lose(outcome, f"the worker {describe_exit(code)} while {what}", returncode=code, x=x,
                              reaped=code is not None) from None
 
-    def _poll(self, timeout: float) -> bool:
-        """Whether the worker's reply arrives within ``timeout``; a stopped worker is continued
-        while we wait (another candidate can stop it: see resume_if_stopped)."""
-        assert self._conn is not None
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._conn.poll(min(WAIT_SLICE, max(0.0, deadline - time.monotonic()))):
-                return True
-            resume_if_stopped(self.pid)
-            if time.monotonic() >= deadline:
-                return False
-
     def _receive_call(self, what: str, x: torch.Tensor, max_frame: int):
         """The reply to a call, with two deadlines (see :mod:`fuzz.timing`): past ``call_timeout``
         the call is timed against the reference on the same input, and it is a hang only once it
@@ -379,7 +369,7 @@ class IsolatedImpl:
         assert self._conn is not None
         started = time.monotonic()
         first = min(self.call_timeout, self._time_left())
-        if first > 0 and self._poll(first):
+        if first > 0 and self._conn.poll(first):
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
         if self._time_left() <= 0 or self.calibrate is None:
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)

@@ -17,6 +17,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -40,6 +41,7 @@ class Zygote:
         self.log = log
         self._exits: dict[int, int] = {}
         self.pid: int | None = None if process is None else process.pid
+        watch(self.pid)
         self._replies: list[dict] = []
 
     @classmethod
@@ -74,6 +76,7 @@ class Zygote:
         try:  # the server's pid, from the kernel: to continue it if a candidate stops it
             zygote.pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                               struct.calcsize("3i")))[0]
+            watch(zygote.pid)
         except OSError:
             pass
         return zygote
@@ -84,24 +87,17 @@ class Zygote:
     def _read(self, timeout: float | None) -> dict | None:
         """One message from the zygote (exit notices filed away); None on timeout.
 
-        EOFError when the zygote is gone. A stopped zygote is continued while we wait.
+        EOFError when the zygote is gone.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            self.sock.settimeout(WAIT_SLICE if left is None else min(left, WAIT_SLICE))
-            try:
-                data = self.sock.recv(1 << 16)
-                break
-            except socket.timeout:
-                resume_if_stopped(self.pid)
-                if deadline is not None and time.monotonic() >= deadline:
-                    return None
-            except OSError:
-                data = b""
-                break
-            finally:
-                self.sock.settimeout(None)
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1 << 16)
+        except socket.timeout:
+            return None
+        except OSError:
+            data = b""
+        finally:
+            self.sock.settimeout(None)
         if not data:
             raise EOFError("the worker fork server is gone")
         message = json.loads(data)
@@ -143,6 +139,7 @@ class Zygote:
         return self._exits.pop(pid)
 
     def close(self) -> None:
+        unwatch(self.pid)
         try:
             self.sock.close()
         finally:
@@ -159,8 +156,8 @@ def resume_if_stopped(pid: int | None) -> bool:
     """Continue ``pid`` if it is stopped (SIGSTOP, SIGTSTP, ...); True if it was.
 
     Every process of a run shares one user with the candidates, so a candidate can stop any of
-    them: the fork server, a driver grading a neighbour, a neighbour's worker. Whoever waits on a
-    process calls this while it waits, so that a stop costs a moment instead of a hang.
+    them: the fork server, a driver grading a neighbour, a neighbour's worker. Each process that
+    starts or connects to one :func:`watch`es it, so that a stop costs a moment, not a hang.
     """
     if pid is None:
         return False
@@ -176,6 +173,48 @@ def resume_if_stopped(pid: int | None) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+class _Resumer:
+    """A daemon thread that continues every watched process it finds stopped, twice a second.
+
+    A thread rather than checks where we wait: a process stopped halfway through sending a
+    message leaves its reader blocked inside the read, where no check runs.
+    """
+
+    def __init__(self) -> None:
+        self._pids: dict[int, int] = {}  # pid -> how many watch it
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, pid: int | None) -> None:
+        if pid is None:
+            return
+        with self._lock:
+            self._pids[pid] = self._pids.get(pid, 0) + 1
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="lse-fuzz-resumer", daemon=True)
+                self._thread.start()
+
+    def unwatch(self, pid: int | None) -> None:
+        with self._lock:
+            if pid in self._pids:
+                self._pids[pid] -= 1
+                if not self._pids[pid]:
+                    del self._pids[pid]
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(WAIT_SLICE)
+            with self._lock:
+                pids = list(self._pids)
+            for pid in pids:
+                resume_if_stopped(pid)
+
+
+_RESUMER = _Resumer()
+watch = _RESUMER.watch
+unwatch = _RESUMER.unwatch
 
 
 _ZYGOTES: dict[str, Zygote] = {}

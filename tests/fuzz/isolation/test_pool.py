@@ -113,7 +113,7 @@ def test_a_stopped_process_is_continued_by_whoever_waits_on_it():
     import signal
     import subprocess
 
-    from fuzz.isolation.zygote import resume_if_stopped
+    from fuzz.isolation.zygote import resume_if_stopped, unwatch, watch
 
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
@@ -124,6 +124,14 @@ def test_a_stopped_process_is_continued_by_whoever_waits_on_it():
         time.sleep(0.2)
         with open(f"/proc/{sleeper.pid}/stat") as f:
             assert f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t")
+        # A watched process is continued without anyone asking: a reader blocked halfway through
+        # a message from a stopped process runs no check of its own.
+        watch(sleeper.pid)
+        os.kill(sleeper.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        with open(f"/proc/{sleeper.pid}/stat") as f:
+            assert f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t")
     finally:
+        unwatch(sleeper.pid)
         sleeper.kill()
         sleeper.wait()
