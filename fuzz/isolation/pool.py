@@ -186,9 +186,9 @@ class Pool:
                 yield result
 
     def _run(self, jobs: Iterable[Job], workers: int, casualties: list[Job] | None) -> Iterator[JobResult]:
-        """The loop of :meth:`run` with at most ``workers`` drivers. A job whose driver died with
-        the fork server goes to ``casualties`` instead of being yielded (when that is a list), or is
-        yielded with ``fork_server_died`` set when it is None."""
+        """The loop of :meth:`run` with at most ``workers`` drivers. A job whose driver died goes
+        to ``casualties`` instead of being yielded (when that is a list); when it is None, the job
+        is yielded with ``fork_server_died`` saying whether its fork server died too."""
         pending = iter(jobs)
         upcoming = next(pending, None)
         idle: list[_Driver] = [d for d in self._drivers if d.job is None]

@@ -24,7 +24,7 @@ from pathlib import Path
 from .child import MAX_SPAWN_MESSAGE
 
 DEFAULT_START_TIMEOUT = 120.0
-WAIT_SLICE = 0.5  # seconds between checks that a process we wait on is not stopped
+WAIT_SLICE = 0.5  # seconds between the resumer's checks that no watched process is stopped
 
 # The fork server imports only this package's child module (and torch, triton), never the kernels.
 _BOOT = "import sys; from fuzz.isolation.child import zygote_main; zygote_main(int(sys.argv[1]))"
