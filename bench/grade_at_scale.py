@@ -1,9 +1,11 @@
 """Time ``lse-fuzz grade`` on a batch of many candidates, as a grading run of generated kernels would.
 
-    python bench/grade_at_scale.py [--copies 4] [-j 8] [--work DIR] [-- extra grade options]
+    python bench/grade_at_scale.py [--source DIR] [--copies 4] [-j 8] [--work DIR] [-- extra grade options]
 
-The batch is every planted candidate under ``tests/implementations/candidates`` (correct kernels, wrong ones,
-crashing, hanging, cheating and unloadable ones) ``--copies`` times over. Each copy gets a comment
+The batch is every candidate under ``--source`` ``--copies`` times over: by default the planted
+candidates of ``tests/implementations/candidates`` (correct kernels, wrong ones, crashing, hanging,
+cheating and unloadable ones); ``--source tests/implementations/correct`` gives a batch of correct
+kernels in many styles (the throughput a grader of mostly-correct generated kernels sees). Each copy gets a comment
 naming it inside every function body: Triton keys its compile cache on a kernel's source, so the
 copies are compiled afresh, as distinct generated kernels would be, instead of hitting the cache.
 Prints the wall time, candidates per minute and the count of each verdict; the grade reports
@@ -45,10 +47,10 @@ def distinct_copy(source: str, label: str) -> str:
     return f"# {label}\n" + "".join(lines)
 
 
-def build_batch(directory: Path, copies: int) -> list[Path]:
+def build_batch(directory: Path, copies: int, source: Path = CANDIDATES) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     made = []
-    for path in sorted(CANDIDATES.glob("*.py")):
+    for path in sorted(source.glob("*.py")):
         if path.name.startswith("_"):
             continue
         for k in range(copies):
@@ -60,6 +62,8 @@ def build_batch(directory: Path, copies: int) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, default=CANDIDATES,
+                        help="the folder of candidates to copy (default tests/implementations/candidates)")
     parser.add_argument("--copies", type=int, default=4, help="copies of each planted candidate (default 4)")
     parser.add_argument("-j", "--jobs", type=int, default=8, help="candidates graded at once (default 8)")
     parser.add_argument("--work", type=Path, help="where the batch and the report go (default: a temporary folder)")
@@ -67,11 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.copies < 1 or args.jobs < 1:
         parser.error("--copies and -j take integers >= 1")
+    if not args.source.is_dir() or not any(args.source.glob("*.py")):
+        parser.error(f"--source={str(args.source)!r} is not a folder of *.py candidates")
     work = args.work or Path(tempfile.mkdtemp(prefix="lse-grade-scale-"))
     batch_dir = work / "candidates"
     report_dir = work / "report"
     shutil.rmtree(batch_dir, ignore_errors=True)
-    batch = build_batch(batch_dir, args.copies)
+    batch = build_batch(batch_dir, args.copies, args.source.resolve())
 
     from bench._common import run_header
     from fuzz.validate import device as parse_device
