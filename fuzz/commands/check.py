@@ -47,6 +47,9 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
     group.add_argument("--profile", default=None, help="Hypothesis settings profile: lse-ci, lse-thorough, lse-gpu")
     group.add_argument("--max-elements", type=int, default=None, metavar="N",
                        help="largest M*N drawn (default 65536 on the CPU, 2**22 on CUDA)")
+    group.add_argument("--parts", type=int, default=None, metavar="N",
+                       help="split the examples into N runs of seeds derived from --seed (default: 2 on the CPU "
+                            "for a budget of 100 or more, else 1); check runs them side by side, one per core")
     group.add_argument("--no-huge-offsets", dest="huge_offsets", action="store_false",
                        help="do not draw inputs whose elements lie 2**31 or more elements into their storage "
                             "(drawn by default: they expose 32-bit index math)")
@@ -120,7 +123,8 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
         layouts=args.layouts, output_dtype=args.output_dtype, max_n=args.max_n, checks=args.checks,
         device=args.device, call_timeout=args.call_timeout, timeout=args.timeout, time_limit=args.time_limit,
         memory_limit=memory_limit,
-        huge_offsets=args.huge_offsets, max_elements=args.max_elements, profile=args.profile, bench=bench,
+        huge_offsets=args.huge_offsets, max_elements=args.max_elements, profile=args.profile, parts=args.parts,
+        bench=bench,
         bench_shape=args.bench_shape, bench_dtype=args.bench_dtype,
     ).validated(cli=True)
 
@@ -172,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"lse-fuzz check {target} on {options.device} ({what}; contract {options.declared().describe()})",
               file=sys.stderr, flush=True)
 
-    record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce)
+    record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce, side_by_side=True)
     verdict = Verdict(record["verdict"])
     if verdict is Verdict.LOAD_ERROR:
         raise InvalidArgument(record["reason"])

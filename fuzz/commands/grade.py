@@ -47,8 +47,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="candidate files (file.py or file.py:func) or directories holding *.py candidates")
     parser.add_argument("--function", default="lse", metavar="NAME",
                         help="the function each candidate file defines (default lse)")
-    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
-                        help="candidates graded in parallel (default 1)")
+    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                        help="candidates graded in parallel (default 1; with --executor ray: the most tasks "
+                             "submitted at once, default all)")
+    executor = parser.add_argument_group("executor")
+    executor.add_argument("--executor", choices=("local", "ray"), default="local",
+                          help="local: a pool of drivers on this machine (default); ray: each candidate a task "
+                               "of a Ray cluster needing one GPU (--device cuda) or one CPU")
+    executor.add_argument("--ray-address", metavar="ADDRESS", default=None,
+                          help="the Ray cluster to use with --executor ray (e.g. auto, or ray://HEAD:10001; "
+                               "default: RAY_ADDRESS, else a Ray started on this machine for the run)")
     add_fuzz_options(parser, timeout=defaults.GRADE_TIMEOUT)
     output = parser.add_argument_group("output")
     output.add_argument("--out", metavar="DIR", default=defaults.OUT_DIR,
@@ -75,12 +83,16 @@ def run(args: argparse.Namespace) -> int:
     from ..outcomes import ExitCode
     from .check import options_from_args
 
-    validate.integer(args.jobs, name="--jobs", low=1)
+    if args.jobs is not None:
+        validate.integer(args.jobs, name="--jobs", low=1)
+    if args.ray_address is not None and args.executor != "ray":
+        raise InvalidArgument(f"--ray-address={args.ray_address!r} is for --executor ray: add it, or drop the address.")
     if not args.function.isidentifier():
         raise InvalidArgument(f"--function={args.function!r} is not a function name.")
     if args.resume and args.overwrite:
         raise InvalidArgument("--resume and --overwrite contradict each other: choose one.")
-    options = replace(options_from_args(args, bench=not args.no_bench), jobs=args.jobs)
+    jobs = args.jobs if args.jobs is not None or args.executor == "ray" else 1
+    options = replace(options_from_args(args, bench=not args.no_bench), jobs=jobs or 1)
     candidates = discover(args.paths, function=args.function)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -98,9 +110,12 @@ def run(args: argparse.Namespace) -> int:
                   + (f": {record['check']}" if record.get("check") else ""), file=sys.stderr, flush=True)
 
     what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
-    print(f"lse-fuzz grade: {len(candidates)} candidates on {options.device} with {args.jobs} job(s) "
+    how = f"{jobs} job(s)" if args.executor == "local" else \
+        f"a Ray cluster ({'every task at once' if jobs is None else f'at most {jobs} tasks at once'})"
+    print(f"lse-fuzz grade: {len(candidates)} candidates on {options.device} with {how} "
           f"({what}; contract {options.declared().describe()}) -> {out}", file=sys.stderr, flush=True)
-    result = grade(candidates, options, out=out, jobs=args.jobs, resume=args.resume, progress=progress)
+    result = grade(candidates, options, out=out, jobs=jobs, resume=args.resume, progress=progress,
+                   executor=args.executor, ray_address=args.ray_address)
     if result.resumed:
         print(f"resumed: {result.resumed} candidates kept from the earlier report", file=sys.stderr)
     render_table(result.records)

@@ -1,4 +1,5 @@
-"""Grading a batch: every candidate a job of the worker pool, the report rewritten after each one.
+"""Grading a batch: every candidate a job of the worker pool (or a task of a Ray cluster, see
+:mod:`.ray_executor`), the report rewritten after each one.
 
 Ctrl-C (or SIGTERM) stops the drivers and their workers and returns with ``interrupted``; the
 report then holds every candidate finished so far, and ``--resume`` keeps those records whose
@@ -7,18 +8,19 @@ options and file are unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import defaults
 from ..isolation.gpus import spread_over
-from ..isolation.pool import Job, JobResult, Pool
-from ..outcomes import Outcome, Verdict
+from ..isolation.pool import Job, Pool
+from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate, schedule
-from .evaluate import base_record
+from .evaluate import GRADE_ENTRY, job_record
 from .options import GradeOptions
 from .reports import REPORT_JSONL, read_records, write_reports
 
@@ -27,8 +29,6 @@ __all__ = ["DEFAULT_GRADE_TIMEOUT", "DRIVER_GRACE", "GradeRun", "grade", "reprod
 DEFAULT_GRADE_TIMEOUT = defaults.GRADE_TIMEOUT
 DRIVER_GRACE = 300.0
 """Seconds a driver may run past a candidate's timeout (oracle, shrinking) before it is killed."""
-
-GRADE_ENTRY = "fuzz.grading.evaluate:grade_job"
 
 
 @dataclass
@@ -56,56 +56,39 @@ def _kept(out: Path, candidates: list[Candidate], key: str) -> dict[str, dict]:
     return kept
 
 
-def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> dict:
-    """The record of a job: what the driver returned, or what became of the driver."""
-    if result.outcome is Outcome.RETURNED and result.record is not None:
-        return result.record
-    record = base_record(candidate, options)
-    verdict = Verdict.TIMEOUT if result.outcome is Outcome.TIMED_OUT else Verdict.INTERNAL_ERROR
-    what = {Outcome.TIMED_OUT: "the grader stopped it", Outcome.RAISED: "the grader failed on it"}.get(
-        result.outcome, "the grading driver died")
-    if result.killed_fork_server or result.killed_its_driver:  # its doing, shown by running it alone
-        verdict, what = Verdict.CRASH, "it attacked the grader"
-    record.update(verdict=verdict.value, reason=f"{what}: {result.detail.splitlines()[0] if result.detail else ''}",
-                  details=result.detail, seconds=round(result.seconds, 3))
-    return record
-
-
 def grade(
     candidates: list[Candidate],
     options: GradeOptions,
     *,
     out: Path,
-    jobs: int = 1,
+    jobs: int | None = 1,
     resume: bool = False,
     progress: Callable[[dict, int, int], None] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> GradeRun:
-    """Grade ``candidates`` with ``jobs`` drivers; reports under ``out`` after every candidate."""
+    """Grade ``candidates`` with ``jobs`` drivers; reports under ``out`` after every candidate.
+
+    ``executor="ray"`` grades each candidate as a task of a Ray cluster instead (see
+    :mod:`fuzz.grading.ray_executor`; ``ray_address`` is the cluster's, ``jobs`` the most tasks
+    submitted at once, None for all); the report is the same.
+    """
     out.mkdir(parents=True, exist_ok=True)
     kept = _kept(out, candidates, options.key()) if resume else {}
     records = dict(kept)
     pending = schedule(c for c in candidates if c.target not in kept)
     write_reports(out, records.values())
-    baselines = None
-    if options.bench and options.device.startswith("cuda") and pending:
-        baselines = measure_baselines(options)
-    jobs = max(1, min(jobs, len(pending))) if pending else 1
-    lock_dir = str(out.resolve()) if options.device.startswith("cuda") and jobs > 1 else None
-    by_key = {c.target: c for c in pending}
-    work = [Job(c.target, GRADE_ENTRY, {"candidate": asdict(c), "options": options.to_wire(),
-                                         "reproducer_dir": str(reproducer_dir_for(out, c).resolve()),
-                                         "lock_dir": lock_dir, "baselines": baselines})
-            for c in pending]
-    hard_limit = (options.timeout or DEFAULT_GRADE_TIMEOUT) + DRIVER_GRACE
+    if executor == "ray":
+        records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address)
+    else:
+        records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs)
     graded = 0
     interrupted = False
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending else None
     try:
-        if work:
-            with Pool(jobs, work_dir=out / ".drivers", timeout=hard_limit,
-                      gpus=spread_over(options.device)) as pool:
-                for result in pool.run(work):
-                    record = job_record(result, by_key[result.job.key], options)
+        if pending:
+            with contextlib.closing(records_of()) as stream:  # closed at once on Ctrl-C: drivers or tasks go
+                for record in stream:
                     records[record["target"]] = record
                     graded += 1
                     write_reports(out, records.values())
@@ -119,6 +102,41 @@ def grade(
         write_reports(out, records.values())
     return GradeRun(records=sorted(records.values(), key=lambda r: r["candidate"]), graded=graded,
                     resumed=len(kept), interrupted=interrupted)
+
+
+def _hard_limit(options: GradeOptions) -> float:
+    return (options.timeout or DEFAULT_GRADE_TIMEOUT) + DRIVER_GRACE
+
+
+def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs: int | None,
+            address: str | None) -> Callable[[], Iterator[dict]]:
+    from .ray_executor import grade_on_ray
+
+    return lambda: grade_on_ray(pending, options, reproducer_dir=lambda c: reproducer_dir_for(out, c).resolve(),
+                                hard_limit=_hard_limit(options), address=address, in_flight=jobs)
+
+
+def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path,
+                     jobs: int) -> Callable[[], Iterator[dict]]:
+    """The local executor: each candidate a job of a pool of ``jobs`` drivers."""
+
+    def records() -> Iterator[dict]:
+        baselines = None
+        if options.bench and options.device.startswith("cuda"):
+            baselines = measure_baselines(options)
+        workers = max(1, min(jobs, len(pending)))
+        lock_dir = str(out.resolve()) if options.device.startswith("cuda") and workers > 1 else None
+        by_key = {c.target: c for c in pending}
+        work = [Job(c.target, GRADE_ENTRY, {"candidate": asdict(c), "options": options.to_wire(),
+                                             "reproducer_dir": str(reproducer_dir_for(out, c).resolve()),
+                                             "lock_dir": lock_dir, "baselines": baselines})
+                for c in pending]
+        with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options),
+                  gpus=spread_over(options.device)) as pool:
+            for result in pool.run(work):
+                yield job_record(result, by_key[result.job.key], options)
+
+    return records
 
 
 def _raise_interrupt(signum, frame) -> None:

@@ -7,8 +7,11 @@ and (on CUDA, when asked) its bandwidth. The result is a JSON-able record whose 
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from reference.errors import InvalidArgument
@@ -17,8 +20,9 @@ from .. import static_scan
 from ..gpu_memory import gpu_name
 from .._version import __version__
 from ..isolation.environment import default_memory_limit
+from ..isolation.pool import Job, JobResult, Pool
 from ..isolation.proxy import IsolatedImpl, LoadFailed
-from ..outcomes import HarnessError, ImplLost, Verdict, verdict_of
+from ..outcomes import HarnessError, ImplLost, Outcome, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
 from ..static_scan import Severity
 from .bench import bench_candidate
@@ -26,8 +30,11 @@ from .candidates import Candidate
 from .fit import fit_shapes
 from .gpu_lock import GpuLock
 from .options import GradeOptions, torch_threads, use_torch_threads
+from .parts import merge_parts, part_count, split
 
-__all__ = ["RUNTIME_FLAGS", "evaluate", "evaluate_replay", "grade_job"]
+__all__ = ["GRADE_ENTRY", "RUNTIME_FLAGS", "evaluate", "evaluate_replay", "grade_job", "job_record"]
+
+GRADE_ENTRY = "fuzz.grading.evaluate:grade_job"
 
 RUNTIME_FLAGS = {
     "prints": (Severity.INFO, "wrote to stdout or stderr while running (captured; tolerated)"),
@@ -109,13 +116,16 @@ def evaluate(
     exclusive: Callable[[], contextlib.AbstractContextManager] | None = None,
     baselines: dict | None = None,
     on_loaded: Callable[[], None] | None = None,
+    side_by_side: bool = False,
 ) -> dict[str, object]:
     """Grade one candidate; a record (see the module docstring). Never raises for anything the
     candidate does; InvalidArgument-style problems become a ``load_error`` verdict.
 
     ``guard`` wraps each call of the candidate (grading shares a GPU: calls hold a shared lock),
     ``exclusive`` the benchmark (which must have the GPU to itself). ``on_loaded`` is called once
-    the target has loaded in its worker, before fuzzing starts.
+    the target has loaded in its worker, before fuzzing starts. A run of several parts (see
+    :mod:`fuzz.grading.parts`) runs them one after the other, or, with ``side_by_side``, each
+    beyond the first in a driver of its own, as many at once as the machine has cores.
     """
     started = time.monotonic()
     if isinstance(candidate, str):
@@ -136,6 +146,13 @@ def evaluate(
         fit = fit_shapes(candidate.target, options, memory_limit=_memory_limit(options))
         if fit is not None:
             record["shape_fit"], max_elements = fit.to_dict(), fit.max_elements
+    parts = part_count(options)
+    if parts > 1:
+        each = split(options, parts, max_elements=max_elements)
+        run = _side_by_side if side_by_side and (os.cpu_count() or 1) > 1 else _one_after_another
+        merge_parts(record, run(candidate, each, reproducer_dir=reproducer_dir, on_loaded=on_loaded))
+        record["seconds"] = round(time.monotonic() - started, 3)
+        return record
     try:
         impl = _isolated(candidate.target, options, guard)
     except InvalidArgument as exc:
@@ -170,6 +187,64 @@ def evaluate(
         except Exception as exc:
             record["bench"] = {"error": f"{type(exc).__name__}: {exc}"}
     _finish(record, started, impl, verdict=verdict)
+    return record
+
+
+def _one_after_another(candidate: Candidate, each: list[GradeOptions], *, reproducer_dir: Path | str,
+                       on_loaded: Callable[[], None] | None) -> list[dict]:
+    records = []
+    for options in each:
+        records.append(evaluate(candidate, options, reproducer_dir=reproducer_dir, on_loaded=on_loaded))
+        on_loaded = None
+        if records[-1]["verdict"] == Verdict.LOAD_ERROR.value:
+            break  # the other parts would not load either
+    return records
+
+
+def _side_by_side(candidate: Candidate, each: list[GradeOptions], *, reproducer_dir: Path | str,
+                  on_loaded: Callable[[], None] | None) -> list[dict]:
+    """Part 0 here (so ``on_loaded`` is called as the target loads), the others at the same time in
+    the drivers of a pool run from a thread: the same records, in part order, as one after another."""
+    later = each[1:]
+    jobs = [Job(str(index), GRADE_ENTRY, {"candidate": asdict(candidate), "options": options.to_wire(),
+                                          "reproducer_dir": str(Path(reproducer_dir).resolve()),
+                                          "lock_dir": None, "baselines": None})
+            for index, options in enumerate(later, start=1)]
+    results: dict[int, JobResult] = {}
+    failure: list[BaseException] = []
+    with Pool(min(len(later), (os.cpu_count() or 1) - 1)) as pool:
+        def run_later() -> None:
+            try:
+                for result in pool.run(jobs):
+                    results[int(result.job.key)] = result
+            except BaseException as exc:  # reported below, in the caller's thread
+                failure.append(exc)
+
+        thread = threading.Thread(target=run_later, name="lse-fuzz-parts", daemon=True)
+        thread.start()
+        try:
+            first = evaluate(candidate, each[0], reproducer_dir=reproducer_dir, on_loaded=on_loaded)
+            thread.join()
+        except BaseException:  # Ctrl-C: the pool's drivers and their workers go too
+            pool.close()
+            raise
+    if failure:
+        raise HarnessError(f"running the parts of the run failed: {failure[0]!r}") from failure[0]
+    return [first] + [job_record(results[index], candidate, options) for index, options in enumerate(later, start=1)]
+
+
+def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> dict:
+    """The record of a job: what the driver returned, or what became of the driver."""
+    if result.outcome is Outcome.RETURNED and result.record is not None:
+        return result.record
+    record = base_record(candidate, options)
+    verdict = Verdict.TIMEOUT if result.outcome is Outcome.TIMED_OUT else Verdict.INTERNAL_ERROR
+    what = {Outcome.TIMED_OUT: "the grader stopped it", Outcome.RAISED: "the grader failed on it"}.get(
+        result.outcome, "the grading driver died")
+    if result.killed_fork_server or result.killed_its_driver:  # its doing, shown by running it alone
+        verdict, what = Verdict.CRASH, "it attacked the grader"
+    record.update(verdict=verdict.value, reason=f"{what}: {result.detail.splitlines()[0] if result.detail else ''}",
+                  details=result.detail, seconds=round(result.seconds, 3))
     return record
 
 

@@ -51,6 +51,7 @@ class GradeOptions:
     max_elements: int | None = None  # largest M * N drawn (default: the strategies' default for the device)
     fit_shapes: bool = True  # on the CPU, without max_elements: fit the cap to the candidate's cost (grading.fit)
     profile: str | None = None
+    parts: int | None = None  # the examples' split into runs of derived seeds (grading.parts); None: the device's default
     bench: bool = False
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
     bench_dtype: str = "float32"
@@ -75,6 +76,8 @@ class GradeOptions:
         validate.seconds(self.time_limit, name=name("time_limit"), optional=True)
         if self.private_seed is not None and not str(self.private_seed):
             raise InvalidArgument(f"{name('private_seed')}=''; give a non-empty secret, or leave the option out.")
+        if self.parts is not None:
+            validate.integer(self.parts, name=name("parts"), low=1)
         if self.memory_limit is not None:
             validate.integer(self.memory_limit, name=name("memory_limit"), low=0)
         if self.profile is not None:

@@ -43,6 +43,9 @@ class Zygote:
         self.pid: int | None = None if process is None else process.pid
         watch(self.pid)
         self._replies: list[dict] = []
+        # One request and its reply at a time: threads of one process share this connection (a
+        # check runs its first part here while a pool's thread starts the drivers of the others).
+        self._lock = threading.Lock()
 
     @classmethod
     def start(cls, env: dict[str, str], *, timeout: float = DEFAULT_START_TIMEOUT) -> Zygote:
@@ -110,6 +113,10 @@ class Zygote:
         if len(message) > MAX_SPAWN_MESSAGE:
             raise RuntimeError(f"a worker's configuration is {len(message)} bytes, more than "
                                f"{MAX_SPAWN_MESSAGE}: is the environment unusually large?")
+        with self._lock:
+            return self._spawn(message, fds, timeout)
+
+    def _spawn(self, message: bytes, fds: tuple[int, int, int], timeout: float) -> int:
         socket.send_fds(self.sock, [message], list(fds))
         deadline = time.monotonic() + timeout
         while True:
@@ -128,15 +135,16 @@ class Zygote:
         """The exit code of ``pid`` (negative for a signal) once the zygote has reaped it; None
         if that takes longer than ``timeout`` or the zygote is gone."""
         deadline = time.monotonic() + timeout
-        while pid not in self._exits:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            try:
-                self._read(left)
-            except EOFError:
-                return None
-        return self._exits.pop(pid)
+        with self._lock:
+            while pid not in self._exits:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                try:
+                    self._read(left)
+                except EOFError:
+                    return None
+            return self._exits.pop(pid)
 
     def close(self) -> None:
         unwatch(self.pid)
@@ -218,6 +226,7 @@ unwatch = _RESUMER.unwatch
 
 
 _ZYGOTES: dict[str, Zygote] = {}
+_ZYGOTES_LOCK = threading.Lock()
 ZYGOTE_ADDRESS_ENV = "LSE_FUZZ_ZYGOTE"
 """Set in grading drivers: the address of their parent's zygote, which they share."""
 
@@ -227,11 +236,12 @@ def zygote_for(env: dict[str, str]) -> Zygote:
     its parent's zygote instead (its address is in LSE_FUZZ_ZYGOTE)."""
     address = os.environ.get(ZYGOTE_ADDRESS_ENV)
     key = address or json.dumps(sorted(env.items()))
-    zygote = _ZYGOTES.get(key)
-    if zygote is None or not zygote.alive():
-        zygote = Zygote.connect(address) if address else Zygote.start(env)
-        _ZYGOTES[key] = zygote
-    return zygote
+    with _ZYGOTES_LOCK:
+        zygote = _ZYGOTES.get(key)
+        if zygote is None or not zygote.alive():
+            zygote = Zygote.connect(address) if address else Zygote.start(env)
+            _ZYGOTES[key] = zygote
+        return zygote
 
 
 @atexit.register

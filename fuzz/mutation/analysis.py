@@ -173,7 +173,7 @@ def run_mutation_analysis(
         raise InvalidArgument("the gate needs at least one correct and one broken implementation.")
     options = GradeOptions(budget=budget, seed=seed, contract=contract, checks=None if checks is None else selected,
                            device=device, max_elements=max_elements, jobs=jobs,
-                           fit_shapes=False).validated()  # every mutant is fuzzed on the same shapes
+                           fit_shapes=False, parts=1).validated()  # every mutant meets the same examples
 
     keep = out_dir is not None
     base = (Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="lse-mutants-"))).resolve()

@@ -1,0 +1,90 @@
+"""One run's examples in parts: separate Hypothesis runs, each on a seed derived from the run's.
+
+On the CPU a check is bound by Triton's interpreter, which runs a kernel's programs one after the
+other on one core: a correct one-program-per-row kernel took about 70 s for the default 200
+examples on a two-core machine, with the second core idle. So on the CPU the examples are split
+into :data:`CPU_PARTS` parts (each of at least :data:`MIN_PART_BUDGET` examples) with a worker
+each: ``lse-fuzz check`` runs them side by side, one part per core; a grading driver runs them
+one after the other (grading runs candidates side by side already). The examples depend on the
+seed, the budget and the number of parts, never on how many run at once: a seed gives the same
+examples on a machine of one core or of sixty-four. Part 0 uses the run's own seed.
+
+A run of several parts fails when any part fails; the report shows the first failing part (in
+part order, so the verdict does not depend on which finished first) and adds the examples, calls
+and times of all of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+from ..outcomes import Verdict
+from .options import GradeOptions
+
+__all__ = ["CPU_PARTS", "MIN_PART_BUDGET", "merge_parts", "part_count", "split"]
+
+CPU_PARTS = 2
+MIN_PART_BUDGET = 50  # below this a part's second worker and its start cost more than they save
+
+
+def part_count(options: GradeOptions) -> int:
+    """How many parts ``options`` run in: ``options.parts`` when given, else :data:`CPU_PARTS` on
+    the CPU for a budget of at least ``CPU_PARTS * MIN_PART_BUDGET`` and one otherwise (on a GPU
+    the interpreter's cost does not arise)."""
+    if options.parts is not None:
+        return min(options.parts, options.budget)
+    if not options.device.startswith("cpu"):
+        return 1
+    return max(1, min(CPU_PARTS, options.budget // MIN_PART_BUDGET))
+
+
+def _part_seed(seed: int, index: int) -> int:
+    if index == 0:
+        return seed
+    digest = hashlib.sha256(f"lse-fuzz-part\0{seed}\0{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def split(options: GradeOptions, parts: int, *, max_elements: int | None) -> list[GradeOptions]:
+    """The options of each part: its share of the budget (the first ones take the remainder), its
+    derived seed, and the run's element cap decided once for all of them (``max_elements``)."""
+    share, extra = divmod(options.budget, parts)
+    seed = options.effective_seed
+    return [replace(options, budget=share + (index < extra), private_seed=None, derived_seed=_part_seed(seed, index),
+                    parts=1, max_elements=max_elements, fit_shapes=False)
+            for index in range(parts)]
+
+
+_FROM_CHOSEN = ("verdict", "check", "reason", "details", "exception", "counterexample", "reproducer", "replay",
+                "result")
+
+
+def merge_parts(record: dict, parts: list[dict]) -> dict:
+    """``record`` (the run's base record, its static flags and shape fit filled in) completed from
+    the records of its parts: the verdict and failure of the first part that did not pass (of the
+    first part when all passed), the examples, calls and times of all."""
+    chosen = next((part for part in parts if part["verdict"] != Verdict.PASS.value), parts[0])
+    for key in _FROM_CHOSEN:
+        if key in chosen:
+            record[key] = chosen[key]
+    counted = [part["examples"] for part in parts if part.get("examples") is not None]
+    record["examples"] = sum(counted) if counted else None
+    record["calls"] = sum(part.get("calls") or 0 for part in parts)
+    record["candidate_seconds"] = round(sum(part.get("candidate_seconds") or 0.0 for part in parts), 3)
+    seen = {(flag["flag"], flag["message"]) for flag in record["flags"]}
+    for part in parts:
+        for flag in part.get("flags") or []:
+            if (flag["flag"], flag["message"]) not in seen:
+                seen.add((flag["flag"], flag["message"]))
+                record["flags"].append(flag)
+    record["slow"] = [call for part in parts for call in part.get("slow") or []]
+    record["noise"] = next((part["noise"] for part in parts if part.get("noise")), None)
+    record["parts"] = [{"part": index, "verdict": part["verdict"], "check": part.get("check"),
+                        "examples": part.get("examples"), "calls": part.get("calls") or 0,
+                        "seconds": part.get("seconds") or 0.0} for index, part in enumerate(parts)]
+    if chosen["verdict"] == Verdict.PASS.value:
+        record["reason"] = f"{record['examples']} examples passed every check (in {len(parts)} parts)"
+    elif len(parts) > 1:
+        record["reason"] = f"{chosen['reason']} (part {parts.index(chosen) + 1} of {len(parts)})"
+    return record

@@ -1,0 +1,107 @@
+"""A run's examples in parts of derived seeds, side by side or one after another (fuzz.grading.parts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuzz.grading import GradeOptions
+from fuzz.grading.evaluate import evaluate
+from fuzz.grading.parts import CPU_PARTS, MIN_PART_BUDGET, merge_parts, part_count, split
+from fuzz.grading.reports import format_record, well_formed
+from reference.errors import InvalidArgument
+
+IMPLEMENTATIONS = Path(__file__).resolve().parents[2] / "implementations"
+CORRECT = f"{IMPLEMENTATIONS / 'correct' / 'torch_float32.py'}:lse"
+BUGGY = f"{IMPLEMENTATIONS / 'candidates' / 'buggy_no_max.py'}:lse"
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({}, CPU_PARTS),
+    ({"budget": CPU_PARTS * MIN_PART_BUDGET - 1}, 1),
+    ({"budget": 5}, 1),
+    ({"device": "cuda"}, 1),
+    ({"parts": 3}, 3),
+    ({"parts": 8, "budget": 5}, 5),
+], ids=["cpu_default", "small_budget", "tiny_budget", "gpu", "explicit", "never_more_than_the_budget"])
+def test_how_many_parts(options, expected):
+    assert part_count(GradeOptions(**options)) == expected
+
+
+def test_parts_must_be_a_positive_integer():
+    with pytest.raises(InvalidArgument, match=r"--parts=0"):
+        GradeOptions(parts=0).validated(cli=True)
+
+
+def test_the_parts_share_the_budget_and_the_first_keeps_the_seed():
+    options = GradeOptions(budget=201, seed=7).validated()
+    parts = split(options, 2, max_elements=4096)
+    assert [part.budget for part in parts] == [101, 100]
+    assert parts[0].effective_seed == 7 and parts[1].effective_seed != 7
+    assert all(part.parts == 1 and part.max_elements == 4096 and not part.fit_shapes for part in parts)
+    assert [p.effective_seed for p in split(options, 2, max_elements=None)] == [p.effective_seed for p in parts]
+    other = split(GradeOptions(budget=201, seed=8).validated(), 2, max_elements=None)
+    assert other[1].effective_seed != parts[1].effective_seed
+
+
+def test_a_private_seed_reaches_the_parts_only_derived():
+    options = GradeOptions(private_seed="hunter2").validated()
+    for part in split(options, 2, max_elements=None):
+        assert part.private_seed is None and "hunter2" not in repr(part.to_wire())
+    assert split(options, 2, max_elements=None)[0].effective_seed == options.effective_seed
+
+
+def _part(verdict: str, examples: int, *, check: str | None = None, flags=()) -> dict:
+    return {"verdict": verdict, "check": check, "reason": f"{verdict} reason", "details": f"{verdict} details",
+            "exception": None, "counterexample": None, "reproducer": None, "replay": f"replay {verdict}",
+            "result": {"examples": examples}, "examples": examples, "calls": 3 * examples, "seconds": 1.0,
+            "candidate_seconds": 0.5, "flags": list(flags), "slow": [{"seconds": 2.0}], "noise": None}
+
+
+def _base() -> dict:
+    return {"flags": [{"flag": "environment", "message": "reads os.environ"}], "shape_fit": None}
+
+
+def test_the_first_failing_part_in_part_order_decides():
+    parts = [_part("pass", 100), _part("fail", 12, check="shift_invariance"), _part("crash", 3)]
+    record = merge_parts(_base(), parts)
+    assert record["verdict"] == "fail" and record["check"] == "shift_invariance"
+    assert record["replay"] == "replay fail" and record["reason"] == "fail reason (part 2 of 3)"
+    assert record["examples"] == 115 and record["calls"] == 345 and record["candidate_seconds"] == 1.5
+    assert len(record["slow"]) == 3
+    assert [p["verdict"] for p in record["parts"]] == ["pass", "fail", "crash"]
+
+
+def test_passing_parts_add_up_and_flags_are_not_repeated():
+    flag = {"flag": "environment", "message": "reads os.environ"}
+    record = merge_parts(_base(), [_part("pass", 100, flags=[flag]), _part("pass", 100, flags=[flag])])
+    assert record["verdict"] == "pass" and record["examples"] == 200
+    assert record["reason"] == "200 examples passed every check (in 2 parts)"
+    assert record["flags"] == [flag]
+
+
+@pytest.mark.parametrize("side_by_side", [False, True], ids=["one_after_another", "side_by_side"])
+def test_a_correct_candidate_passes_in_parts(tmp_path, side_by_side):
+    options = GradeOptions(budget=12, parts=2).validated()
+    record = evaluate(CORRECT, options, reproducer_dir=tmp_path, side_by_side=side_by_side)
+    assert record["verdict"] == "pass", record["reason"]
+    assert record["examples"] == 12 and [p["examples"] for p in record["parts"]] == [6, 6]
+    assert well_formed(record) and "(in 2 parts)" in format_record(record)
+
+
+def test_side_by_side_gives_what_one_after_another_gives(tmp_path):
+    options = GradeOptions(budget=40, parts=2).validated()
+    apart = evaluate(BUGGY, options, reproducer_dir=tmp_path / "a", side_by_side=True)
+    together = evaluate(BUGGY, options, reproducer_dir=tmp_path / "b", side_by_side=False)
+    assert apart["verdict"] == together["verdict"] == "fail"
+    assert apart["check"] == together["check"]
+    assert [(p["verdict"], p["check"], p["examples"]) for p in apart["parts"]] == \
+           [(p["verdict"], p["check"], p["examples"]) for p in together["parts"]]
+    assert apart["counterexample"]["description"] == together["counterexample"]["description"]
+
+
+def test_a_target_that_does_not_load_is_one_load_error(tmp_path):
+    record = evaluate(f"{IMPLEMENTATIONS / 'candidates' / 'import_error.py'}:lse",
+                      GradeOptions(budget=12, parts=2).validated(), reproducer_dir=tmp_path, side_by_side=False)
+    assert record["verdict"] == "load_error" and len(record["parts"]) == 1
