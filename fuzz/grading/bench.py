@@ -1,5 +1,14 @@
 """Bandwidth of a passing candidate on CUDA: achieved GB/s on a fixed shape, and speed against
-``reference.lse`` and ``torch.logsumexp`` measured the same way."""
+``reference.lse`` and ``torch.logsumexp`` measured the same way.
+
+**Impossible speed.** A row-wise LSE must read every element of its input once. The copy
+bandwidth (``x.clone()`` of the same input, timed the same way: bytes read plus bytes written per
+second) is about the most a GPU's memory moves, so a candidate that seems to read its input more
+than :data:`IMPOSSIBLE` times faster than that did not read it: it skipped the work (an answer
+cached across the timed calls, which all get the same tensor) or its timing is not what it seems.
+Judged only on inputs more than twice the GPU's L2 cache, which repeated calls could otherwise
+serve from the cache, legitimately.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +23,10 @@ from ..isolation.wire import seeded_input
 from ..timing import best_per_call
 from .options import GradeOptions
 
-__all__ = ["bench_bytes", "bench_candidate", "bench_input", "measure_baselines", "time_in_process"]
+__all__ = ["IMPOSSIBLE", "bench_bytes", "bench_candidate", "bench_input", "impossible_speed", "measure_baselines",
+           "time_in_process"]
+
+IMPOSSIBLE = 1.5  # times the copy bandwidth; a kernel at the roofline reads at about 1x
 
 
 def bench_input(options: GradeOptions) -> torch.Tensor:
@@ -47,7 +59,8 @@ def measure_baselines(options: GradeOptions) -> dict[str, float]:
     """Seconds per call of reference.lse and torch.logsumexp on the benchmark input."""
     x = bench_input(options)
     baselines = {"reference": time_in_process(reference.lse, x),
-                 "torch": time_in_process(lambda t: torch.logsumexp(t, dim=1), x)}
+                 "torch": time_in_process(lambda t: torch.logsumexp(t, dim=1), x),
+                 "copy": time_in_process(torch.clone, x)}
     del x
     torch.cuda.empty_cache()
     return baselines
@@ -76,7 +89,31 @@ def bench_candidate(impl, options: GradeOptions, baselines: dict | None) -> dict
         "shape": list(options.bench_shape), "dtype": options.bench_dtype, "bytes": nbytes,
         "seconds": seconds, "gbps": round(nbytes / seconds / 1e9, 1), "output_ok": output_ok,
     }
-    for name, base in (baselines or {}).items():
+    baselines = dict(baselines or {})
+    copy = baselines.pop("copy", None)
+    for name, base in baselines.items():
         result[f"{name}_gbps"] = round(nbytes / base / 1e9, 1)
         result[f"speedup_vs_{name}"] = round(base / seconds, 3)
+    if copy is not None:
+        input_bytes = x.numel() * x.element_size()
+        result["copy_gbps"] = round(2 * input_bytes / copy / 1e9, 1)
+        l2_bytes = getattr(torch.cuda.get_device_properties(x.device), "L2_cache_size", 0) if x.is_cuda else 0
+        alarm = impossible_speed(input_bytes=input_bytes, seconds=seconds, copy_seconds=copy, l2_bytes=l2_bytes)
+        if alarm:
+            result["impossible"] = alarm
     return result
+
+
+def impossible_speed(*, input_bytes: int, seconds: float, copy_seconds: float, l2_bytes: int) -> str | None:
+    """Why a call of ``seconds`` on an input of ``input_bytes`` is faster than memory allows, given
+    a copy of that input took ``copy_seconds``; None when it is not (or cannot be judged: an input
+    that fits twice in the L2 cache)."""
+    if input_bytes <= 2 * l2_bytes or seconds <= 0:
+        return None
+    read = input_bytes / seconds / 1e9
+    copy = 2 * input_bytes / copy_seconds / 1e9
+    if read <= IMPOSSIBLE * copy:
+        return None
+    return (f"read its {input_bytes / 2**20:.0f} MiB input at {read:.0f} GB/s, {read / copy:.1f}x the measured copy "
+            f"bandwidth ({copy:.0f} GB/s), faster than memory allows: it skipped work (e.g. an answer cached across "
+            "the timed calls) or its timing is not what it seems")

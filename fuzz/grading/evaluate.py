@@ -39,6 +39,7 @@ GRADE_ENTRY = "fuzz.grading.evaluate:grade_job"
 RUNTIME_FLAGS = {
     "prints": (Severity.INFO, "wrote to stdout or stderr while running (captured; tolerated)"),
     "mutates_input": (Severity.CHEAT, "changed its input during a call"),
+    "impossible_speed": (Severity.CHEAT, "timed faster than reading its input allows (see grading.bench)"),
 }
 """Flags seen while running (besides the static ones of :data:`fuzz.static_scan.FLAGS`)."""
 
@@ -186,6 +187,9 @@ def evaluate(
             record["bench"] = {"error": f"{lost.outcome.value}: {lost.detail}"}
         except Exception as exc:
             record["bench"] = {"error": f"{type(exc).__name__}: {exc}"}
+        if record["bench"].get("impossible"):
+            record["flags"].append({"flag": "impossible_speed", "severity": RUNTIME_FLAGS["impossible_speed"][0].value,
+                                    "message": record["bench"]["impossible"], "lines": []})
     _finish(record, started, impl, verdict=verdict)
     return record
 

@@ -263,6 +263,8 @@ def format_record(record: dict) -> str:
             for name in ("reference", "torch"):
                 if f"speedup_vs_{name}" in bench:
                     text += f"; {bench[f'speedup_vs_{name}']}x {name} ({bench[f'{name}_gbps']} GB/s)"
+            if "copy_gbps" in bench:
+                text += f"; a copy of the input: {bench['copy_gbps']} GB/s"
             if not bench.get("output_ok", True):
                 text += "; WARNING: its output on the benchmark input is wrong"
             lines.append(text)

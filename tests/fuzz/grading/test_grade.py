@@ -24,6 +24,7 @@ from fuzz.grading import Candidate, GradeOptions, discover, schedule
 from fuzz.static_scan import FLAGS, scan_source
 
 ROOT = Path(__file__).resolve().parents[3]
+HOSTILE = Path(__file__).resolve().parents[2] / "implementations" / "hostile"
 CANDIDATES = ROOT / "tests" / "implementations" / "candidates"
 BATCH_OPTIONS = ["--budget", "20", "--max-elements", "4096", "--seed", "0", "--call-timeout", "3",
                  "--memory-limit", "4", "-j", "2", "-q"]
@@ -358,6 +359,41 @@ def test_on_cuda_a_passing_kernel_gets_its_bandwidth_and_speedups(tmp_path):
     bench = record["bench"]
     assert bench["output_ok"] and bench["gbps"] > 10 and bench["bytes"] == 4096 * 4096 * 4 + 4 * 4096
     assert bench["speedup_vs_reference"] > 0 and bench["speedup_vs_torch"] > 0
+    assert bench["copy_gbps"] > 10 and "impossible" not in bench  # an honest kernel is not faster than a copy
+    assert not any(flag["flag"] == "impossible_speed" for flag in record["flags"])
+
+
+@pytest.mark.gpu
+def test_on_cuda_a_candidate_that_skips_work_when_timed_is_flagged(tmp_path):
+    import torch
+
+    from fuzz.grading import evaluate
+    from fuzz.grading.bench import measure_baselines
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    options = GradeOptions(budget=20, device="cuda", bench=True).validated()  # 8192 x 8192: 256 MiB, past any L2
+    record = evaluate(str(HOSTILE / "skips_work_when_timed.py"), options, reproducer_dir=tmp_path,
+                      baselines=measure_baselines(options))
+    assert record["verdict"] == "pass", record["reason"]  # every check passes: only its speed gives it away
+    (flag,) = [flag for flag in record["flags"] if flag["flag"] == "impossible_speed"]
+    assert flag["severity"] == "cheat" and "faster than memory allows" in flag["message"]
+
+
+@pytest.mark.parametrize(("seconds", "l2_bytes", "alarm"), [
+    (1.0, 0, False),  # as fast as a copy reads: a kernel at the roofline
+    (1.0 / 1.4, 0, False),  # a little faster than a copy (which also writes): not beyond belief
+    (1.0 / 3.0, 0, True),  # three times a copy: it did not read its input
+    (1.0 / 3.0, 1 << 30, False),  # an input that fits in the L2 cache twice: not judged
+], ids=["roofline", "a_bit_faster", "impossible", "fits_in_l2"])
+def test_impossible_speed_is_judged_against_the_copy_bandwidth(seconds, l2_bytes, alarm):
+    from fuzz.grading.bench import impossible_speed
+
+    # A copy of 256 MiB taking 2 s moves 512 MiB: 0.27 GB/s; reading 256 MiB in 1 s is the same rate.
+    found = impossible_speed(input_bytes=256 << 20, seconds=seconds, copy_seconds=2.0, l2_bytes=l2_bytes)
+    assert bool(found) is alarm
+    if alarm:
+        assert "3.0x the measured copy bandwidth" in found
 
 
 def test_a_call_stuck_on_the_gpu_delays_only_the_benchmark_not_other_calls(tmp_path):
