@@ -1,14 +1,19 @@
 """Fitting the shapes a CPU run draws to what the candidate costs in Triton's interpreter.
 
 The CPU defaults (:func:`fuzz.strategies.default_max_elements`) are sized for kernels that cost in
-the interpreter about what ``reference.lse`` costs. A kernel that pays per element far more (a
-``tl.reduce`` with a Python combine function runs that function once per element: about 30x the
-reference) would take more than 20 minutes to check with them, and look hung. So before a CPU run
-of a candidate that defines a Triton kernel, its calls on one long row are timed in a worker of
-its own (each autotune configuration; the slowest counts) against ``reference.lse`` on the longest
-row the defaults draw. The cap is the longest row, halving from the default, on which the candidate
-costs at most :data:`FACTOR` times that; a first probe of :data:`PROBE_COLS` columns skips the rows
-that would be too slow to even time, by scaling its cost linearly. Never below :data:`FLOOR`.
+the interpreter about what ``reference.lse`` costs. Correct kernels of other designs cost up to
+about 15x the reference on the longest row the defaults draw (a row of 65536 columns, measured on
+the corpus) and are checked in well under a minute. A kernel that pays per element far more (a
+``tl.reduce`` with a Python combine function runs that function once per element: about 390x the
+reference) would take more than 20 minutes, and look hung. So before a CPU run of a candidate that
+defines a Triton kernel, its calls on one long row are timed in a worker of its own (each autotune
+configuration; the slowest counts) against ``reference.lse`` on the longest row the defaults draw.
+A candidate more than :data:`TRIGGER` times slower there is fitted: its element cap is the longest
+row, halving from the default, on which it costs at most :data:`TARGET` times the reference (what
+the slower ordinary kernels cost), never below :data:`FLOOR`. The gap between the two factors
+keeps an ordinary kernel from being fitted on a busy machine, where timings wander.
+Rows are timed on a probe of :data:`PROBE_COLS` columns first and scaled linearly (such kernels
+cost per element), so a far too slow row is never run.
 
 The result says so (:class:`ShapeFit`), with the numbers. ``--max-elements`` (any explicit cap)
 turns the fit off, and so does a probe that fails: the run then finds what is wrong. Both
@@ -30,11 +35,11 @@ from ..isolation.proxy import IsolatedImpl
 from ..strategies import default_max_elements
 from .options import GradeOptions
 
-__all__ = ["FACTOR", "FLOOR", "PROBE_COLS", "ShapeFit", "fit_shapes"]
+__all__ = ["FLOOR", "PROBE_COLS", "TARGET", "TRIGGER", "ShapeFit", "fit_shapes"]
 
 PROBE_COLS = 8192
-FACTOR = 16.0  # the candidate's longest call may cost this many times the reference's (kernels that differ
-# from it in design cost up to about 8x on the longest row: only a far slower one is fitted)
+TRIGGER = 32.0  # fitted only when the longest row costs more than this many times the reference's
+TARGET = 8.0  # ... and then to rows that cost at most this many times the reference's
 FLOOR = 1024  # never fewer elements: a row of several tiles of common widths still fits
 MAX_CONFIGS = 8  # autotune configurations probed (the slowest counts)
 
@@ -90,25 +95,24 @@ def fit_shapes(target: str, options: GradeOptions, *, memory_limit: int | None =
     if not options.device.startswith("cpu") or options.max_elements is not None or not options.fit_shapes:
         return None
     default = default_max_elements("cpu")
-    budget = FACTOR * _best(reference.lse, _row(default), repeats=3)  # what the longest call may cost
+    reference_seconds = _best(reference.lse, _row(default), repeats=3)
     impl = None
     try:
         impl = IsolatedImpl(target, device="cpu", call_timeout=max(options.call_timeout, 60.0), timeout=300.0,
                             memory_limit=memory_limit, threads=1).start()
         probe = _slowest_config(impl, _row(PROBE_COLS), repeats=1)
-        if probe > budget:  # shorter rows than the probe: scaled linearly, not timed (they would be slow)
-            cols = PROBE_COLS
-            while cols > FLOOR and probe * cols / PROBE_COLS > budget:
-                cols //= 2
-            seconds = probe * cols / PROBE_COLS
-        else:  # longer rows: timed, from the longest that scaling says is worth timing
-            cols = default
-            while cols > PROBE_COLS and probe * cols / PROBE_COLS > 2 * budget:
-                cols //= 2
-            seconds = probe if cols == PROBE_COLS else _slowest_config(impl, _row(cols), repeats=2)
-            while seconds > budget and cols > PROBE_COLS:
-                cols //= 2
-                seconds = probe if cols == PROBE_COLS else _slowest_config(impl, _row(cols), repeats=2)
+        per_column = probe / PROBE_COLS
+        if per_column * default <= TRIGGER * reference_seconds / 2:
+            return None  # far inside the bound: not worth timing the long row
+        if per_column * default <= 4 * TRIGGER * reference_seconds:  # near it: time the long row itself
+            full = _slowest_config(impl, _row(default), repeats=2)
+            if full <= TRIGGER * reference_seconds:
+                return None
+            per_column = max(per_column, full / default)
+        cols = default
+        while cols > FLOOR and per_column * cols > TARGET * reference_seconds:
+            cols //= 2
+        seconds = _slowest_config(impl, _row(cols), repeats=2)
     except BaseException as exc:  # whatever the candidate does wrong, the run itself will report
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -116,4 +120,4 @@ def fit_shapes(target: str, options: GradeOptions, *, memory_limit: int | None =
     finally:
         if impl is not None:
             impl.close()
-    return None if cols == default else ShapeFit(cols, default, seconds, budget / FACTOR)
+    return None if cols == default else ShapeFit(cols, default, seconds, reference_seconds)

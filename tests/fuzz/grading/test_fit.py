@@ -8,7 +8,7 @@ import pytest
 
 from fuzz.grading import GradeOptions
 from fuzz.grading.evaluate import evaluate
-from fuzz.grading.fit import FACTOR, FLOOR, fit_shapes
+from fuzz.grading.fit import FLOOR, TRIGGER, fit_shapes
 from fuzz.grading.reports import format_record, well_formed
 
 CORPUS = Path(__file__).resolve().parents[2] / "implementations" / "correct"
@@ -19,12 +19,14 @@ SLOW_PER_ELEMENT = f"{CORPUS / 'reduce_combine.py'}:lse"  # a Python combine fun
 def test_a_kernel_far_slower_per_element_than_the_reference_gets_shorter_rows():
     fit = fit_shapes(SLOW_PER_ELEMENT, GradeOptions().validated())
     assert fit is not None and FLOOR <= fit.max_elements < fit.default
-    assert fit.seconds <= FACTOR * fit.reference_seconds  # the longest row it keeps is within the bound
+    # The longest row it keeps costs what ordinary kernels cost, far below the trigger (unfitted: ~390x).
+    assert fit.seconds <= TRIGGER * fit.reference_seconds
     assert f"at most {fit.max_elements} elements, not {fit.default}" in fit.describe()
 
 
-@pytest.mark.parametrize("name", ["exp2_based", "two_pass"])
-def test_a_kernel_that_costs_what_the_reference_costs_keeps_the_defaults(name):
+@pytest.mark.parametrize("name", ["exp2_based", "two_pass", "autotuned"])
+def test_an_ordinary_kernel_keeps_the_defaults(name):
+    """Up to about 15x the reference on the longest row (autotuned, the slowest of the corpus)."""
     assert fit_shapes(f"{CORPUS / name}.py:lse", GradeOptions().validated()) is None
 
 
