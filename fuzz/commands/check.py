@@ -78,9 +78,9 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
                         help="fail a call slower than S seconds (default: a call far slower than reference.lse "
                              "on the same input is reported as slow, not failed)")
     limits.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
-                        help="memory a CPU worker's candidate may use, in GiB (default: the machine's memory "
-                             "shared among the jobs; 0: none); enforced as its address-space limit plus room for "
-                             "the fuzzer's own inputs")
+                        help="memory a CPU worker's candidate may use, in GiB (default: half the machine's "
+                             "memory shared among the jobs, at most 16; 0: none); enforced as its address-space "
+                             "limit plus room for the fuzzer's own inputs")
     bench = parser.add_argument_group("bandwidth (CUDA only)")
     bench.add_argument("--bench-shape", default="8192x8192", metavar="MxN",
                        help="fixed shape of the bandwidth measurement (default 8192x8192)")

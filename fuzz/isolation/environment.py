@@ -60,14 +60,23 @@ input is a lazily allocated storage of about 2**32 elements of at most 4 bytes (
 of it never touched), and RLIMIT_AS counts address space, touched or not."""
 
 
-def default_memory_limit(device: str, *, jobs: int = 1) -> int | None:
-    """Memory (bytes) a CPU worker's candidate may use: the machine's memory shared among ``jobs``
-    workers, at least 4 GiB. None on a GPU: CUDA reserves large address ranges and breaks under
+MEMORY_CAP = 16 << 30
+MEMORY_FLOOR = 4 << 30
+
+
+def default_memory_limit(device: str, *, jobs: int = 1, total: int | None = None) -> int | None:
+    """Memory (bytes) a CPU worker's candidate may use: half the machine's memory (``total``, read
+    from the system when None) shared among ``jobs`` workers, at most :data:`MEMORY_CAP` and at
+    least :data:`MEMORY_FLOOR`. Half, so that candidates together cannot take the memory the
+    grader and the system need; capped, as a correct candidate on the CPU's inputs (at most 65536
+    elements, plus the views of lazily allocated storage that only the reserve below counts) needs
+    a few GiB at most. None on a GPU: CUDA reserves large address ranges and breaks under
     RLIMIT_AS. The worker's address-space limit is this plus :data:`INPUT_RESERVE`."""
     if not device.startswith("cpu"):
         return None
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        total = 16 << 30
-    return max(4 << 30, total // max(1, jobs))
+    if total is None:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            total = 16 << 30
+    return max(MEMORY_FLOOR, min(MEMORY_CAP, total // (2 * max(1, jobs))))
