@@ -23,6 +23,7 @@ from .candidates import Candidate, schedule
 from .evaluate import GRADE_ENTRY, job_record
 from .options import GradeOptions
 from .reports import REPORT_JSONL, read_records, write_reports
+from .snapshot import encode
 
 __all__ = ["DEFAULT_GRADE_TIMEOUT", "DRIVER_GRACE", "GradeRun", "grade", "reproducer_dir_for"]
 
@@ -127,7 +128,8 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
         workers = max(1, min(jobs, len(pending)))
         lock_dir = str(out.resolve()) if options.device.startswith("cuda") and workers > 1 else None
         by_key = {c.target: c for c in pending}
-        work = [Job(c.target, GRADE_ENTRY, {"candidate": asdict(c), "options": options.to_wire(),
+        # Every file read now, as the batch starts: what is graded is what was submitted (grading.snapshot).
+        work = [Job(c.target, GRADE_ENTRY, {"candidate": asdict(c), "source": encode(c), "options": options.to_wire(),
                                              "reproducer_dir": str(reproducer_dir_for(out, c).resolve()),
                                              "lock_dir": lock_dir, "baselines": baselines})
                 for c in pending]

@@ -31,6 +31,7 @@ from .fit import fit_shapes
 from .gpu_lock import GpuLock
 from .options import GradeOptions, torch_threads, use_torch_threads
 from .parts import merge_parts, part_count, split
+from .snapshot import materialize, restore_paths
 
 __all__ = ["GRADE_ENTRY", "RUNTIME_FLAGS", "evaluate", "evaluate_replay", "grade_job", "job_record"]
 
@@ -344,6 +345,7 @@ _LOCKS: dict[str, GpuLock] = {}
 def grade_job(payload: dict) -> dict[str, object]:
     """The worker pool's entry for one candidate: ``payload`` holds ``candidate`` (a Candidate's
     fields), ``options`` (:meth:`GradeOptions.to_wire`), ``reproducer_dir``, and optionally
+    ``source`` (the file's bytes, :func:`.snapshot.encode`: a private copy of them is graded),
     ``lock_dir`` (a GPU shared by several drivers) and ``baselines`` (bandwidth of the references)."""
     options = GradeOptions.from_wire(payload["options"])
     use_torch_threads(options)
@@ -352,7 +354,10 @@ def grade_job(payload: dict) -> dict[str, object]:
         if payload["lock_dir"] not in _LOCKS:
             _LOCKS[payload["lock_dir"]] = GpuLock(payload["lock_dir"], gpu=gpu_name())
         lock = _LOCKS[payload["lock_dir"]]
-    return evaluate(Candidate(**payload["candidate"]), options, reproducer_dir=payload["reproducer_dir"],
-                    guard=lock.shared if lock else None, exclusive=lock.exclusive if lock else None,
-                    baselines=payload.get("baselines"))
+    # A batch's candidate comes as the bytes read when the batch started (grading.snapshot).
+    candidate, originals = materialize(Candidate(**payload["candidate"]), payload.get("source"))
+    record = evaluate(candidate, options, reproducer_dir=payload["reproducer_dir"],
+                      guard=lock.shared if lock else None, exclusive=lock.exclusive if lock else None,
+                      baselines=payload.get("baselines"))
+    return restore_paths(record, originals)
 

@@ -37,6 +37,7 @@ from ..outcomes import Verdict
 from .candidates import Candidate
 from .evaluate import GRADE_ENTRY, base_record, job_record
 from .options import GradeOptions
+from .snapshot import encode, materialize, restore_paths
 
 __all__ = ["grade_on_ray", "grade_remote"]
 
@@ -62,14 +63,9 @@ def grade_remote(payload: dict) -> dict:
     candidate = Candidate(**payload["candidate"])
     with tempfile.TemporaryDirectory(prefix="lse-fuzz-ray-") as home:
         home_dir = Path(home)
-        if payload["source"] is not None:  # the file, under its own name (tracebacks and reports show it)
-            local = home_dir / "candidate" / Path(candidate.path).name
-            local.parent.mkdir()
-            local.write_bytes(payload["source"])
-            function = candidate.target.rpartition(":")[2]
-            here = Candidate(name=candidate.name, path=str(local), target=f"{local}:{function}")
-        else:  # a module target: importable on every node, as the README says
-            here = candidate
+        # The file, under its own name (tracebacks and reports show it); a module target must be
+        # importable on every node, as the README says.
+        here, originals = materialize(candidate, payload["source"], home_dir / "candidates")
         reproducers = home_dir / "reproducers"
         baselines = None
         if options.bench and options.device.startswith("cuda"):
@@ -82,28 +78,22 @@ def grade_remote(payload: dict) -> dict:
                                                   "baselines": baselines})
         with Pool(1, work_dir=home_dir / "drivers", timeout=payload["hard_limit"]) as pool:
             (result,) = list(pool.run([job]))  # a job whose driver died is run again alone: still one result
-        record = job_record(result, here, options)
+        record = restore_paths(job_record(result, here, options), originals)
         files = {} if not reproducers.is_dir() else {
             str(path.relative_to(reproducers)): path.read_bytes() for path in reproducers.rglob("*") if path.is_file()}
-    return {"record": record, "files": files, "node": socket.gethostname(),
-            "paths": {here.path: candidate.path, here.target: candidate.target, str(reproducers): None}}
+    return {"record": record, "files": files, "node": socket.gethostname(), "reproducers": str(reproducers)}
 
 
 def _brought_home(reply: dict, candidate: Candidate, reproducer_dir: Path) -> dict:
     """The remote record with this machine's paths, and its reproducer files written here."""
-    text = json.dumps(reply["record"])
-    for there, here in sorted(reply["paths"].items(), key=lambda item: -len(item[0])):  # longest first
-        if there:
-            text = text.replace(json.dumps(there)[1:-1], json.dumps(here or str(reproducer_dir))[1:-1])
-    record = json.loads(text)
+    record = restore_paths(reply["record"], {reply["reproducers"]: str(reproducer_dir)})
     for relative, data in reply["files"].items():
         path = (reproducer_dir / relative).resolve()
         if reproducer_dir.resolve() not in path.parents:  # a name the grader did not write
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    record.update(candidate=candidate.name, target=candidate.target, sha256=candidate.sha256,
-                  node=reply["node"])
+    record.update(candidate=candidate.name, target=candidate.target, node=reply["node"])
     return record
 
 
@@ -142,8 +132,7 @@ def grade_on_ray(pending: list[Candidate], options: GradeOptions, *, reproducer_
         while queue or running:
             while queue and (in_flight is None or len(running) < in_flight):
                 candidate = queue.pop(0)
-                source = Path(candidate.path).read_bytes() if candidate.path else None
-                running[task.remote({"candidate": asdict(candidate), "source": source, "options": wire,
+                running[task.remote({"candidate": asdict(candidate), "source": encode(candidate), "options": wire,
                                      "hard_limit": hard_limit, "tool": __version__})] = candidate
             done, _ = ray.wait(list(running), num_returns=1)
             for future in done:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -462,6 +463,26 @@ def test_a_candidate_that_kills_the_grading_processes_crashes_alone(tmp_path, at
     assert records["a_attacker"]["verdict"] == "crash"
     assert ("killed the fork server" if attack == "kills_fork_server" else "its grading driver died") \
         in records["a_attacker"]["reason"]
+
+
+def test_a_candidate_that_rewrites_its_neighbours_files_changes_nothing_graded(tmp_path):
+    # It appends a failing import to every other file of the folder the grader was given, found in
+    # the grader's command line; each candidate is graded from the bytes read as the batch started.
+    batch_dir = tmp_path / "batch"
+    batch_dir.mkdir()
+    (batch_dir / "a_tamperer.py").write_text((HOSTILE / "tampers_with_neighbours.py").read_text())
+    neighbour = batch_dir / "b_neighbour.py"
+    neighbour.write_text((ROOT / "tests/implementations/correct/torch_float32.py").read_text())
+    submitted = hashlib.sha256(neighbour.read_bytes()).hexdigest()
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(batch_dir), "--budget", "10", "--max-elements",
+                           "1024", "-j", "1", "-q", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert b"sabotaged by a neighbour" in neighbour.read_bytes()  # the attack did happen
+    records = records_of(out)
+    assert proc.returncode == 0, proc.stderr  # both pass: the neighbour as submitted
+    assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
+    assert records["b_neighbour"]["sha256"] == submitted  # the hash of what was graded
+    assert records["b_neighbour"]["target"] == f"{neighbour}:lse"  # named by its own path, not the copy's
 
 
 @pytest.mark.parametrize("tamper", [{"seconds": "abc"}, {"flags": "x"}, {"flags": [1]}, {"verdict": "great"},
