@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume and args.out.exists():
         for line in args.out.read_text().splitlines():
             record = json.loads(line)
-            done[(record["target"], record["seed"])] = record
+            done[(_same_file(record["target"]), record["seed"])] = record
     elif args.out.exists():
         args.out.unlink()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 {"candidate": asdict(c), "options": replace(declared[c.target], seed=seed).to_wire(),
                  "reproducer_dir": str((args.out.parent / "reproducers").resolve()), "lock_dir": None,
                  "baselines": None})
-            for seed in seeds for c in candidates if (c.target, seed) not in done]
+            for seed in seeds for c in candidates if (_same_file(c.target), seed) not in done]
 
     header = (f"# {run_header(options.device)}\n# campaign: {len(candidates)} implementations x seeds "
               f"{seeds.start}..{seeds.stop - 1}, budget {options.budget}, profile {options.profile or 'lse-ci'}, "
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                       "seconds": round(result.seconds, 2), "reason": record.get("reason", ""),
                       "details": record.get("details") if record["verdict"] != "pass" else None,
                       "replay": record.get("replay"), "slow": record.get("slow") or []}
-            records[(target, int(seed))] = record
+            records[(_same_file(target), int(seed))] = record
             out.write(json.dumps(record) + "\n")
             out.flush()
             failed = failed or record["verdict"] != "pass"
@@ -175,13 +175,20 @@ def main(argv: list[str] | None = None) -> int:
     return _summary(records, candidates, wall, unstarted)
 
 
+def _same_file(target: str) -> str:
+    """``target`` with its file as an absolute path: a run recorded as ``tests/x.py:lse`` (run from
+    the repository's root) is the run of ``/path/to/repo/tests/x.py:lse``, so --resume skips it."""
+    location, _, function = target.rpartition(":")
+    return f"{Path(location).resolve()}:{function}" if location.endswith(".py") else target
+
+
 def _summary(records: dict, candidates: list, wall: float, unstarted: int) -> int:
     by_target = collections.defaultdict(list)
     for (target, _), record in records.items():
         by_target[target].append(record)
     print(f"\n{'implementation':<60} {'runs':>5} {'examples':>9} {'pass':>5}  verdicts")
     for candidate in candidates:
-        runs = by_target.get(candidate.target, [])
+        runs = by_target.get(_same_file(candidate.target), [])
         verdicts = collections.Counter(r["verdict"] for r in runs)
         print(f"{candidate.name[-60:]:<60} {len(runs):>5} {sum(r['examples'] for r in runs):>9} "
               f"{verdicts.get('pass', 0):>5}  " + ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())))

@@ -50,6 +50,20 @@ def test_a_campaign_reports_a_failure_with_its_counterexample_and_resumes(tmp_pa
     assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 3
 
 
+def test_resume_knows_a_run_recorded_with_a_relative_path(tmp_path):
+    # A campaign run from the repository's root records tests/...; one given the same folder
+    # another way (absolute, or from elsewhere) must still skip those runs.
+    implementation = tmp_path / "impls" / "mine.py"
+    implementation.parent.mkdir()
+    implementation.write_text(DOUBLES.read_text())
+    (tmp_path / "c.jsonl").write_text(json.dumps({
+        "target": "impls/mine.py:lse_float64", "seed": 0, "verdict": "pass", "check": None, "examples": 5,
+        "seconds": 1.0, "reason": "", "details": None, "replay": None, "slow": []}) + "\n")
+    run = _campaign(f"{implementation}:lse_float64", "--seeds", "2", "--budget", "5", "--resume", tmp_path=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 runs resumed, 1 to run" in run.stdout and "PASSED: 2 runs, 10 examples" in run.stdout
+
+
 def test_a_deadline_reports_the_runs_not_started(tmp_path):
     run = _campaign(f"{DOUBLES}:lse_float64", "--seeds", "6", "--budget", "5", "--deadline", "0", tmp_path=tmp_path)
     assert run.returncode == 3, run.stdout + run.stderr
