@@ -22,6 +22,7 @@ from .bench import measure_baselines
 from .candidates import Candidate, schedule
 from .evaluate import GRADE_ENTRY, job_record
 from .options import GradeOptions
+from .ray_executor import grade_on_ray
 from .reports import REPORT_JSONL, read_records, write_reports
 from .snapshot import encode
 
@@ -111,8 +112,6 @@ def _hard_limit(options: GradeOptions) -> float:
 
 def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs: int | None,
             address: str | None) -> Callable[[], Iterator[dict]]:
-    from .ray_executor import grade_on_ray
-
     return lambda: grade_on_ray(pending, options, reproducer_dir=lambda c: reproducer_dir_for(out, c).resolve(),
                                 hard_limit=_hard_limit(options), address=address, in_flight=jobs)
 

@@ -34,6 +34,7 @@ from reference.errors import InvalidArgument
 from .._version import __version__
 from ..isolation.pool import Job, Pool
 from ..outcomes import Verdict
+from .bench import measure_baselines
 from .candidates import Candidate
 from .evaluate import GRADE_ENTRY, base_record, job_record
 from .options import GradeOptions
@@ -69,8 +70,6 @@ def grade_remote(payload: dict) -> dict:
         reproducers = home_dir / "reproducers"
         baselines = None
         if options.bench and options.device.startswith("cuda"):
-            from .bench import measure_baselines
-
             key = json.dumps(payload["options"], sort_keys=True)
             baselines = _BASELINES.setdefault(key, measure_baselines(options))
         job = Job(candidate.target, GRADE_ENTRY, {"candidate": asdict(here), "options": payload["options"],
