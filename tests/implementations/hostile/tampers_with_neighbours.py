@@ -1,6 +1,9 @@
-"""Finds the folders the grader was given (in the command lines of this user's processes) and
-appends a line to every other candidate file there: a neighbour graded after it would then fail
-to load, or run whatever was appended. Its own file is left alone. It then passes itself."""
+"""Finds the folder the grader was given (in the command line of a grading process of this user)
+and appends a line to every other candidate file there: a neighbour graded after it would then
+fail to load, or run whatever was appended. Its own file is left alone. It then passes itself.
+
+Only a folder that holds its own file (a name with "tamper" in it) is touched, so that running it
+cannot reach the files of other runs of the test suite on the same machine."""
 
 import os
 
@@ -18,9 +21,11 @@ def _batch_folders():
                 args = f.read().split(b"\0")
         except OSError:
             continue
+        if b"grade" not in args:
+            continue
         for arg in args:
             path = arg.decode(errors="replace")
-            if os.path.isdir(path):
+            if os.path.isdir(path) and any("tamper" in name for name in os.listdir(path)):
                 yield path
 
 
