@@ -48,6 +48,7 @@ _SYMBOL = {
     MutantStatus.TIMEOUT: "T",
     MutantStatus.RUNTIME_ERROR: "E",
     MutantStatus.COMPILE_ERROR: "C",
+    MutantStatus.NO_COVERAGE: "N",
 }
 
 
@@ -280,6 +281,7 @@ _STYLE = {
     MutantStatus.TIMEOUT: "yellow",
     MutantStatus.RUNTIME_ERROR: "magenta",
     MutantStatus.COMPILE_ERROR: "magenta",
+    MutantStatus.NO_COVERAGE: "bold yellow",
 }
 
 
