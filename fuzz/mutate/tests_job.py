@@ -1,8 +1,8 @@
 """``--tests CMD``: the user's own test command against a mutant (a job of the worker pool).
 
 The command runs in an *overlay* of the project (``root``): a temporary directory of symbolic links
-to every entry of the root, except along the path to the mutated file, where directories are real
-and the mutated file is written in place of the original. So the command sees the project exactly
+to every entry of the root, except along the path to the mutated file, where directories are real,
+their files copied, and the mutated file written in place of the original. So the command sees the project exactly
 as it is with one file edited, several mutants run at once, and the real files are never touched.
 The overlay comes first on ``PYTHONPATH`` and is the working directory; ``LSE_FUZZ_MUTANT`` names
 the mutant; bytecode is not written (a ``__pycache__`` may be a link into the real tree).
@@ -38,7 +38,12 @@ def _overlay(root: Path, files: dict[str, str]) -> Path:
         for entry in os.scandir(root / directory):
             if entry.name in real_entries or entry.name == "__pycache__":
                 continue
-            os.symlink(entry.path, overlay / directory / entry.name)
+            if entry.is_file():
+                # Copied, not linked: Python resolves a script's symlink before it puts the script's
+                # directory first on sys.path, which would import the original beside it.
+                shutil.copy2(entry.path, overlay / directory / entry.name)
+            else:
+                os.symlink(entry.path, overlay / directory / entry.name)
     for relative, text in files.items():
         (overlay / relative).write_text(text)
     return overlay

@@ -158,7 +158,8 @@ def test_every_verdict_maps_to_a_mutant_status():
 
 
 def test_the_status_names_are_strykers_and_their_properties_follow_its_score():
-    assert [s.value for s in MutantStatus] == ["Killed", "Survived", "Timeout", "RuntimeError", "CompileError"]
+    assert [s.value for s in MutantStatus] == ["Killed", "Survived", "Timeout", "RuntimeError", "CompileError",
+                                              "NoCoverage"]
     assert {s for s in MutantStatus if s.detected} == {MutantStatus.KILLED, MutantStatus.TIMEOUT}
     assert {s for s in MutantStatus if not s.valid} == {MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR}
 
