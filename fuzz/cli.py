@@ -17,7 +17,7 @@ from ._version import __version__
 from .outcomes import ExitCode
 
 # Sub-command name -> module under fuzz.commands; the order is the order of --help.
-COMMANDS = ("mutants", "check", "grade", "replay")
+COMMANDS = ("mutants", "mutate", "check", "grade", "replay")
 
 
 class _Parser(argparse.ArgumentParser):

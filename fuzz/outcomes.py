@@ -231,6 +231,7 @@ class MutantStatus(str, enum.Enum):
     TIMEOUT = "Timeout"  # it ran past its time limit and was stopped
     RUNTIME_ERROR = "RuntimeError"  # it crashed: signal, CUDA error, an exception from the kernel or launcher
     COMPILE_ERROR = "CompileError"  # the kernel does not compile (Triton CompilationError, or the interpreter's)
+    NO_COVERAGE = "NoCoverage"  # the mutated code never ran on any generated input (lse-fuzz mutate; not run)
 
     @property
     def detected(self) -> bool:

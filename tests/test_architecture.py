@@ -28,6 +28,7 @@ LAYERS = [
     ("fuzz.reproducer", "fuzz.runner", "fuzz.isolation"),
     ("fuzz.grading",),
     ("fuzz.mutation",),
+    ("fuzz.mutate",),
     ("fuzz.commands", "fuzz.cli", "fuzz.plugin", "fuzz.__main__", "fuzz"),
 ]
 
@@ -39,6 +40,7 @@ DELIBERATE = {
     "fuzz.commands.grade": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.commands.mutants": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.commands.replay": "`lse-fuzz --help` must not import torch and triton",
+    "fuzz.commands.mutate": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.plugin": "pytest loads the plugin in every run; torch only when an option asks for it",
     "fuzz.isolation.worker": "the target loader imports the kernels only after the worker set its device mode",
     "fuzz.mutation.report": "jsonschema is an optional dependency: only validating a report needs it",

@@ -34,8 +34,8 @@ from ..checks import CHECKS
 from ..outcomes import MutantStatus
 from .results import MutationReport
 
-__all__ = ["SCHEMA_PATH", "markdown_summary", "rich_tables", "schema", "stryker_report", "validate_report",
-           "write_reports"]
+__all__ = ["SCHEMA_PATH", "environment", "markdown_summary", "rich_tables", "schema", "stryker_report", "test_files",
+           "validate_report", "write_reports"]
 
 SCHEMA_PATH = Path(__file__).parents[1] / "schemas" / "mutation-testing-report-schema.json"
 PROJECT_ROOT = Path(__file__).absolute().parents[2]
@@ -48,6 +48,7 @@ _SYMBOL = {
     MutantStatus.TIMEOUT: "T",
     MutantStatus.RUNTIME_ERROR: "E",
     MutantStatus.COMPILE_ERROR: "C",
+    MutantStatus.NO_COVERAGE: "N",
 }
 
 
@@ -119,33 +120,18 @@ def stryker_report(report: MutationReport) -> dict:
             entry["coveredBy"] = list(result.matrix)
         files.setdefault(key, {"language": "python", "source": source, "mutants": []})
         files[key]["mutants"].append(entry)
-    checks = CHECKS
     return {
         "schemaVersion": SCHEMA_VERSION,
         "thresholds": dict(THRESHOLDS),
         "projectRoot": str(root),
         "files": files,
-        "testFiles": {
-            "fuzz/checks/__init__.py": {
-                "tests": [{"id": name, "name": f"{name}: {check.summary}"} for name, check in checks.items()],
-            },
-        },
+        "testFiles": test_files(),
         "performance": {
             "setup": round(report.setup_seconds * 1000.0, 1),
             "initialRun": round(report.gate_seconds * 1000.0, 1),
             "mutation": round(report.mutation_seconds * 1000.0, 1),
         },
-        "framework": {
-            "name": "lse-fuzz mutants",
-            "version": __version__,
-            "dependencies": _dependencies(),
-        },
-        "system": {
-            "ci": bool(os.environ.get("CI")),
-            "os": {"platform": sys.platform, "description": platform.platform()},
-            "cpu": {"logicalCores": os.cpu_count() or 1, "model": platform.processor() or platform.machine()},
-            "ram": {"total": _ram_megabytes()},
-        },
+        **environment("lse-fuzz mutants"),
         "config": {
             **report.config,
             "baseline_seconds": round(report.baseline_seconds, 2),
@@ -176,6 +162,25 @@ def stryker_report(report: MutationReport) -> dict:
     }
 
 
+def environment(framework: str) -> dict:
+    """The report's ``framework`` (this tool, its version and dependencies) and ``system`` entries."""
+    return {
+        "framework": {"name": framework, "version": __version__, "dependencies": _dependencies()},
+        "system": {
+            "ci": bool(os.environ.get("CI")),
+            "os": {"platform": sys.platform, "description": platform.platform()},
+            "cpu": {"logicalCores": os.cpu_count() or 1, "model": platform.processor() or platform.machine()},
+            "ram": {"total": _ram_megabytes()},
+        },
+    }
+
+
+def test_files() -> dict:
+    """The checks as the report's tests (``testFiles``)."""
+    return {"fuzz/checks/__init__.py": {
+        "tests": [{"id": name, "name": f"{name}: {check.summary}"} for name, check in CHECKS.items()]}}
+
+
 def _dependencies() -> dict[str, str]:
     versions = {}
     for name in ("torch", "triton", "hypothesis"):
@@ -201,7 +206,8 @@ def _ram_megabytes() -> float:
 # Markdown
 
 
-def _md(text: object) -> str:
+def md_cell(text: object) -> str:
+    """Text for one cell of a Markdown table: pipes escaped, one line."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -234,8 +240,8 @@ def markdown_summary(report: MutationReport) -> str:
     for r in report.results:
         killed = ", ".join(f"`{c}`" for c in r.killed_by) or "—"
         example = r.cell.counterexample or (_first_line(r.reason) if r.status is not MutantStatus.KILLED else "")
-        lines.append(f"| `{r.name}` | {_md(r.mutant.pitfall)} | {r.status.value} | {killed} | "
-                     f"{r.examples} | {r.seconds:.1f} | {_md(example)} |")
+        lines.append(f"| `{r.name}` | {md_cell(r.mutant.pitfall)} | {r.status.value} | {killed} | "
+                     f"{r.examples} | {r.seconds:.1f} | {md_cell(example)} |")
     if report.matrix:
         lines += ["", "### Kill matrix", "", _matrix_markdown(report)]
     not_killed = [r for r in report.results if r.status is not MutantStatus.KILLED]
@@ -280,6 +286,7 @@ _STYLE = {
     MutantStatus.TIMEOUT: "yellow",
     MutantStatus.RUNTIME_ERROR: "magenta",
     MutantStatus.COMPILE_ERROR: "magenta",
+    MutantStatus.NO_COVERAGE: "bold yellow",
 }
 
 

@@ -153,11 +153,13 @@ def test_mutant_status_maps_each_verdict_once(verdict, chain, status):
 
 
 def test_every_verdict_maps_to_a_mutant_status():
-    assert {mutant_status(v) for v in Verdict} == set(MutantStatus) - {MutantStatus.COMPILE_ERROR}
+    # NoCoverage is decided before a mutant runs (lse-fuzz mutate), never from a verdict.
+    assert {mutant_status(v) for v in Verdict} == set(MutantStatus) - {MutantStatus.COMPILE_ERROR, MutantStatus.NO_COVERAGE}
 
 
 def test_the_status_names_are_strykers_and_their_properties_follow_its_score():
-    assert [s.value for s in MutantStatus] == ["Killed", "Survived", "Timeout", "RuntimeError", "CompileError"]
+    assert [s.value for s in MutantStatus] == ["Killed", "Survived", "Timeout", "RuntimeError", "CompileError",
+                                              "NoCoverage"]
     assert {s for s in MutantStatus if s.detected} == {MutantStatus.KILLED, MutantStatus.TIMEOUT}
     assert {s for s in MutantStatus if not s.valid} == {MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR}
 

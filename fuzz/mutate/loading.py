@@ -1,0 +1,141 @@
+"""Loadable TARGETs for a kernel's mutants, its coverage run and its broken double.
+
+A worker loads an implementation from a TARGET string, and Triton reads a kernel's source from its
+file, so every variant here is a real file in the cache (``$LSE_FUZZ_CACHE/mutate``, see
+:func:`mutants._patch.cache_dir`), named by the hash of its text and written once:
+
+* a mutant of a self-contained kernel file: the mutated file itself, under its own name;
+* a mutant of the reference package: a three-line module that loads the patched package with
+  :func:`mutants._patch.load` (the shadow copy every bundled mutant runs from);
+* the coverage run: a module whose ``lse`` calls the unmutated implementation with line tracing
+  on for the kernel's files (:func:`traced`), appending the lines that ran to a file;
+* the broken double: the unmutated implementation plus one, which the fuzzer must catch.
+
+:func:`traced` runs inside the worker. In Triton's interpreter a ``@triton.jit`` function runs as
+Python, from its own file and lines, so the trace sees which kernel lines ran; compiled on a GPU
+it sees the launcher's lines only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from mutants._patch import cache_dir
+
+from .sites import Kernel, Mutant
+
+__all__ = ["broken_target", "coverage_target", "mutant_target", "read_coverage", "traced", "unmutated_target"]
+
+
+def _write(name: str, text: str) -> Path:
+    """``text`` as ``<cache>/mutate/<hash>/<name>``, written once (atomically)."""
+    digest = hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()[:24]
+    directory = cache_dir() / "mutate" / digest
+    path = directory / name
+    if path.is_file() and path.read_text() == text:
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, staging = tempfile.mkstemp(prefix=".", dir=directory)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(staging, path)
+    return path
+
+
+def _attribute(kernel: Kernel) -> str:
+    return kernel.function.split(".")[-1]
+
+
+def unmutated_target(kernel: Kernel) -> str:
+    return kernel.target
+
+
+def mutant_target(kernel: Kernel, mutant: Mutant) -> str:
+    """A TARGET that loads ``kernel`` with ``mutant``'s edit."""
+    if kernel.kind == "reference":
+        patch = mutant.patch
+        shim = (f"from mutants._patch import Patch, load\n\n"
+                f"_PATCH = Patch({patch.path!r}, {patch.anchor!r}, {patch.replacement!r})\n"
+                f"{_attribute(kernel)} = load(_PATCH, name={mutant.name!r}).{_attribute(kernel)}\n")
+        return f"{_write('reference_mutant.py', shim)}:{_attribute(kernel)}"
+    text = mutant.mutated_sources()[mutant.file]
+    return f"{_write(Path(mutant.file).name, text)}:{kernel.function}"
+
+
+def _wrapper(kernel: Kernel, body: str, extra: str = "") -> str:
+    name = _attribute(kernel)
+    return (f"from fuzz.target import load_target\n{extra}\n"
+            f"_impl = load_target({kernel.target!r})\n\n\n"
+            f"def {name}(x):\n    {body}\n")
+
+
+def coverage_target(kernel: Kernel, out: Path) -> str:
+    """A TARGET whose calls run the unmutated kernel with its lines traced into ``out``."""
+    files = sorted(kernel.paths.values())
+    extra = f"from fuzz.mutate.loading import traced\n\n_trace = traced({files!r}, {str(out)!r})"
+    return f"{_write('coverage_shim.py', _wrapper(kernel, 'return _trace(_impl, x)', extra))}:{_attribute(kernel)}"
+
+
+def broken_target(kernel: Kernel) -> str:
+    """A TARGET that is the unmutated kernel plus one: any working suite catches it."""
+    return f"{_write('broken_shim.py', _wrapper(kernel, 'return _impl(x) + 1.0'))}:{_attribute(kernel)}"
+
+
+def traced(files: list[str], out: str) -> Callable:
+    """``trace(impl, x)``: ``impl(x)`` with line tracing on for ``files``; each call appends the
+    lines that ran for the first time to ``out`` (JSON lines: {"file": ..., "lines": [...]})."""
+    wanted = {os.path.realpath(f) for f in files}
+    known: dict[str, str | None] = {}
+    hits: dict[str, set[int]] = {}
+    written: dict[str, set[int]] = {}
+
+    def local(frame, event, arg):
+        if event == "line":
+            hits[known[frame.f_code.co_filename]].add(frame.f_lineno)
+        return local
+
+    def global_trace(frame, event, arg):
+        filename = frame.f_code.co_filename
+        if filename not in known:
+            real = os.path.realpath(filename)
+            known[filename] = real if real in wanted else None
+            if real in wanted:
+                hits.setdefault(real, set())
+        return local if known[filename] is not None else None
+
+    def trace(impl, x):
+        previous = sys.gettrace()
+        sys.settrace(global_trace)
+        try:
+            return impl(x)
+        finally:
+            sys.settrace(previous)
+            new = {f: sorted(lines - written.get(f, set())) for f, lines in hits.items()}
+            new = {f: lines for f, lines in new.items() if lines}
+            if new:
+                with open(out, "a") as handle:
+                    for f, lines in new.items():
+                        handle.write(json.dumps({"file": f, "lines": lines}) + "\n")
+                        written.setdefault(f, set()).update(lines)
+
+    return trace
+
+
+def read_coverage(path: Path) -> dict[str, set[int]]:
+    """Absolute file -> the lines that ran, from a :func:`traced` output file."""
+    covered: dict[str, set[int]] = {}
+    if not path.is_file():
+        return covered
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a worker that died mid-write
+        covered.setdefault(entry["file"], set()).update(entry["lines"])
+    return covered

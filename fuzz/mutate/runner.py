@@ -1,0 +1,354 @@
+"""``lse-fuzz mutate``: mutation analysis of any Triton LSE kernel, and of the tests that guard it.
+
+    from fuzz.mutate import run_mutate
+    report = run_mutate("path/to/kernel.py:lse", budget=100, tests="pytest -q tests/test_kernel.py")
+    report.score, report.reused          # Stryker's score; verdicts taken from the cache
+
+Steps:
+
+1. Discovery (:mod:`.sites`): the kernels the launcher reaches, and every operator site in them.
+2. The gate, on the one worker pool: the unmutated kernel must pass the fuzzer (run with its lines
+   traced: that run is the coverage), and the kernel plus one must fail it; with ``tests``, the
+   user's command must pass on the unmutated kernel. Otherwise nothing can be scored.
+3. Each mutant whose site never ran is NoCoverage (not run). The others are graded exactly like a
+   candidate of ``lse-fuzz grade`` (isolated worker, the fuzzer in a driver), stopped after
+   ``max(timeout_factor * baseline, timeout_floor)`` seconds; with ``tests``, the command runs
+   against each mutant too (exit status 0: it survived the tests).
+4. Survivors are graded again with the ``lse-thorough`` profile and ``thorough_budget`` examples;
+   those that still survive are listed with their diff: a real gap, or an equivalent mutant.
+5. Every verdict is cached (:mod:`.cache`); a re-run judges only the mutants whose inputs changed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from mutants._patch import cache_dir
+from reference.errors import InvalidArgument
+
+from .. import defaults, validate
+from ..grading.batch import GRADE_ENTRY, job_record
+from ..grading.candidates import Candidate
+from ..grading.options import GradeOptions
+from ..isolation.gpus import spread_over
+from ..isolation.pool import Job, Pool
+from ..mutation.results import Cell, GateFailure, GateResult, MutantResult, MutationReport
+from ..outcomes import MutantStatus
+from ..profiles import PROFILES
+from .cache import VerdictCache, verdict_key
+from .loading import broken_target, coverage_target, mutant_target, read_coverage
+from .sites import Kernel, Mutant, discover, generate
+
+__all__ = ["DEFAULT_BUDGET", "MutateReport", "TestsVerdict", "run_mutate"]
+
+DEFAULT_BUDGET = 100
+"""Examples per mutant (a killed mutant stops at its first failure)."""
+DEFAULT_THOROUGH_BUDGET = PROFILES["lse-thorough"]
+TESTS_ENTRY = "fuzz.mutate.tests_job:run_tests_job"
+GATE_TIMEOUT = 900.0
+CACHE = object()  # the default cache directory: <cache>/mutate/verdicts
+
+
+@dataclass
+class TestsVerdict:
+    """What the user's test command did with one mutant."""
+
+    status: MutantStatus  # Killed (non-zero exit), Survived (exit 0) or Timeout
+    exit: int | None
+    seconds: float
+    output: str
+
+    @classmethod
+    def of(cls, record: dict) -> TestsVerdict:
+        if record.get("timed_out"):
+            status = MutantStatus.TIMEOUT
+        else:
+            status = MutantStatus.SURVIVED if record.get("exit") == 0 else MutantStatus.KILLED
+        return cls(status, record.get("exit"), float(record.get("seconds") or 0.0), record.get("output") or "")
+
+
+@dataclass
+class MutateReport(MutationReport):
+    """A mutation analysis of one kernel: the bundled report's fields plus what ``mutate`` adds."""
+
+    kernel: Kernel | None = None
+    tests: dict[str, TestsVerdict] | None = None  # mutant name -> the user's tests' verdict
+    thorough: set[str] = field(default_factory=set)  # mutants graded again with lse-thorough
+    reused: int = 0  # verdicts taken from the cache
+    judged: int = 0  # verdicts decided in this run
+    command: str = ""
+
+    @property
+    def survivors(self) -> list[MutantResult]:
+        return [r for r in self.results if r.status is MutantStatus.SURVIVED]
+
+    def tests_killed(self) -> int:
+        return sum(v.status.detected for v in (self.tests or {}).values())
+
+
+def _no_coverage_cell() -> Cell:
+    record = {"verdict": "pass", "examples": 0, "check": None, "reason": "", "details": "",
+              "counterexample": None, "reproducer": None, "replay": None}
+    return Cell((), record, 0.0)
+
+
+def _covered(mutant: Mutant, kernel: Kernel, coverage: dict[str, set[int]], device: str) -> bool:
+    if mutant.kernel and not device.startswith("cpu"):
+        return True  # compiled kernels run no Python lines: unknown, so run it
+    lines = coverage.get(os.path.realpath(kernel.paths[mutant.file]), set())
+    first, last = mutant.statement
+    return any(line in lines for line in range(first, last + 1))
+
+
+def run_mutate(
+    target: str,
+    *,
+    operators: Iterable[str] | None = None,
+    budget: int = DEFAULT_BUDGET,
+    seed: int = 0,
+    device: str | None = None,
+    contract: str = "strict",
+    dtypes: Iterable[str] | None = None,
+    layouts: str = "any",
+    output_dtype: str = "either",
+    max_n: int | None = None,
+    checks: Iterable[str] | None = None,
+    max_elements: int | None = None,
+    jobs: int | None = None,
+    timeout_factor: float = defaults.MUTANT_TIMEOUT_FACTOR,
+    timeout_floor: float = defaults.MUTANT_TIMEOUT_FLOOR,
+    thorough_budget: int = DEFAULT_THOROUGH_BUDGET,
+    tests: str | None = None,
+    tests_root: Path | str | None = None,
+    cache: Path | str | None | object = CACHE,
+    only: Iterable[str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> MutateReport:
+    """Mutate ``target``'s kernels and judge every mutant; see the module docstring.
+
+    ``operators``: names in :data:`fuzz.mutate.OPERATORS` (default all). ``only``: mutant names
+    to run (default all). ``thorough_budget``: examples of the survivors' second run (0: none).
+    ``tests``: a shell command (exit 0 = tests pass) run in an overlay of ``tests_root`` (default:
+    the working directory). ``cache``: a directory, None for no cache. InvalidArgument for bad input.
+    """
+    started = time.perf_counter()
+    kernel = discover(target)
+    mutants = generate(kernel, operators)
+    if only is not None:
+        wanted = set(only)
+        unknown = sorted(wanted - {m.name for m in mutants})
+        if unknown:
+            raise InvalidArgument(f"mutant {unknown[0]!r} is not a mutant of {target}; see lse-fuzz mutate --list.")
+        mutants = [m for m in mutants if m.name in wanted]
+    jobs = (os.cpu_count() or 1) if jobs is None else validate.integer(jobs, name="jobs", low=1)
+    validate.integer(thorough_budget, name="thorough_budget", low=0)
+    timeout_factor = validate.number(timeout_factor, name="timeout_factor", low=0)
+    timeout_floor = validate.number(timeout_floor, name="timeout_floor", low=1)
+    options = GradeOptions(budget=budget, seed=seed, contract=contract, dtypes=None if dtypes is None else tuple(dtypes),
+                           layouts=layouts, output_dtype=output_dtype, max_n=max_n,
+                           checks=None if checks is None else tuple(checks), device=device, max_elements=max_elements,
+                           jobs=jobs, fit_shapes=False).validated()
+    thorough = replace(options, budget=thorough_budget or 1, profile="lse-thorough")
+    root = _tests_root(tests, tests_root, kernel)
+    store = VerdictCache(cache_dir() / "mutate" / "verdicts" if cache is CACHE else cache)
+    env = dict(os.environ)
+    work = Path(tempfile.mkdtemp(prefix="lse-fuzz-mutate-"))
+    limits: dict[str, float] = {}  # job key -> seconds; the gate's generous limit until it measured a baseline
+    setup_seconds = time.perf_counter() - started
+    try:
+        with Pool(jobs, work_dir=work / "pool", timeout=lambda job: limits.get(job.key, GATE_TIMEOUT),
+                  gpus=spread_over(options.device)) as pool:
+            gate, coverage, baseline, tests_baseline, gate_seconds = _gate(
+                pool, kernel, options, tests, root, env, store, work, progress)
+            fuzz_limit = max(timeout_factor * baseline, timeout_floor)
+            tests_limit = max(timeout_factor * tests_baseline, timeout_floor)
+            mutation_started = time.perf_counter()
+            reused_before = store.reused
+            cells, test_verdicts, thorough_names = _judge(
+                pool, kernel, mutants, options, thorough if thorough_budget else None, coverage, tests, root, env,
+                store, work, (fuzz_limit, tests_limit, limits), progress)
+            reused = store.reused - reused_before
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results = []
+    for mutant in mutants:
+        cell, status = cells[mutant.name]
+        results.append(MutantResult(mutant, status, _reason(cell, status), cell))
+    config = {"target": kernel.target, "budget": budget, "seed": seed, "device": options.device,
+              "contract": options.contract, "declared_contract": options.declared().describe(), "jobs": jobs, "timeout_factor": timeout_factor,
+              "timeout_floor": timeout_floor, "max_elements": max_elements,
+              "checks": list(options.checks) if options.checks else "all", "thorough_budget": thorough_budget,
+              "operators": sorted({m.operator for m in mutants}), "tests": tests,
+              "kernels": list(kernel.kernels), "launcher": list(kernel.launcher)}
+    total = len(mutants) + (len(mutants) if tests else 0)
+    return MutateReport(results=results, gate=gate, config=config, baseline_seconds=baseline,
+                        timeout_seconds=fuzz_limit, gate_seconds=gate_seconds,
+                        mutation_seconds=time.perf_counter() - mutation_started, setup_seconds=setup_seconds,
+                        kernel=kernel, tests=test_verdicts if tests else None, thorough=thorough_names,
+                        reused=reused, judged=total - reused, command=target)
+
+
+def _reason(cell: Cell, status: MutantStatus) -> str:
+    if status is MutantStatus.NO_COVERAGE:
+        return "the mutated line never ran on any generated input (coverage of the unmutated kernel's gate run)"
+    return cell.reason
+
+
+def _tests_root(tests: str | None, tests_root, kernel: Kernel) -> Path | None:
+    if tests is None:
+        return None
+    if not isinstance(tests, str) or not tests.strip():
+        raise InvalidArgument(f"--tests={tests!r}; expected a shell command whose exit status is 0 when the tests pass.")
+    root = Path(tests_root or Path.cwd()).resolve()
+    if not root.is_dir():
+        raise InvalidArgument(f"--tests-root={str(tests_root)!r} is not a directory.")
+    for path in kernel.paths.values():
+        try:
+            Path(path).resolve().relative_to(root)
+        except ValueError:
+            raise InvalidArgument(f"--tests-root={str(root)!r} does not contain the kernel file {path}; run from "
+                                  "(or pass --tests-root) the project directory that holds both it and the tests.") \
+                from None
+    return root
+
+
+def _grade_job(key: str, target: str, options: GradeOptions, work: Path) -> Job:
+    candidate = Candidate.of_target(target)
+    return Job(key, GRADE_ENTRY, {"candidate": asdict(candidate), "options": options.to_wire(),
+                                  "reproducer_dir": str(work / "reproducers"), "lock_dir": None, "baselines": None})
+
+
+def _tests_job(key: str, tests: str, root: Path, files: dict[str, str], env: dict, mutant: str,
+               timeout: float | None) -> Job:
+    return Job(key, TESTS_ENTRY, {"command": tests, "root": str(root), "files": files, "env": env,
+                                  "mutant": mutant, "timeout": timeout})
+
+
+def _record(result, options: GradeOptions) -> dict:
+    return job_record(result, Candidate(**result.job.payload["candidate"]), options)
+
+
+def _tests_record(result) -> dict:
+    if result.record is not None:
+        return result.record
+    return {"exit": None, "timed_out": True, "seconds": round(result.seconds, 3), "output": result.detail}
+
+
+def _gate(pool, kernel, options, tests, root, env, store, work, progress):
+    """Gate results, coverage, fuzz and tests baselines (seconds), and the gate's duration."""
+    started = time.perf_counter()
+    key = verdict_key("gate", kernel.digest, options.key())
+    tests_key = verdict_key("tests-gate", kernel.digest, tests, str(root)) if tests else None
+    kept = store.get(key)
+    kept_tests = store.get(tests_key) if tests_key else None
+    coverage_file = work / "coverage.jsonl"
+    jobs = []
+    if kept is None:
+        jobs += [_grade_job("gate-correct", coverage_target(kernel, coverage_file), options, work),
+                 _grade_job("gate-broken", broken_target(kernel), options, work)]
+    if tests and kept_tests is None:
+        jobs.append(_tests_job("gate-tests", tests, root, {}, env, "", GATE_TIMEOUT))
+    records: dict[str, dict] = {}
+    for i, result in enumerate(pool.run(jobs)):
+        records[result.job.key] = (_tests_record(result) if result.job.key == "gate-tests"
+                                   else _record(result, options))
+        if progress:
+            progress("gate", i + 1, len(jobs))
+    if kept is None:
+        covered = read_coverage(coverage_file)
+        kept = {"correct": records["gate-correct"], "broken": records["gate-broken"],
+                "coverage": {f: sorted(lines) for f, lines in covered.items()}}
+    gate = [GateResult("the unmutated kernel", kernel.target, "pass", Cell((), kept["correct"], 0.0)),
+            GateResult("the kernel + 1", kernel.target, "fail", Cell((), kept["broken"], 0.0))]
+    for entry in gate:
+        entry.cell.wall_seconds = float(entry.cell.record.get("seconds") or 0.0)
+    if not all(entry.ok for entry in gate):
+        raise GateFailure(gate)
+    store.put(key, kept)
+    tests_baseline = 0.0
+    if tests:
+        record = kept_tests or records["gate-tests"]
+        verdict = TestsVerdict.of(record)
+        if verdict.status is not MutantStatus.SURVIVED:
+            what = "timed out" if verdict.exit is None else f"exited with status {verdict.exit}"
+            tail = " | ".join(verdict.output.strip().splitlines()[-3:])
+            raise InvalidArgument(
+                f"--tests={tests!r} {what} on the unmutated kernel (it must pass there: exit status 0), run in "
+                f"{root}; fix the command or the tests first. Its last output: {tail or '(none)'}")
+        store.put(tests_key, record)
+        tests_baseline = verdict.seconds
+    coverage = {f: set(lines) for f, lines in kept["coverage"].items()}
+    baseline = gate[0].cell.wall_seconds
+    return gate, coverage, baseline, tests_baseline, time.perf_counter() - started
+
+
+def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env, store, work, timeouts, progress):
+    """(name -> (cell, status)), (name -> TestsVerdict), and the names graded again thoroughly."""
+    fuzz_limit, tests_limit, limits = timeouts
+    cells: dict[str, tuple[Cell, MutantStatus]] = {}
+    test_verdicts: dict[str, TestsVerdict] = {}
+    thorough_names: set[str] = set()
+    thorough_key = None if thorough is None else thorough.key()
+    keys = {m.name: verdict_key("fuzz", m.key, kernel.digest, options.key(), thorough_key) for m in mutants}
+    tests_keys = {m.name: verdict_key("tests", m.key, kernel.digest, tests, str(root)) for m in mutants} if tests else {}
+    by_name = {m.name: m for m in mutants}
+    jobs: list[Job] = []
+    for mutant in mutants:
+        kept = store.get(keys[mutant.name])
+        if kept is not None:
+            cells[mutant.name] = (Cell((), kept["record"], kept["wall"]), MutantStatus(kept["status"]))
+            if kept.get("thorough"):
+                thorough_names.add(mutant.name)
+        elif not _covered(mutant, kernel, coverage, options.device):
+            cells[mutant.name] = (_no_coverage_cell(), MutantStatus.NO_COVERAGE)
+            store.put(keys[mutant.name], {"record": cells[mutant.name][0].record, "wall": 0.0,
+                                          "status": MutantStatus.NO_COVERAGE.value})
+        else:
+            jobs.append(_grade_job(f"fuzz:{mutant.name}", mutant_target(kernel, mutant), options, work))
+            limits[jobs[-1].key] = fuzz_limit
+        if tests:
+            kept_tests = store.get(tests_keys[mutant.name])
+            if kept_tests is not None:
+                test_verdicts[mutant.name] = TestsVerdict.of(kept_tests)
+            else:
+                files = {str(Path(kernel.paths[mutant.file]).resolve().relative_to(root)):
+                         mutant.mutated_sources()[mutant.file]}
+                jobs.append(_tests_job(f"tests:{mutant.name}", tests, root, files, env, mutant.name, None))
+                limits[jobs[-1].key] = tests_limit
+    survivors = []
+    for done, result in enumerate(pool.run(jobs), 1):
+        kind, _, name = result.job.key.partition(":")
+        if kind == "tests":
+            record = _tests_record(result)
+            test_verdicts[name] = TestsVerdict.of(record)
+            store.put(tests_keys[name], record)
+        else:
+            cell = Cell((), _record(result, options), result.seconds)
+            cells[name] = (cell, cell.status)
+            if cell.status is MutantStatus.SURVIVED and thorough is not None:
+                survivors.append(name)
+            else:
+                store.put(keys[name], {"record": cell.record, "wall": cell.wall_seconds, "status": cell.status.value})
+        if progress:
+            progress("mutants", done, len(jobs))
+    if survivors:
+        scale = max(1.0, thorough.budget / max(1, options.budget))
+        again = [_grade_job(f"thorough:{name}", mutant_target(kernel, by_name[name]), thorough, work)
+                 for name in survivors]
+        limits.update({job.key: fuzz_limit * scale for job in again})
+        for done, result in enumerate(pool.run(again), 1):
+            name = result.job.key.partition(":")[2]
+            cell = Cell((), _record(result, thorough), result.seconds)
+            cells[name] = (cell, cell.status)
+            thorough_names.add(name)
+            store.put(keys[name], {"record": cell.record, "wall": cell.wall_seconds, "status": cell.status.value,
+                                   "thorough": True})
+            if progress:
+                progress("thorough", done, len(again))
+    return cells, test_verdicts, thorough_names

@@ -1,0 +1,180 @@
+"""``lse-fuzz mutate`` end to end on a small kernel: statuses, the user's tests side by side, the
+cache (a re-run reuses every verdict; an edit re-judges), the reports (Stryker JSON validated,
+Markdown with the survivors' diffs, HTML in a real headless browser) and the command line.
+
+One small run (five chosen mutants, small budgets) is shared by the module; the run of every
+mutant, which shows every operator killed somewhere, is marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuzz.cli import main
+from fuzz.mutate import discover, generate, run_mutate
+from fuzz.mutate.html import html_report
+from fuzz.mutate.report import LOOK_HERE, headline, markdown_report, stryker_report, write_reports
+from fuzz.mutation import validate_report
+from fuzz.outcomes import MutantStatus
+
+HERE = Path(__file__).parent
+TINY_DIR = HERE.parents[1] / "implementations" / "mutate"
+OPTIONS = dict(contract="finite", dtypes=["float32", "float16", "bfloat16"], output_dtype="float32",
+               max_elements=256, budget=10, thorough_budget=15, jobs=2, timeout_floor=60)
+CHOSEN = {
+    "mask_off_by_one@tiny_lse.py:43:68": MutantStatus.KILLED,  # the tail tile reads one lane past the row
+    "cdiv_floored@tiny_lse.py:56:13": MutantStatus.KILLED,  # the grid drops the last odd row (launcher)
+    "accumulator_half@tiny_lse.py:33:53": MutantStatus.SURVIVED,  # equivalent: the max is promoted back
+    "accumulator_half@tiny_lse.py:40:39": MutantStatus.COMPILE_ERROR,  # loop-carried float16 += float32
+    "reduction_swapped@tiny_lse.py:45:35": MutantStatus.NO_COVERAGE,  # the WIDE branch never runs
+}
+TESTS = f"{sys.executable} check_tiny.py"
+
+
+def test_statuses_your_tests_reports_and_the_cache(tmp_path):
+    """One run shared by these checks (a run costs about a minute of interpreter time on a CPU)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("tiny_lse.py", "check_tiny.py"):
+        shutil.copy(TINY_DIR / name, project / name)
+    cache = tmp_path / "verdicts"
+    report = run_mutate(str(project / "tiny_lse.py"), only=list(CHOSEN), tests=TESTS, tests_root=project,
+                        cache=cache, **OPTIONS)
+    _each_status_occurs_and_the_fuzzer_kills_the_real_bugs(report)
+    _the_users_tests_are_judged_beside_the_fuzzer(report)
+    _the_reports_validate_and_list_every_survivor_with_its_diff(report, tmp_path / "reports")
+    _a_rerun_reuses_every_verdict(project, cache)
+    _editing_the_kernel_rejudges_its_mutants(project, cache)
+
+
+def _each_status_occurs_and_the_fuzzer_kills_the_real_bugs(report):
+    assert {r.name: r.status for r in report.results} == CHOSEN
+    killed = {r.name: r.cell.check for r in report.results if r.status is MutantStatus.KILLED}
+    assert all(killed.values())  # a named check killed each
+    assert report.thorough == {"accumulator_half@tiny_lse.py:33:53"}  # the survivor was run again, thoroughly
+    assert report.gate[0].ok and report.gate[1].ok
+
+
+def _the_users_tests_are_judged_beside_the_fuzzer(report):
+    tests = {name: verdict.status for name, verdict in report.tests.items()}
+    assert tests == {
+        "mask_off_by_one@tiny_lse.py:43:68": MutantStatus.KILLED,
+        "cdiv_floored@tiny_lse.py:56:13": MutantStatus.KILLED,
+        "accumulator_half@tiny_lse.py:33:53": MutantStatus.SURVIVED,
+        "accumulator_half@tiny_lse.py:40:39": MutantStatus.SURVIVED,  # its float32 inputs run fine
+        "reduction_swapped@tiny_lse.py:45:35": MutantStatus.SURVIVED,
+    }
+    assert headline(report) == "your tests kill 2 of 5; lse-fuzz kills 2 of 5"
+
+
+def _the_reports_validate_and_list_every_survivor_with_its_diff(report, out):
+    data = stryker_report(report)
+    validate_report(data)
+    (entry,) = [m for f in data["files"].values() for m in f["mutants"] if m["id"].startswith("cdiv")]
+    assert entry["mutatorName"] == "cdiv_floored" and entry["replacement"] == "rows // ROWS"
+    assert "your-tests" in entry["killedBy"] and entry["status"] == "Killed"
+    survivor = [m for f in data["files"].values() for m in f["mutants"] if m["status"] == "Survived"]
+    assert survivor[0]["statusReason"].startswith("look here: a real gap, or an equivalent mutant")
+    text = markdown_report(report)
+    assert "### Survivors: look here" in text
+    assert '+            row_max = tl.full([], -float("inf"), tl.float16)' in text
+    assert "reduction_swapped@tiny_lse.py:45:35" in text.split("### NoCoverage")[1]
+    paths = write_reports(report, out)
+    assert json.loads(paths["json"].read_text())["files"]
+    assert "mutation-test-report-app" in paths["html"].read_text()
+
+
+def _a_rerun_reuses_every_verdict(project, cache):
+    again = run_mutate(str(project / "tiny_lse.py"), only=list(CHOSEN), tests=TESTS, tests_root=project,
+                       cache=cache, **OPTIONS)
+    assert (again.reused, again.judged) == (10, 0)  # 5 fuzz + 5 tests verdicts
+    assert {r.name: r.status for r in again.results} == CHOSEN
+
+
+def _editing_the_kernel_rejudges_its_mutants(project, cache):
+    source = project / "tiny_lse.py"
+    source.write_text(source.read_text().replace("# An all -inf row", "# A row of -inf only"))
+    chosen = ["mask_off_by_one@tiny_lse.py:43:68", "reduction_swapped@tiny_lse.py:45:35"]
+    edited = run_mutate(str(source), only=chosen, cache=cache, **OPTIONS)
+    assert (edited.reused, edited.judged) == (0, 2)
+    assert [r.status for r in edited.results] == [MutantStatus.KILLED, MutantStatus.NO_COVERAGE]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["mutate", "no/such.py"], "no such file"),
+    (["mutate", str(TINY_DIR / "check_tiny.py")], "no function 'lse' is defined"),
+    (["mutate", str(TINY_DIR / "tiny_lse.py"), "--operators", "nope"], "no such operator"),
+    (["mutate", str(TINY_DIR / "tiny_lse.py"), "--show", "nope"], "is not a mutant"),
+    (["mutate", str(TINY_DIR / "tiny_lse.py"), "--tests", "exit 3", "--tests-root", str(TINY_DIR), "--no-cache"],
+     "exited with status 3 on the unmutated kernel"),
+    (["mutate", str(TINY_DIR / "tiny_lse.py"), "--tests", "true", "--no-cache"],
+     "does not contain the kernel file"),
+], ids=["missing-file", "no-launcher", "bad-operator", "bad-mutant", "failing-tests", "tests-root"])
+def test_cli_bad_input_is_one_line_and_exit_2(args, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if "--tests" in args:
+        monkeypatch.setattr("fuzz.mutate.runner._gate", _tests_gate_only)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def _tests_gate_only(pool, kernel, options, tests, root, env, store, work, progress):
+    """The --tests part of the gate alone (the fuzzer's part is shown above): what a bad command hits."""
+    from fuzz.mutate import runner
+
+    result = next(pool.run([runner._tests_job("gate-tests", tests, root, {}, env, "", 60.0)]))
+    verdict = runner.TestsVerdict.of(runner._tests_record(result))
+    raise runner.InvalidArgument(f"--tests={tests!r} exited with status {verdict.exit} on the unmutated kernel")
+
+
+def test_cli_lists_and_shows_mutants(capsys):
+    assert main(["mutate", str(TINY_DIR / "tiny_lse.py"), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "cdiv_floored@tiny_lse.py:56:13" in out and "29 mutants" in out
+    assert main(["mutate", str(TINY_DIR / "tiny_lse.py"), "--show", "cdiv_floored@tiny_lse.py:56:13"]) == 0
+    assert "+    grid = (rows // ROWS,)" in capsys.readouterr().out
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless browser installed (Debian: apt-get install chromium); "
+                                             "the HTML report's rendering is checked where one is")
+def test_the_html_report_renders_counts_and_opens_a_mutants_diff(tmp_path):
+    mutants = generate(discover(str(TINY_DIR / "tiny_lse.py")))
+    statuses = {m.name: CHOSEN.get(m.name, MutantStatus.KILLED) for m in mutants}
+    data = {"schemaVersion": "2", "thresholds": {"high": 100, "low": 90}, "files": {"tiny_lse.py": {
+        "language": "python", "source": mutants[0].sources[mutants[0].file], "mutants": [
+            {"id": m.name, "mutatorName": m.operator, "replacement": m.replacement, "status": statuses[m.name].value,
+             "statusReason": LOOK_HERE if statuses[m.name] is MutantStatus.SURVIVED else "",
+             "location": {"start": {"line": m.line, "column": m.column},
+                          "end": {"line": m.end_line, "column": m.end_column}}} for m in mutants]}}}
+    validate_report(data)
+    page = html_report(data).replace("</body>", f"<script>{(HERE / 'browser_probe.js').read_text()}</script></body>")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page)
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+                          "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    found = json.loads(dom.split('<pre id="probe">')[1].split("</pre>")[0])
+    assert found["rendered"]
+    # All files: killed, survived, timeout, no coverage, ignored, runtime errors, compile errors; total
+    assert found["cells"][5:12] == [str(len(mutants) - 3), "1", "0", "1", "0", "0", "1"]
+    assert found["cells"][14] == str(len(mutants))
+    assert found["mode"] == "half" and found["selected"] == "accumulator_half@tiny_lse.py:33:53"
+    assert found["diffRows"] == 2  # the original line and the mutated one
+    assert LOOK_HERE in found["drawer"]
+
+
+@pytest.mark.slow
+def test_every_operator_is_killed_somewhere(tmp_path):
+    full = run_mutate(str(TINY_DIR / "tiny_lse.py"), cache=None, **{**OPTIONS, "budget": 20, "thorough_budget": 40})
+    killed = {r.mutant.operator for r in full.results if r.status is MutantStatus.KILLED}
+    operators = {r.mutant.operator for r in full.results}
+    assert operators == killed
