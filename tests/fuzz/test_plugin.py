@@ -43,7 +43,7 @@ def _installed() -> bool:
 def pytest_run(tmp_path: Path, *args: str, suite: str = SUITE, name_it: bool = True) -> subprocess.CompletedProcess:
     """pytest in ``tmp_path`` with ``suite`` as test_lse.py, named on the command line unless not ``name_it``."""
     (tmp_path / "test_lse.py").write_text(suite)
-    plugin = [] if _installed() else ["-p", "fuzz.plugin"]
+    plugin = [] if _installed() else ["-p", "lse_fuzz.plugin"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
                "--rootdir", str(tmp_path), "--lse-budget", "10",
