@@ -2,7 +2,7 @@
 
 The ``installed`` fixture builds the wheel from a copy of the checkout (nothing is written into
 it) with the setuptools already installed, and installs it into a virtual environment that sees
-this interpreter's site-packages for torch, triton and the test tools. Nothing is downloaded:
+the running interpreter's site-packages for torch, triton and the test tools. Nothing is downloaded:
 ``--no-build-isolation``, ``--no-index``, ``--no-deps``. Commands then run from a directory
 outside the checkout, without PYTHONPATH, with the environment's ``bin`` first on PATH, as in a
 shell where it is activated. Built once per test session and shared by the xdist workers.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import site
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,6 +77,11 @@ def _build(out: Path) -> Installed:
     venv = out / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
                    capture_output=True, timeout=300)
+    if sys.prefix != sys.base_prefix:
+        # The tests themselves run in a virtual environment: --system-site-packages reaches only the
+        # base interpreter's packages, so torch and the test tools of this one are added by a .pth.
+        site_packages = next((venv / "lib").glob("python3*/site-packages"))
+        (site_packages / "outer-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     # This interpreter may have lse-fuzz installed too (editable): pip leaves that one alone (it is
     # outside the environment) and the environment's own copy comes first on its sys.path.
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index",
