@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from fuzz.checks import CHECKS
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parents[1] / "implementations"
 
@@ -74,8 +76,6 @@ def suite_items(check_names) -> list[str]:
 
 @pytest.mark.parametrize("options", [(), ("-o", "python_files=check_*.py")], ids=["default", "custom python_files"])
 def test_lse_impl_without_test_paths_collects_the_suite_one_item_per_check(tmp_path, options):
-    from fuzz.checks import CHECKS
-
     done = pytest_run(tmp_path, "--collect-only", "--lse-impl", "doubles:lse_float64", *options, suite=UNRELATED,
                       name_it=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -150,3 +150,12 @@ def test_a_bad_target_is_a_usage_error(tmp_path, target, text):
     done = pytest_run(tmp_path, "--lse-impl", target)
     assert done.returncode == 4, done.stdout + done.stderr
     assert done.stderr.startswith(f"ERROR: --lse-impl={target!r}: ") and text in done.stderr
+
+
+@pytest.mark.parametrize(("declared", "outcome"), [((), "1 failed"), (("--lse-layouts", "contiguous"), "1 passed")],
+                         ids=["any layouts", "contiguous declared"])
+def test_the_shipped_suite_checks_the_contract_declared_on_the_command_line(tmp_path, declared, outcome):
+    """A kernel that assumes contiguous rows fails on strided inputs, and passes once it declares so."""
+    done = pytest_run(tmp_path, "--lse-impl", "doubles:hardcoded_row_stride", "-k", "agreement", *declared,
+                      suite=UNRELATED, name_it=False)
+    assert f"{outcome}, {len(CHECKS) + 1} deselected" in done.stdout, done.stdout + done.stderr  # and test_unrelated
