@@ -176,8 +176,8 @@ def test_the_pre_commit_hook_blocks_a_buggy_kernel_and_lets_a_correct_one_throug
 
 def test_a_fuzz_folder_of_the_repository_is_left_alone_until_lse_fuzz_is_asked_for(installed, project):
     """A repository with a ``fuzz`` package of its own: under ``python -m pytest`` it comes first on
-    sys.path. Its own tests run as before; the moment an --lse-* option or the command is used (the
-    command sees it only through PYTHONPATH), one message names the clash and the fix."""
+    sys.path. Its own tests run as before; the moment an --lse-* option, the command (which sees it
+    only through PYTHONPATH) or a fixture of lse-fuzz is used, one message names the clash and the fix."""
     (project / "fuzz").mkdir()
     (project / "fuzz" / "__init__.py").write_text('"""The repository\'s own fuzzing helpers."""\n')
     (project / "test_theirs.py").write_text("def test_theirs():\n    assert True\n")
@@ -189,3 +189,6 @@ def test_a_fuzz_folder_of_the_repository_is_left_alone_until_lse_fuzz_is_asked_f
     command = installed.run("PYTHONPATH=. lse-fuzz check kernels/mylse.py:lse", project)
     assert command.returncode == 2 and command.stdout == f"lse-fuzz: error: {clash}" + command.stdout.split(clash)[1]
     assert "Traceback" not in ours.stdout + command.stdout
+    (project / "test_uses_the_fixture.py").write_text("def test_it(lse_fuzz):\n    assert lse_fuzz(checks=['agreement'])\n")
+    fixture = installed.run("python -m pytest -q test_uses_the_fixture.py", project)
+    assert fixture.returncode == 1 and "1 error" in fixture.stdout and f"PackageClash: {clash}" in fixture.stdout
