@@ -2,5 +2,5 @@
 
 import importlib.metadata
 
-if not any(ep.value == "fuzz.plugin" for ep in importlib.metadata.entry_points(group="pytest11")):
-    pytest_plugins = ["fuzz.plugin"]
+if not any(ep.name == "lse_fuzz" for ep in importlib.metadata.entry_points(group="pytest11")):
+    pytest_plugins = ["lse_fuzz.plugin"]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib
 
+__distribution__ = "lse-fuzz"  # read by lse_fuzz: a package of another distribution under this name lacks it
+
 _EXPORTS = {
     "CHECKS": "checks",
     "METAMORPHIC": "checks",

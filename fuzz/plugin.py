@@ -1,26 +1,40 @@
-"""pytest plugin: point the LSE fuzz suite at any implementation.
+"""pytest plugin: the LSE fuzz suite against any implementation, from any repository.
 
-    pytest -n auto                                        # the project's kernel (reference.lse)
-    pytest tests/fuzz/test_suite.py --lse-impl path/to/file.py:lse
-    pytest tests/fuzz/test_suite.py --lse-impl pkg.module:lse --lse-contract finite
+    pytest -n auto --lse-impl path/to/file.py:lse          # the shipped suite, one item per check
+    pytest -n auto --lse-impl pkg.module:lse --lse-contract finite --lse-isolate
+    pytest tests/test_mine.py --lse-impl pkg.module:lse    # named paths: only those (the fixtures below)
 
-Fixtures: ``lse_impl`` (the callable under test) and ``lse_fuzz`` (``fuzz.check`` with the
-command-line options bound: ``lse_fuzz(checks=["agreement"])`` returns a CheckResult).
-Heavy imports (torch, triton, hypothesis) happen inside the fixtures, not at plugin load.
+With ``--lse-impl`` and no test paths on the command line, the shipped suite is collected beside
+whatever pytest collects by default (``testpaths``, or the current directory); name paths and
+exactly those run (``--pyargs fuzz.pytest_suite`` names the suite). Without ``--lse-impl`` the plugin
+adds no test and prints nothing: installed, it stays out of other people's runs.
+
+Fixtures: ``lse_impl`` (the callable under test; reference.lse without ``--lse-impl``) and
+``lse_fuzz`` (``fuzz.check`` with the command-line options bound: ``lse_fuzz(checks=["agreement"])``
+returns a CheckResult). ``lse_fuzz.lse_suite(target, ...)`` builds the suite for a target in code.
+Heavy imports (torch, triton, hypothesis) happen inside hooks and fixtures, not at plugin load.
+pytest loads this module through ``lse_fuzz.plugin``, which first makes sure ``fuzz`` is this one.
 """
 
 from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
 
 import pytest
 
 from .defaults import REPRODUCER_DIR
 
+SUITE_DIR = Path(__file__).resolve().with_name("pytest_suite")
+SUITE = SUITE_DIR / "test_lse_fuzz.py"
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lse-fuzz", "row-wise LogSumExp fuzzing")
     group.addoption("--lse-impl", metavar="TARGET", default=None,
-                    help="implementation under test: path/to/file.py:func or pkg.module:func "
-                         "(default: the project's kernel, reference.lse)")
+                    help="implementation under test: path/to/file.py:func or pkg.module:func; with no test paths "
+                         "given, runs the shipped suite against it (default: the project's kernel, reference.lse, "
+                         "for the lse_impl and lse_fuzz fixtures)")
     group.addoption("--lse-contract", choices=("strict", "finite"), default="strict",
                     help="strict: every input (NaN, +inf included); finite: no NaN or +inf inputs")
     group.addoption("--lse-dtypes", metavar="NAMES", default=None,
@@ -57,27 +71,40 @@ def pytest_configure(config: pytest.Config) -> None:
         # Loaded here, not in the fixture, so a bad target stops the run with one usage line.
         from reference.errors import InvalidArgument
 
+        from .suite import load_implementation
+
         try:
-            if isolate:
-                from . import validate
-                from .isolation import RestartingImpl
-
-                device = str(validate.device(config.getoption("lse_device"), name="--lse-device"))
-                impl = RestartingImpl(target or "reference:lse", device=device).start()
-                config.add_cleanup(impl.close)
-            else:
-                from .target import load_target
-
-                impl = load_target(target)
+            impl = load_implementation(target or "reference:lse", isolate=isolate,
+                                       device=config.getoption("lse_device"))
         except InvalidArgument as exc:
-            raise pytest.UsageError(f"--lse-impl: {exc}") from None
+            raise pytest.UsageError(str(exc)) from None  # the message names --lse-impl and its value
+        if isolate:
+            config.add_cleanup(impl.close)
         config.stash[_IMPL] = impl
+    if target is not None and config.args_source is not pytest.Config.ArgsSource.ARGS:
+        # No test paths named: the suite joins what pytest collects by default. Its folder, not the
+        # file, is the argument, so the items are named test_lse_fuzz.py::... wherever it is
+        # installed (a file argument outside the rootdir gets an empty name). Each xdist worker
+        # runs this hook too and collects the same items.
+        config.args.append(str(SUITE_DIR))
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    target = config.getoption("lse_impl") or "reference.lse"
-    return f"lse-fuzz: impl {target}, contract {config.getoption('lse_contract')}" + (
-        "" if _declared(config) == {} else f" ({', '.join(f'{k} {v}' for k, v in _declared(config).items())})")
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """The shipped suite even where ``python_files`` would not match test_lse_fuzz.py (pytest's own
+    collector takes it where it does)."""
+    if file_path != SUITE or any(fnmatch.fnmatch(SUITE.name, pattern)
+                                 for pattern in parent.config.getini("python_files")):
+        return None
+    return pytest.Module.from_parent(parent, path=file_path)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    target = config.getoption("lse_impl")
+    if target is None and not config.getoption("lse_isolate"):
+        return None  # not asked for: say nothing in other people's runs
+    declared = _declared(config)
+    return f"lse-fuzz: impl {target or 'reference.lse'}, contract {config.getoption('lse_contract')}" + (
+        "" if declared == {} else f" ({', '.join(f'{k} {v}' for k, v in declared.items())})")
 
 
 def _declared(config: pytest.Config) -> dict[str, object]:
@@ -104,18 +131,7 @@ def lse_fuzz(request: pytest.FixtureRequest, lse_impl):
     import functools
 
     from .runner import check
+    from .suite import command_line_options
 
-    option = request.config.getoption
-    return functools.partial(
-        check,
-        lse_impl,
-        budget=option("lse_budget"),
-        seed=option("lse_seed"),
-        contract=option("lse_contract"),
-        **_declared(request.config),
-        profile=option("lse_profile"),
-        device=option("lse_device"),
-        database=option("lse_database"),
-        reproducer_dir=option("lse_reproducers"),
-        target=option("lse_impl") or "reference:lse",
-    )
+    return functools.partial(check, lse_impl, target=request.config.getoption("lse_impl") or "reference:lse",
+                             **command_line_options(request.config, with_contract=True))

@@ -32,6 +32,8 @@ import torch
 from . import _patch
 from ._patch import Patch, PatchError
 
+__distribution__ = "lse-fuzz"  # read by lse_fuzz: a package of another distribution under this name lacks it
+
 __all__ = ["MUTANTS", "UNMUTATED_TARGET", "Mutant", "Patch", "PatchError"]
 
 UNMUTATED_TARGET = "mutants.patched:unmutated"

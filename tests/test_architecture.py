@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("reference", "mutants", "fuzz")
+PACKAGES = ("reference", "mutants", "fuzz", "lse_fuzz")
 MAX_LINES = 600
 
 # Lower layers never import higher ones; a module may import its own layer or any lower one.
@@ -30,6 +30,7 @@ LAYERS = [
     ("fuzz.mutation",),
     ("fuzz.mutate",),
     ("fuzz.commands", "fuzz.cli", "fuzz.plugin", "fuzz.__main__", "fuzz"),
+    ("lse_fuzz",),  # the public surface: entry points and re-exports
 ]
 
 # Imports inside functions, each on purpose (module -> why); anything else is a module in the
@@ -42,6 +43,7 @@ DELIBERATE = {
     "fuzz.commands.replay": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.commands.mutate": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.plugin": "pytest loads the plugin in every run; torch only when an option asks for it",
+    "lse_fuzz.cli": "fuzz is imported only once it is known to be lse-fuzz's own (lse_fuzz._packages)",
     "fuzz.isolation.worker": "the target loader imports the kernels only after the worker set its device mode",
     "fuzz.mutation.report": "jsonschema is an optional dependency: only validating a report needs it",
     "mutants._patch": "importing the registry must not define the reference kernels (Triton's mode is fixed then)",

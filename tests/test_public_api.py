@@ -6,11 +6,13 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import subprocess
+import sys
 
 import pytest
 
-PACKAGES = ["reference", "mutants", "fuzz", "fuzz.checks", "fuzz.isolation", "fuzz.grading", "fuzz.mutation",
-            "fuzz.strategies", "fuzz.contract", "fuzz.outcomes", "fuzz.validate", "fuzz.target", "fuzz.autotune"]
+PACKAGES = ["lse_fuzz", "reference", "mutants", "fuzz", "fuzz.suite", "fuzz.checks", "fuzz.isolation", "fuzz.grading",
+            "fuzz.mutation", "fuzz.strategies", "fuzz.contract", "fuzz.outcomes", "fuzz.validate", "fuzz.target", "fuzz.autotune"]
 
 
 def _public(module: types.ModuleType) -> set[str]:
@@ -40,6 +42,30 @@ def test_all_is_the_public_surface_both_ways(name):
     assert not missing, f"listed but not there: {sorted(missing)}"
     unlisted = _public(module) - listed
     assert not unlisted, f"public but not in __all__: {sorted(unlisted)}"
+
+
+def test_lse_fuzz_resolves_every_name_to_its_definition():
+    import lse_fuzz
+    import fuzz.runner
+    import fuzz.strategies
+    import fuzz.suite
+    import reference
+
+    assert lse_fuzz.check is fuzz.runner.check and lse_fuzz.lse_suite is fuzz.suite.lse_suite
+    assert lse_fuzz.lse_inputs is fuzz.strategies.lse_inputs and lse_fuzz.strategies is fuzz.strategies
+    assert lse_fuzz.lse is reference.lse and lse_fuzz.compare is reference.compare
+    assert lse_fuzz.InvalidArgument is reference.InvalidArgument
+    with pytest.raises(AttributeError, match="module 'lse_fuzz' has no attribute 'chekc'"):
+        lse_fuzz.chekc  # noqa: B018
+
+
+def test_importing_lse_fuzz_imports_nothing_heavy():
+    """pytest imports it in every run (the plugin's entry point): no torch, triton, hypothesis or fuzz."""
+    code = ("import sys, lse_fuzz, lse_fuzz.plugin\n"
+            "print(sorted(m for m in ('torch', 'triton', 'hypothesis', 'reference') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_lazy_packages_resolve_every_name_to_its_definition():

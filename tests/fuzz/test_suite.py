@@ -1,26 +1,98 @@
-"""The fuzz suite: every check against the implementation under test.
+"""The fuzz suite as pytest tests: the shipped one passes the project's kernel, and ``lse_suite``
+builds it for any implementation, one item per check, failing with the report and no traceback.
 
-By default that is the project's kernel, reference.lse; point it at yours with
-
-    pytest tests/fuzz/test_suite.py --lse-impl path/to/file.py:lse [--lse-contract finite]
-
-Options (--lse-budget, --lse-seed, --lse-profile, --lse-device, ...) come from the pytest
-plugin fuzz.plugin; a failure prints the check, the row, expected vs got and a replay command.
+``test_lse_suite`` below is the shipped suite itself (``fuzz/pytest_suite/test_lse_fuzz.py``),
+collected here against reference.lse; ``pytest tests/fuzz/test_suite.py --lse-impl TARGET``
+points it at another implementation.
 """
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from fuzz.checks import CHECKS
+from fuzz.pytest_suite.test_lse_fuzz import test_lse_suite  # noqa: F401  (collected: the shipped suite)
+from fuzz.suite import ALL, lse_suite
+from reference.errors import InvalidArgument
 
-pytestmark = pytest.mark.lse_fuzz
-
-
-@pytest.mark.parametrize("check", list(CHECKS))
-def test_check_holds(lse_fuzz, check):
-    result = lse_fuzz(checks=[check])
-    assert result.passed, result.summary()
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "tests" / "implementations"
 
 
-def test_all_checks_together(lse_fuzz):
-    result = lse_fuzz()
-    assert result.passed, result.summary()
+def test_the_suite_has_one_item_per_check_and_one_for_all_of_them():
+    def my_lse(x):
+        return x
+
+    suite = lse_suite(my_lse)
+    [parametrize] = [mark for mark in suite.pytestmark if mark.name == "parametrize"]
+    assert parametrize.args == ("check_name", [*CHECKS, ALL])
+    assert any(mark.name == "lse_fuzz" for mark in suite.pytestmark)
+
+
+BAD_ARGUMENTS = [
+    ("an unknown option", dict(target="x.py:lse", budgte=5),
+     "lse_suite(budgte=...): not an option; choose from contract, dtypes"),
+    ("a target that is no TARGET", dict(target="x.py:not a name"),
+     "lse_suite(target)='x.py:not a name': 'not a name' is not a function name."),
+    ("isolating a callable", dict(target=len, isolate=True),
+     "lse_suite(isolate=True) needs a TARGET string to load in a worker, not <built-in function len>"),
+    ("an unknown contract", dict(target="x.py:lse", contract="lenient"), "contract='lenient'"),
+    ("an unknown dtype", dict(target="x.py:lse", dtypes="float8"), "float8"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "message"), [case[1:] for case in BAD_ARGUMENTS],
+                         ids=[case[0] for case in BAD_ARGUMENTS])
+def test_bad_arguments_are_refused_when_the_test_module_is_imported(arguments, message):
+    arguments = dict(arguments)
+    with pytest.raises(InvalidArgument) as error:
+        lse_suite(arguments.pop("target"), **arguments)
+    assert message in str(error.value), str(error.value)
+
+
+MODULE = '''
+import torch
+
+from fuzz.suite import lse_suite
+
+
+def off_by_one(x):
+    """Wrong everywhere: one more than the log-sum-exp."""
+    return torch.logsumexp(x.double(), dim=1).float() + 1
+
+
+test_isolated = lse_suite("good.py:lse", isolate=True, contract="finite")   # a TARGET in a worker process
+test_broken = lse_suite(off_by_one)                                          # a callable
+'''
+
+GOOD = '''
+import torch
+
+
+def lse(x):
+    return torch.logsumexp(x.double(), dim=1).to(torch.float32)
+'''
+
+
+def test_a_module_of_suites_passes_the_good_ones_and_reports_the_broken_one(tmp_path):
+    (tmp_path / "good.py").write_text(GOOD)
+    (tmp_path / "test_mine.py").write_text(MODULE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           "--lse-budget", "5", "--lse-seed", "7", "--lse-reproducers", str(tmp_path / "repro"),
+                           "test_mine.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    # One more everywhere is what only the checks of the value itself see (a shifted, permuted or
+    # repeated input gives an answer one more too).
+    failed = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("FAILED test_mine.py::")}
+    assert failed == {f"test_mine.py::test_broken[{check}]" for check in ("agreement", "bounds", ALL)}, failed
+    assert f"3 failed, {2 * (len(CHECKS) + 1) - 3} passed" in done.stdout
+    # The report, the run's knobs from the command line (seed 7), the replay command; no traceback.
+    assert "check 'agreement' failed: row 0 differs from the float64 reference" in done.stdout
+    assert "; seed 7" in done.stdout and f"replay:   python -m fuzz replay {tmp_path / 'repro'}" in done.stdout
+    assert "Traceback" not in done.stdout and "def test_lse" not in done.stdout

@@ -1,0 +1,134 @@
+"""The fuzz suite as pytest tests: every check against one implementation, one test item per check.
+
+    pytest -n auto --lse-impl path/to/kernel.py:lse     # in any repository: the shipped suite (fuzz.plugin)
+
+    # test_mylse.py: the same suite for an implementation of yours, its contract declared in code
+    from lse_fuzz import lse_suite
+    test_mylse = lse_suite("kernels/mylse.py:lse", contract="finite", dtypes="float32,float16")
+
+:func:`lse_suite` returns a test function parametrized over the checks of
+:data:`fuzz.checks.CHECKS` and ``all`` (every check together, one metamorphic check drawn per
+example, as ``lse-fuzz check`` runs them): under ``pytest -n auto`` the items spread over the
+workers. A failing item prints the failure as ``lse-fuzz check`` does (the check, the minimal
+counterexample, expected and got against the tolerance, the replay command), without a traceback.
+
+The run's knobs (budget, seed, profile, device, example database, reproducer folder) come from the
+``--lse-*`` options unless given in code; what the implementation supports (the declared contract)
+comes from code only, except for the suite of ``--lse-impl`` itself (``lse_suite()``, in
+:mod:`fuzz.pytest_suite.test_lse_fuzz`), whose contract is the command line's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import pytest
+
+from reference.errors import InvalidArgument
+
+from . import validate
+from .checks import CHECKS
+from .contract import Contract
+from .isolation import RestartingImpl
+from .runner import check
+from .target import load_target, parse_target
+
+__all__ = ["ALL", "CONTRACT_OPTIONS", "RUN_OPTIONS", "command_line_options", "load_implementation", "lse_suite"]
+
+ALL = "all"
+"""The parameter of the item that runs every check together."""
+
+CONTRACT_OPTIONS = ("contract", "dtypes", "layouts", "output_dtype", "max_n")
+"""What the implementation declares it supports (``fuzz.check``'s names)."""
+
+RUN_OPTIONS = {"budget": "lse_budget", "seed": "lse_seed", "profile": "lse_profile", "device": "lse_device",
+               "database": "lse_database", "reproducer_dir": "lse_reproducers"}
+"""``fuzz.check`` option -> the pytest option that sets it when the code does not."""
+
+_CODE_ONLY = ("max_elements", "max_rows", "huge_offsets", "time_limit")
+
+_LOADED = pytest.StashKey[dict]()  # (target, isolate, device) -> implementation, for the session
+
+
+def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = None, **options) -> Callable:
+    """A pytest test function, one item per check and one for all of them, fuzzing ``target``.
+
+    ``target`` is a callable or a TARGET string (``path/to/file.py:func``, relative to the working
+    directory, or ``pkg.module:func``), loaded once per session; None means the implementation of
+    ``--lse-impl``. ``isolate=True`` runs a TARGET in a worker process (a crash or hang fails one
+    item, the next gets a fresh worker); None follows ``--lse-isolate``. ``options`` are
+    :func:`fuzz.check`'s: the declared contract (``contract``, ``dtypes``, ``layouts``,
+    ``output_dtype``, ``max_n``), the run's knobs (``budget``, ``seed``, ``profile``, ``device``,
+    ``database``, ``reproducer_dir``; the ``--lse-*`` options fill in those not given) and
+    ``max_elements``, ``max_rows``, ``huge_offsets``, ``time_limit``. Assign the result to a
+    ``test_*`` name in a test module.
+    """
+    allowed = (*CONTRACT_OPTIONS, *RUN_OPTIONS, *_CODE_ONLY)
+    for name in options:
+        if name not in allowed:
+            raise InvalidArgument(f"lse_suite({name}=...): not an option; choose from {', '.join(allowed)}.")
+    if target is not None and not callable(target):
+        parse_target(target, name="lse_suite(target)")
+    if isolate and (target is None or callable(target)):
+        raise InvalidArgument(f"lse_suite(isolate=True) needs a TARGET string to load in a worker, not {target!r}: "
+                              "give 'path/to/file.py:func' or 'pkg.module:func' (or --lse-isolate for --lse-impl).")
+    # A contract that cannot be used fails here, when the test module is imported, not in every item.
+    Contract.parse(options.get("contract", Contract.STRICT)).with_options(
+        **{name: options[name] for name in CONTRACT_OPTIONS[1:] if name in options})
+
+    @pytest.mark.lse_fuzz
+    @pytest.mark.parametrize("check_name", [*CHECKS, ALL])
+    def test_lse(check_name: str, request: pytest.FixtureRequest) -> None:
+        impl, described = _implementation(request, target, isolate, options.get("device"))
+        given = command_line_options(request.config, with_contract=target is None)
+        run = functools.partial(check, impl, target=described, **{**given, **options})
+        result = run(checks=None if check_name == ALL else [check_name])
+        if not result.passed:
+            pytest.fail(result.summary(), pytrace=False)  # the summary is the report: no traceback under it
+
+    return test_lse
+
+
+def load_implementation(target: str, *, isolate: bool, device: object = None, name: str = "--lse-impl") -> Callable:
+    """The callable a TARGET names, or with ``isolate`` a :class:`RestartingImpl` running it in a worker.
+
+    InvalidArgument (one line) when it cannot be loaded; the caller closes a RestartingImpl.
+    """
+    if not isolate:
+        return load_target(target, name=name)
+    parse_target(target, name=name)
+    return RestartingImpl(target, device=str(validate.device(device, name="--lse-device"))).start()
+
+
+def _implementation(request: pytest.FixtureRequest, target: Callable | str | None, isolate: bool | None,
+                    device: object) -> tuple[Callable, str | None]:
+    """(the callable under test, the TARGET its replay command names; None: derived from the callable)."""
+    config = request.config
+    if target is None:
+        return request.getfixturevalue("lse_impl"), config.getoption("lse_impl") or "reference:lse"
+    if callable(target):
+        return target, None
+    isolate = config.getoption("lse_isolate") if isolate is None else isolate
+    device = config.getoption("lse_device") if device is None else device  # where the worker runs it
+    loaded = config.stash.setdefault(_LOADED, {})
+    key = (target, isolate, device)
+    if key not in loaded:
+        try:
+            impl = load_implementation(target, isolate=isolate, device=device, name="lse_suite(target)")
+        except InvalidArgument as exc:
+            pytest.fail(str(exc), pytrace=False)
+        if isolate:
+            config.add_cleanup(impl.close)
+        loaded[key] = impl
+    return loaded[key], target
+
+
+def command_line_options(config: pytest.Config, *, with_contract: bool) -> dict[str, object]:
+    """``fuzz.check``'s keyword arguments that the ``--lse-*`` options set: the run's knobs, and with
+    ``with_contract`` the declared contract (for ``--lse-impl``, whose contract is declared there too)."""
+    given = {name: config.getoption(option) for name, option in RUN_OPTIONS.items()}
+    if with_contract:
+        given.update({name: config.getoption(f"lse_{name}") for name in CONTRACT_OPTIONS})
+    return given
+

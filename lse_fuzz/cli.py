@@ -1,0 +1,20 @@
+"""The ``lse-fuzz`` console script: :func:`fuzz.cli.main`, once ``fuzz`` is ours."""
+
+from __future__ import annotations
+
+import sys
+
+from ._packages import PackageClash, verify_packages
+
+USAGE = 2  # fuzz.outcomes.ExitCode.USAGE, which cannot be imported before fuzz is known to be ours
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        verify_packages()
+    except PackageClash as clash:
+        print(f"lse-fuzz: error: {clash}", file=sys.stderr)
+        return USAGE
+    from fuzz.cli import main as fuzz_main  # after the check: another project's fuzz would fail confusingly
+
+    return fuzz_main(argv)
