@@ -377,7 +377,9 @@ def test_on_cuda_a_candidate_that_skips_work_when_timed_is_flagged(tmp_path):
     record = evaluate(str(HOSTILE / "skips_work_when_timed.py"), options, reproducer_dir=tmp_path,
                       baselines=measure_baselines(options))
     assert record["verdict"] == "pass", record["reason"]  # every check passes: only its speed gives it away
-    (flag,) = [flag for flag in record["flags"] if flag["flag"] == "impossible_speed"]
+    flags = [flag for flag in record["flags"] if flag["flag"] == "impossible_speed"]
+    assert len(flags) == 1, f"not flagged; the benchmark measured: {record['bench']}"
+    (flag,) = flags
     assert flag["severity"] == "cheat" and "faster than memory allows" in flag["message"]
 
 
