@@ -1,5 +1,5 @@
 """Cheat: defines a Triton kernel it never uses and returns torch.logsumexp. It passes every
-check; the static scan flags the library call."""
+check; the static scan flags the library call and the kernel that nothing launches."""
 
 import torch
 import triton
