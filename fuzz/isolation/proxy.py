@@ -66,6 +66,9 @@ from .zygote import Zygote, unwatch, watch, zygote_for
 
 __all__ = ["CandidateRaised", "IsolatedImpl", "LoadFailed", "Noise", "RestartingImpl"]
 
+LONGEST_WAIT = 7 * 24 * 3600.0
+"""Seconds of the longest single wait for a worker's reply (a wait given longer is this long)."""
+
 DEFAULT_CALL_TIMEOUT = defaults.CALL_TIMEOUT
 """Seconds one call may take, Triton compilation of a new specialisation included."""
 
@@ -338,7 +341,9 @@ class IsolatedImpl:
 
         ``deadline``: (the second deadline, the reference's seconds) of a call given two."""
         assert self._conn is not None
-        if not self._conn.poll(max(timeout, 0.0)):
+        # Clamped: a wait of n calls' timeouts (a benchmark round of a very fast candidate, with
+        # no budget) can exceed what poll() takes (about 24 days in milliseconds) and raise.
+        if not self._conn.poll(min(max(timeout, 0.0), LONGEST_WAIT)):
             budget = self.timeout is not None and self._time_left() <= 0
             if budget:
                 detail = f"the candidate's time budget of {self.timeout:g} s ran out while {what}"
