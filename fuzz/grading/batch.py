@@ -11,16 +11,16 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import defaults
 from ..isolation.gpus import spread_over
-from ..isolation.pool import Job, Pool
+from ..isolation.pool import Pool
 from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate, schedule
-from .evaluate import GRADE_ENTRY, job_record
+from .evaluate import grading_job, job_record
 from .options import GradeOptions
 from .ray_executor import grade_on_ray
 from .reports import REPORT_JSONL, read_records, write_reports
@@ -128,9 +128,8 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
         lock_dir = str(out.resolve()) if options.device.startswith("cuda") and workers > 1 else None
         by_key = {c.target: c for c in pending}
         # Every file read now, as the batch starts: what is graded is what was submitted (grading.snapshot).
-        work = [Job(c.target, GRADE_ENTRY, {"candidate": asdict(c), "source": encode(c), "options": options.to_wire(),
-                                             "reproducer_dir": str(reproducer_dir_for(out, c).resolve()),
-                                             "lock_dir": lock_dir, "baselines": baselines})
+        work = [grading_job(c.target, c, options.to_wire(), reproducer_dir_for(out, c).resolve(), source=encode(c),
+                            lock_dir=lock_dir, baselines=baselines)
                 for c in pending]
         with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options),
                   gpus=spread_over(options.device)) as pool:

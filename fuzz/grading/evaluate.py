@@ -33,9 +33,17 @@ from .options import GradeOptions, torch_threads, use_torch_threads
 from .parts import merge_parts, part_count, split
 from .snapshot import materialize, restore_paths
 
-__all__ = ["GRADE_ENTRY", "RUNTIME_FLAGS", "evaluate", "evaluate_replay", "grade_job", "job_record"]
+__all__ = ["GRADE_ENTRY", "RUNTIME_FLAGS", "evaluate", "evaluate_replay", "grade_job", "grading_job", "job_record"]
 
 GRADE_ENTRY = "fuzz.grading.evaluate:grade_job"
+
+
+def grading_job(key: str, candidate: Candidate, options: dict, reproducer_dir: Path | str, *,
+                source: str | None = None, lock_dir: str | None = None, baselines: dict | None = None) -> Job:
+    """The pool job that grades ``candidate`` (see :func:`grade_job` for the payload's fields);
+    ``options`` as :meth:`GradeOptions.to_wire` gives them."""
+    return Job(key, GRADE_ENTRY, {"candidate": asdict(candidate), "source": source, "options": options,
+                                  "reproducer_dir": str(reproducer_dir), "lock_dir": lock_dir, "baselines": baselines})
 
 RUNTIME_FLAGS = {
     "prints": (Severity.INFO, "wrote to stdout or stderr while running (captured; tolerated)"),
@@ -211,9 +219,7 @@ def _side_by_side(candidate: Candidate, each: list[GradeOptions], *, reproducer_
     """Part 0 here (so ``on_loaded`` is called as the target loads), the others at the same time in
     the drivers of a pool run from a thread: the same records, in part order, as one after another."""
     later = each[1:]
-    jobs = [Job(str(index), GRADE_ENTRY, {"candidate": asdict(candidate), "options": options.to_wire(),
-                                          "reproducer_dir": str(Path(reproducer_dir).resolve()),
-                                          "lock_dir": None, "baselines": None})
+    jobs = [grading_job(str(index), candidate, options.to_wire(), Path(reproducer_dir).resolve())
             for index, options in enumerate(later, start=1)]
     results: dict[int, JobResult] = {}
     failure: list[BaseException] = []

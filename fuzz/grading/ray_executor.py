@@ -32,11 +32,11 @@ from pathlib import Path
 from reference.errors import InvalidArgument
 
 from .._version import __version__
-from ..isolation.pool import Job, Pool
+from ..isolation.pool import Pool
 from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate
-from .evaluate import GRADE_ENTRY, base_record, job_record
+from .evaluate import base_record, grading_job, job_record
 from .options import GradeOptions
 from .snapshot import encode, materialize, restore_paths
 
@@ -72,9 +72,7 @@ def grade_remote(payload: dict) -> dict:
         if options.bench and options.device.startswith("cuda"):
             key = json.dumps(payload["options"], sort_keys=True)
             baselines = _BASELINES.setdefault(key, measure_baselines(options))
-        job = Job(candidate.target, GRADE_ENTRY, {"candidate": asdict(here), "options": payload["options"],
-                                                  "reproducer_dir": str(reproducers), "lock_dir": None,
-                                                  "baselines": baselines})
+        job = grading_job(candidate.target, here, payload["options"], reproducers, baselines=baselines)
         with Pool(1, work_dir=home_dir / "drivers", timeout=payload["hard_limit"]) as pool:
             (result,) = list(pool.run([job]))  # a job whose driver died is run again alone: still one result
         record = restore_paths(job_record(result, here, options), originals)

@@ -33,7 +33,7 @@ from mutants._patch import cache_dir
 from reference.errors import InvalidArgument
 
 from .. import defaults, validate
-from ..grading.batch import GRADE_ENTRY, job_record
+from ..grading.evaluate import GRADE_ENTRY, job_record
 from ..grading.candidates import Candidate
 from ..grading.options import GradeOptions
 from ..isolation.gpus import spread_over

@@ -49,7 +49,7 @@ from reference.errors import InvalidArgument
 
 from .. import defaults, validate
 from ..checks import validate_checks
-from ..grading.batch import GRADE_ENTRY, job_record
+from ..grading.evaluate import GRADE_ENTRY, job_record
 from ..grading.candidates import Candidate
 from ..grading.options import GradeOptions
 from ..isolation.gpus import spread_over
