@@ -33,7 +33,8 @@ PRELOAD = ("numpy", "torch", "triton", "triton.language")
 
 MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
 _PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 
 
 def zygote_main(lifeline_fd: int) -> None:
@@ -45,10 +46,14 @@ def zygote_main(lifeline_fd: int) -> None:
     later report the child's exit code to the client that spawned it. When a client goes away
     its children are killed; when the parent goes away, all of them are, and we exit.
     """
+    # The grader blocks the signals it takes with sigwaitinfo (fuzz.isolation.signals), and a
+    # blocked mask survives fork and exec: unblocked here, so every driver and worker forked from
+    # us dies of SIGTERM (or SIGINT, SIGHUP...) again, as any process would.
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     # Orphans of every process we fork become our children (not init's): a candidate's detached
     # process (double fork, setsid) cannot outlive its worker and write after the grader.
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
     for name in PRELOAD:
         try:
             __import__(name)
@@ -190,16 +195,17 @@ def _spawn(config: dict, fds: list[int], selector, children: dict, client) -> di
     return {"op": "spawned", "pid": pid}
 
 
-def _prctl(option: int, value: int) -> None:
+def prctl(option: int, value: int) -> None:
+    """Linux prctl(2) with one argument (a number, or an address as a number); a no-op elsewhere."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, ctypes.c_ulong(value), 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
 
 def _set_parent_death_signal() -> None:
     """Die with the zygote (Linux): no worker outlives the process tree that started it."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:
@@ -221,6 +227,7 @@ def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:
     for entry in reversed(config.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())  # a clean mask whoever started the fork server
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
