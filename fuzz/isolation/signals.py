@@ -151,12 +151,15 @@ def sender_of(info, *, root: int, grace: float = GRACE) -> tuple[Sender, tuple[i
 
 
 def describe(events: list[SignalEvent]) -> str:
-    """'sent SIGTERM and SIGINT to the grader (from pid 123)'."""
-    names = list(dict.fromkeys(event.name for event in events))
+    """'sent SIGINT and SIGTERM to the grader (from pid 123)': each signal once, in the order of
+    their numbers (the kernel delivers pending signals that way, not in the order sent)."""
+    names = [event.name for event in sorted({event.signum: event for event in events}.values(),
+                                            key=lambda event: event.signum)]
     pids = sorted({event.pid for event in events if event.pid})
     said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    more = f" and {len(pids) - 3} more" if len(pids) > 3 else ""
     source = "" if not pids else f" (from pid {pids[0]})" if len(pids) == 1 else \
-        f" (from pids {', '.join(map(str, pids))})"
+        f" (from pids {', '.join(map(str, pids[:3]))}{more})"
     return f"sent {said} to the grader{source}"
 
 

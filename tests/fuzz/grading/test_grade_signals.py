@@ -42,12 +42,17 @@ def batch(directory: Path, files: dict[str, Path]) -> Path:
     return directory
 
 
-@pytest.mark.parametrize("attack", ["signals_the_grader", "signals_the_grader_from_a_new_session"])
-def test_a_candidate_that_signals_the_grader_crashes_and_the_batch_finishes(tmp_path, attack):
+@pytest.mark.parametrize("attack, jobs", [
+    ("signals_the_grader", "2"),
+    ("signals_the_grader_from_a_new_session", "2"),
+    # Nothing ties an orphan to its worker but the time it ran: blamed when its candidate ran alone.
+    ("signals_the_grader_from_an_orphan", "1"),
+], ids=["from_its_worker", "from_a_new_session", "from_an_orphan"])
+def test_a_candidate_that_signals_the_grader_crashes_and_the_batch_finishes(tmp_path, attack, jobs):
     batch_dir = batch(tmp_path / "batch", {"a_attacker": IMPLEMENTATIONS / "hostile" / f"{attack}.py",
                                            "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
     out = tmp_path / "out"
-    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out", str(out), cwd=tmp_path)
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out", str(out), cwd=tmp_path)
     _, err = process.communicate(timeout=300)
     assert process.returncode == 1, err  # not 130: nothing interrupted it
     assert "interrupted" not in err
@@ -56,7 +61,7 @@ def test_a_candidate_that_signals_the_grader_crashes_and_the_batch_finishes(tmp_
     assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
     attacker = records["a_attacker"]
     assert attacker["verdict"] == "crash"
-    assert attacker["reason"].startswith("it attacked the grader: it sent SIGTERM and SIGINT to the grader (from pid ")
+    assert attacker["reason"].startswith("it attacked the grader: it sent SIGINT and SIGTERM to the grader (from pid")
     assert "graded anyway: pass" in attacker["reason"]
 
 
@@ -91,5 +96,5 @@ def test_check_ignores_the_candidates_signals_and_names_them(tmp_path):
     out, err = process.communicate(timeout=300)
     assert process.returncode == 1, err
     record = json.loads((tmp_path / "result.json").read_text())
-    assert record["verdict"] == "crash" and "sent SIGTERM and SIGINT to the grader" in record["reason"]
-    assert "sent SIGTERM and SIGINT to the grader" in out
+    assert record["verdict"] == "crash" and "sent SIGINT and SIGTERM to the grader" in record["reason"]
+    assert "sent SIGINT and SIGTERM to the grader" in out

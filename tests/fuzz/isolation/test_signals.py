@@ -91,7 +91,9 @@ def test_a_grandchild_in_a_session_of_its_own_is_still_below_the_grader(tmp_path
 def test_the_description_names_each_signal_once_and_the_sender():
     events = [SignalEvent(signal.SIGTERM, 7, Sender.RUN, (7,)), SignalEvent(signal.SIGINT, 7, Sender.RUN, (7,)),
               SignalEvent(signal.SIGTERM, 7, Sender.RUN, (7,))]
-    assert describe(events) == "sent SIGTERM and SIGINT to the grader (from pid 7)"
+    assert describe(events) == "sent SIGINT and SIGTERM to the grader (from pid 7)"
+    many = [SignalEvent(signal.SIGTERM, pid, Sender.RUN, (pid,)) for pid in range(10, 15)]
+    assert describe(many) == "sent SIGTERM to the grader (from pids 10, 11, 12 and 2 more)"
 
 
 def test_workers_do_not_inherit_the_signals_the_grader_blocks():
