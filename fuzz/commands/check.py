@@ -162,9 +162,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..grading import evaluate, format_record, render_markdown
     from ..grading.evaluate import blame_signals
-    from ..isolation.signals import SignalGuard
     from ..grading.options import use_torch_threads
     from ..grading.reports import atomic_write
+    from ..isolation.signals import SignalGuard
     from ..outcomes import CHECK_EXIT_CODES, Verdict
     from ..target import resolve_target
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,10 +83,8 @@ def grade(
     records = dict(kept)
     pending = schedule(c for c in candidates if c.target not in kept)
     write_reports(out, records.values())
-    # Signals are told apart by sender only in the local executor (the tree is this machine's), and
-    # only from the main thread (where Python runs signal handlers).
-    guard = SignalGuard() if pending and executor != "ray" and threading.current_thread() is threading.main_thread() \
-        else None
+    # Signals are told apart by sender only in the local executor: the tree is this machine's.
+    guard = SignalGuard() if pending and executor != "ray" else None
     if executor == "ray":
         records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address)
     else:

@@ -52,10 +52,14 @@ from .child import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
 __all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "describe", "hold", "lineage", "release", "remember",
            "sender_of"]
 
-WAKE = signal.SIGRTMAX
+# Linux only, like the fork server: elsewhere (no sigtimedwait, no real-time signals) nothing is
+# held or guarded and signals act as they always did.
+SUPPORTED = hasattr(signal, "sigtimedwait") and hasattr(signal, "SIGRTMAX")
+
+WAKE = getattr(signal, "SIGRTMAX", 0)
 """Sent to the main thread to break a blocking call once an interruption is due: a no-op handler."""
 
-GUARDED = frozenset({
+GUARDED = frozenset() if not SUPPORTED else frozenset({
     # What ends a default Python process and a person or a program may send to stop it...
     signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
     signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR, signal.SIGSTKFLT,
@@ -166,17 +170,23 @@ def describe(events: list[SignalEvent]) -> str:
 def hold() -> None:
     """Block :data:`GUARDED` in this thread, before anything starts a thread that would inherit an
     unblocked mask: the command line's first step. :func:`release` (or the guard) undoes it."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, GUARDED)
+    if SUPPORTED:
+        signal.pthread_sigmask(signal.SIG_BLOCK, GUARDED)
 
 
 def release() -> None:
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, GUARDED)
+    if SUPPORTED:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, GUARDED)
 
 
 class SignalGuard:
-    """The thread that takes :data:`GUARDED` (see the module docstring); :func:`guarded` runs it."""
+    """The thread that takes :data:`GUARDED` (see the module docstring), on for a ``with`` block.
+
+    Inactive (signals act as before, nothing is ever claimed) off Linux and outside the main
+    thread, where Python neither runs signal handlers nor lets them be set."""
 
     def __init__(self) -> None:
+        self.active = SUPPORTED and threading.current_thread() is threading.main_thread()
         self.root = os.getpid()
         self.events: list[SignalEvent] = []
         self.in_flight: Callable[[], tuple[str, ...]] = tuple  # set by whoever runs the jobs
@@ -191,10 +201,13 @@ class SignalGuard:
             info = signal.sigtimedwait(GUARDED, 0.2)
             if info is not None:
                 self._handling.set()
-                self.handle(info)
+                self._handle(info)
 
-    def handle(self, info) -> None:
-        sender, chain = sender_of(info, root=self.root)
+    def _handle(self, info) -> None:
+        try:
+            sender, chain = sender_of(info, root=self.root)
+        except Exception:  # a bug here must not kill the thread: every later signal would stay blocked
+            sender, chain = Sender.UNPROVEN, ()
         if sender in (Sender.KERNEL, Sender.OUTSIDE):
             self._obey(info.si_signo)
             return
@@ -230,6 +243,8 @@ class SignalGuard:
         """The ignored signals of one job, taken off the list: those whose sender descends from one
         of its ``processes`` (its workers), or sent while it was the only job running. With no
         ``key``, every one (one candidate graded: all were its doing)."""
+        if not self.active:
+            return []
         self._settle()
         with self._lock:
             mine = [event for event in self.events
@@ -238,6 +253,8 @@ class SignalGuard:
         return mine
 
     def __enter__(self) -> SignalGuard:
+        if not self.active:
+            return self
         self._previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, GUARDED)
         self._previous_wake = signal.signal(WAKE, _ignore)
         flag = ctypes.c_int(0)
@@ -248,6 +265,8 @@ class SignalGuard:
         return self
 
     def __exit__(self, *exc_info) -> None:
+        if not self.active:
+            return
         self._stop.set()
         self._thread.join()
         # Signals that came after the thread's last wait are judged here, not let through the
@@ -260,7 +279,7 @@ class SignalGuard:
         signal.signal(WAKE, self._previous_wake)
         signal.pthread_sigmask(signal.SIG_SETMASK, self._previous_mask)
         for info in late:
-            self.handle(info)
+            self._handle(info)
 
 
 def _ignore(signum, frame) -> None:
