@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -98,3 +100,53 @@ def test_check_ignores_the_candidates_signals_and_names_them(tmp_path):
     record = json.loads((tmp_path / "result.json").read_text())
     assert record["verdict"] == "crash" and "sent SIGINT and SIGTERM to the grader" in record["reason"]
     assert "sent SIGINT and SIGTERM to the grader" in out
+
+
+def test_ctrl_c_in_the_terminal_still_interrupts_the_run(tmp_path):
+    # The kernel sends the terminal's SIGINT (si_pid 0, SI_KERNEL) to the foreground process group:
+    # the grader runs on a pseudo-terminal of its own here, and ^C is typed into it. The candidate
+    # graded first signalled the grader itself and was ignored; the user's ^C is not.
+    batch_dir = batch(tmp_path / "batch", {"a_attacker": IMPLEMENTATIONS / "hostile" / "signals_the_grader.py",
+                                           "b_hang": IMPLEMENTATIONS / "candidates" / "hang.py"})
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), *FAST, "--call-timeout", "4", "-j", "1",
+            "--out", str(out)]
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a new session whose controlling terminal is the pty
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.chdir(tmp_path)
+            os.execve(sys.executable, argv, dict(os.environ, PYTHONPATH=str(ROOT)))
+        finally:
+            os._exit(127)
+    written, typed = b"", False
+    deadline = time.monotonic() + 180
+    report = out / "grade.jsonl"
+    while (status := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        written += _read_available(terminal)
+        if not typed and report.exists() and report.read_text().strip():
+            os.write(terminal, b"\x03")  # ^C, once the first candidate is graded
+            typed = True
+        time.sleep(0.1)
+    if status[0] == 0:  # still running: do not leave it behind
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    written += _read_available(terminal)
+    os.close(terminal)
+    text = written.decode(errors="replace")
+    assert status[0] == pid and os.waitstatus_to_exitcode(status[1]) == 130, text
+    assert "interrupted after 1 of 2 candidates" in text and "--resume" in text
+    assert {name: record["verdict"] for name, record in records_of(out).items()} == {"a_attacker": "crash"}
+
+
+def _read_available(fd: int) -> bytes:
+    data = b""
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
