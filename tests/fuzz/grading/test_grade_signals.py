@@ -1,6 +1,7 @@
 """A candidate that signals the grader (SIGTERM, then SIGINT) cannot stop the batch: the signals
 are ignored, the culprit crashes with a reason that says what it did, its neighbour passes; a
-signal from outside the run (the test, here) still interrupts it, resumable. ``check`` too.
+signal from outside the run (the test's own, or ^C typed into the grader's terminal) still
+interrupts it, resumable. ``check`` too.
 
 Each test runs the command as its own process, as a user would: a real signal to pytest's own
 process would go elsewhere."""
