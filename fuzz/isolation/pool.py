@@ -107,6 +107,7 @@ class _Driver:
     def kill(self) -> int | None:
         """Kill the driver's process group; its exit code once the fork server has reaped it."""
         unwatch(self.pid)
+        signals.forget((self.pid, *self.processes))
         for kill in (os.killpg, os.kill):
             try:
                 kill(self.pid, signal.SIGKILL)
@@ -210,6 +211,7 @@ class Pool:
                     if result is None:
                         continue  # a notice: the job runs on
                     driver = busy.pop(conn)
+                    signals.forget(result.processes)  # its workers are gone: their pids may be reused
                     if result.outcome in (Outcome.RETURNED, Outcome.RAISED):
                         driver.job = None
                         idle.append(driver)

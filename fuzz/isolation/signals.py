@@ -26,8 +26,9 @@ Residual risks (the tree is read when the signal is taken, not when it was sent)
 * a sender that exits and is reaped by its own parent before the guard thread reads /proc, and
   whose pid the run never recorded (a worker's child, not the worker), looks like a stranger;
   the window is the time between ``kill()`` and our wake-up, microseconds on an idle machine;
-* pid reuse: a recorded pid (:func:`remember`) whose process is gone is taken for the run's
-  even if an unrelated process took that pid since; only after the pid counter wrapped;
+* pid reuse: a recorded pid (:func:`remember`; the pool forgets a job's once it ended) whose
+  process is gone is taken for the run's even if an unrelated process took that pid since and
+  exited again; only after the pid counter wrapped (32768 pids on some systems) during one job;
 * signals whose ``siginfo`` the sender writes itself (``sigqueue``: ``si_code`` < 0) or that the
   kernel sends for a file the candidate set up (``F_SETOWN``: SIGIO) prove no sender: ignored;
 * SIGKILL and SIGSTOP cannot be blocked, and stop signals (SIGTSTP, SIGTTIN, SIGTTOU) are left as
@@ -49,8 +50,8 @@ from dataclasses import dataclass
 
 from .child import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
 
-__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "describe", "hold", "lineage", "release", "remember",
-           "sender_of"]
+__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "describe", "forget", "hold", "lineage", "release",
+           "remember", "sender_of"]
 
 # Linux only, like the fork server: elsewhere (no sigtimedwait, no real-time signals) nothing is
 # held or guarded and signals act as they always did.
@@ -112,6 +113,11 @@ _RECORDED: set[int] = set()
 
 def remember(pid: int) -> None:
     _RECORDED.add(pid)
+
+
+def forget(pids) -> None:
+    """Once these processes are gone for good (their job ended): a pid reused later is a stranger's."""
+    _RECORDED.difference_update(pids)
 
 
 def _parent(pid: int) -> int | None:

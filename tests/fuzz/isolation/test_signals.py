@@ -49,17 +49,20 @@ def gone_pid() -> int:
     ("child", Sender.RUN),
     ("child_by_tgkill", Sender.RUN),
     ("gone_recorded", Sender.RUN),  # a worker that signalled and exited at once
+    ("gone_forgotten", Sender.OUTSIDE),  # its job ended: the pid may be anyone's now
 ])
 def test_the_sender_of_a_signal(case, expected, child):
     me = os.getpid()
     gone = gone_pid()
-    if case == "gone_recorded":
+    if case in ("gone_recorded", "gone_forgotten"):
         signals.remember(gone)
+    if case == "gone_forgotten":
+        signals.forget([gone])
     siginfo = {
         "terminal": info(0, SI_KERNEL, signal.SIGINT), "sigio_for_a_file": info(0, SI_KERNEL, signal.SIGIO),
         "sigqueue": info(child.pid, SI_QUEUE), "itself": info(me), "stranger": info(os.getppid()),
         "gone_unknown": info(gone), "child": info(child.pid), "child_by_tgkill": info(child.pid, SI_TKILL),
-        "gone_recorded": info(gone),
+        "gone_recorded": info(gone), "gone_forgotten": info(gone),
     }[case]
     sender, lineage = sender_of(siginfo, root=me, grace=0.0)
     assert sender is expected
