@@ -10,7 +10,9 @@ can (``si_pid``, ``si_code``). So, while a :class:`SignalGuard` is on (``with Si
   import), so none of them can receive one behind that thread's back;
 * a signal from a process of the run's own tree (a driver, a worker, anything a candidate
   started, also after ``setsid`` or a double fork) is ignored and kept as a :class:`SignalEvent`,
-  which the caller blames on the candidate whose worker sent it (:meth:`SignalGuard.claim`);
+  which the caller blames on the candidate whose worker is among the sender's ancestors, or, for
+  an orphan (adopted by the fork server: nothing ties it to its worker any more), on the job
+  that was running alone at the time; otherwise on nobody (:meth:`SignalGuard.claim`);
 * a signal from the kernel (the terminal's Ctrl-C, a hang-up: ``SI_KERNEL``) or from a process
   outside the tree (``kill -TERM`` from a shell or a CI runner) is handed to the main thread as
   if it had arrived there: Ctrl-C and SIGTERM interrupt the run, resumable, exactly as before.
