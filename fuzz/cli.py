@@ -14,6 +14,7 @@ import sys
 from reference.errors import InvalidArgument
 
 from ._version import __version__
+from .isolation import signals
 from .outcomes import ExitCode
 
 # Sub-command name -> module under fuzz.commands; the order is the order of --help.
@@ -40,13 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         sub = module.add_parser(subparsers)
-        sub.set_defaults(_run=module.run)
+        sub.set_defaults(_run=module.run, _takes_signals=getattr(module, "TAKES_SIGNALS", False))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not getattr(args, "_takes_signals", False):
+        signals.release()  # held by the entry point for the commands that guard them (fuzz.isolation.signals)
     if not getattr(args, "_run", None):
         parser.print_help()
         return ExitCode.USAGE

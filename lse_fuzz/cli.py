@@ -15,6 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     except PackageClash as clash:
         print(f"lse-fuzz: error: {clash}", file=sys.stderr)
         return USAGE
-    from fuzz.cli import main as fuzz_main  # after the check: another project's fuzz would fail confusingly
+    from fuzz.isolation import signals  # after the check: another project's fuzz would fail confusingly
+
+    signals.hold()  # before fuzz.cli imports torch, which starts a thread (see fuzz.isolation.signals)
+    from fuzz.cli import main as fuzz_main
 
     return fuzz_main(argv)

@@ -14,6 +14,9 @@ import argparse
 
 from .. import defaults
 
+TAKES_SIGNALS = True
+"""The command line holds the signals for it (fuzz.isolation.signals.hold) until its guard takes them."""
+
 EPILOG = """\
 TARGET is path/to/file.py[:func] or package.module[:func]; func defaults to lse and must take
 the 2-D input tensor and return the (M,) result.
@@ -158,8 +161,10 @@ def run(args: argparse.Namespace) -> int:
     from reference.errors import InvalidArgument
 
     from ..grading import evaluate, format_record, render_markdown
+    from ..grading.evaluate import blame_signals
     from ..grading.options import use_torch_threads
     from ..grading.reports import atomic_write
+    from ..isolation.signals import SignalGuard
     from ..outcomes import CHECK_EXIT_CODES, Verdict
     from ..target import resolve_target
 
@@ -176,7 +181,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"lse-fuzz check {target} on {options.device} ({what}; contract {options.declared().describe()})",
               file=sys.stderr, flush=True)
 
-    record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce, side_by_side=True)
+    with SignalGuard() as guard:  # a signal from the candidate's processes is ignored and makes it crash
+        record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce,
+                          side_by_side=True)
+        blame_signals(record, guard.claim())
     verdict = Verdict(record["verdict"])
     if verdict is Verdict.LOAD_ERROR:
         raise InvalidArgument(record["reason"])

@@ -14,6 +14,9 @@ import argparse
 from .. import defaults
 from .check import add_fuzz_options
 
+TAKES_SIGNALS = True
+"""The command line holds the signals for it (fuzz.isolation.signals.hold) until its guard takes them."""
+
 EPILOG = """\
 Each candidate file must define the function (--function, default lse) taking the 2-D input
 tensor and returning the (M,) result. Verdicts: pass, fail (with the failing check), error (it
@@ -80,9 +83,12 @@ def run(args: argparse.Namespace) -> int:
     from .. import validate
     from ..grading import discover, grade, render_markdown, render_table
     from ..grading.reports import REPORT_JSONL, atomic_write
+    from ..isolation import signals
     from ..outcomes import ExitCode
     from .check import options_from_args
 
+    if args.executor == "ray":
+        signals.release()  # no guard there: the signals go to Python's handlers, as before
     if args.jobs is not None:
         validate.integer(args.jobs, name="--jobs", low=1)
     if args.ray_address is not None and args.executor != "ray":
@@ -116,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
           f"({what}; contract {options.declared().describe()}) -> {out}", file=sys.stderr, flush=True)
     result = grade(candidates, options, out=out, jobs=jobs, resume=args.resume, progress=progress,
                    executor=args.executor, ray_address=args.ray_address)
+    for event in result.stray_signals:
+        print(f"lse-fuzz: ignored {event.name} from pid {event.pid}, a process of this run that no candidate "
+              "could be tied to", file=sys.stderr)
     if result.resumed:
         print(f"resumed: {result.resumed} candidates kept from the earlier report", file=sys.stderr)
     render_table(result.records)

@@ -3,7 +3,8 @@
 
 Ctrl-C (or SIGTERM) stops the drivers and their workers and returns with ``interrupted``; the
 report then holds every candidate finished so far, and ``--resume`` keeps those records whose
-options and file are unchanged.
+options and file are unchanged. The same signals from a candidate's own processes are ignored and
+make its verdict a crash (:mod:`fuzz.isolation.signals`; the local executor).
 """
 
 from __future__ import annotations
@@ -11,16 +12,17 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import defaults
 from ..isolation.gpus import spread_over
 from ..isolation.pool import Pool
+from ..isolation.signals import SignalEvent, SignalGuard
 from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate, schedule
-from .evaluate import grading_job, job_record
+from .evaluate import blame_signals, grading_job, job_record
 from .options import GradeOptions
 from .ray_executor import grade_on_ray
 from .reports import REPORT_JSONL, read_records, write_reports
@@ -39,6 +41,7 @@ class GradeRun:
     graded: int  # graded in this run (not resumed)
     resumed: int
     interrupted: bool
+    stray_signals: list[SignalEvent] = field(default_factory=list)  # ignored, no candidate could be tied to them
 
 
 def reproducer_dir_for(out: Path, candidate: Candidate) -> Path:
@@ -80,30 +83,36 @@ def grade(
     records = dict(kept)
     pending = schedule(c for c in candidates if c.target not in kept)
     write_reports(out, records.values())
+    # Signals are told apart by sender only in the local executor: the tree is this machine's.
+    guard = SignalGuard() if pending and executor != "ray" else None
     if executor == "ray":
         records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address)
     else:
-        records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs)
+        records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs, guard=guard)
     graded = 0
     interrupted = False
+    stray: list[SignalEvent] = []
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending else None
     try:
-        if pending:
-            with contextlib.closing(records_of()) as stream:  # closed at once on Ctrl-C: drivers or tasks go
-                for record in stream:
-                    records[record["target"]] = record
-                    graded += 1
-                    write_reports(out, records.values())
-                    if progress:
-                        progress(record, len(records), len(candidates))
+        with guard if guard is not None else contextlib.nullcontext():
+            if pending:
+                with contextlib.closing(records_of()) as stream:  # closed at once on Ctrl-C: drivers or tasks go
+                    for record in stream:
+                        records[record["target"]] = record
+                        graded += 1
+                        write_reports(out, records.values())
+                        if progress:
+                            progress(record, len(records), len(candidates))
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        if guard is not None:
+            stray = guard.claim(None)
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
         write_reports(out, records.values())
     return GradeRun(records=sorted(records.values(), key=lambda r: r["candidate"]), graded=graded,
-                    resumed=len(kept), interrupted=interrupted)
+                    resumed=len(kept), interrupted=interrupted, stray_signals=stray)
 
 
 def _hard_limit(options: GradeOptions) -> float:
@@ -117,8 +126,9 @@ def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs:
 
 
 def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path,
-                     jobs: int) -> Callable[[], Iterator[dict]]:
-    """The local executor: each candidate a job of a pool of ``jobs`` drivers."""
+                     jobs: int, guard: SignalGuard | None = None) -> Callable[[], Iterator[dict]]:
+    """The local executor: each candidate a job of a pool of ``jobs`` drivers; a candidate whose
+    processes signalled the grader (``guard``) crashes."""
 
     def records() -> Iterator[dict]:
         baselines = None
@@ -133,8 +143,13 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
                 for c in pending]
         with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options),
                   gpus=spread_over(options.device)) as pool:
+            if guard is not None:
+                guard.in_flight = pool.in_flight
             for result in pool.run(work):
-                yield job_record(result, by_key[result.job.key], options)
+                record = job_record(result, by_key[result.job.key], options)
+                if guard is not None:
+                    blame_signals(record, guard.claim(result.job.key, result.processes))
+                yield record
 
     return records
 

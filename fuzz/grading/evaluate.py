@@ -22,6 +22,7 @@ from .._version import __version__
 from ..isolation.environment import default_memory_limit
 from ..isolation.pool import Job, JobResult, Pool
 from ..isolation.proxy import IsolatedImpl, LoadFailed
+from ..isolation.signals import SignalEvent, describe
 from ..outcomes import HarnessError, ImplLost, Outcome, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
 from ..static_scan import Severity
@@ -33,7 +34,8 @@ from .options import GradeOptions, torch_threads, use_torch_threads
 from .parts import merge_parts, part_count, split
 from .snapshot import materialize, restore_paths
 
-__all__ = ["GRADE_ENTRY", "RUNTIME_FLAGS", "evaluate", "evaluate_replay", "grade_job", "grading_job", "job_record"]
+__all__ = ["GRADE_ENTRY", "RUNTIME_FLAGS", "blame_signals", "evaluate", "evaluate_replay", "grade_job", "grading_job",
+           "job_record"]
 
 GRADE_ENTRY = "fuzz.grading.evaluate:grade_job"
 
@@ -256,6 +258,18 @@ def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -
         verdict, what = Verdict.CRASH, "it attacked the grader"
     record.update(verdict=verdict.value, reason=f"{what}: {result.detail.splitlines()[0] if result.detail else ''}",
                   details=result.detail, seconds=round(result.seconds, 3))
+    return record
+
+
+def blame_signals(record: dict, events: list[SignalEvent]) -> dict:
+    """A candidate whose processes signalled the grader (SIGTERM, SIGINT, ...; ignored, see
+    :mod:`fuzz.isolation.signals`) crashes, whatever its checks said: it attacked the grading."""
+    if events:
+        graded = f"{record['verdict']}: {record['reason']}"
+        record.update(verdict=Verdict.CRASH.value, check=None,
+                      reason=f"it attacked the grader: it {describe(events)}, which ignored it (graded anyway: "
+                             f"{graded.splitlines()[0] if graded else ''})",
+                      details=f"{describe(events)}; graded anyway: {graded}\n{record.get('details') or ''}".rstrip())
     return record
 
 

@@ -26,14 +26,20 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 import traceback
 
 PRELOAD = ("numpy", "torch", "triton", "triton.language")
 """Imported once by the zygote; every forked child inherits them."""
 
 MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
+ORPHAN_LINGER = 2.0
+"""Seconds an orphan we killed stays a zombie before we reap it: its entry in /proc names us as its
+parent, so a signal it sent the grader just before it died is still known for the run's, not a
+stranger's (fuzz.isolation.signals reads the sender's parents when it takes the signal)."""
 _PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 
 
 def zygote_main(lifeline_fd: int) -> None:
@@ -45,10 +51,14 @@ def zygote_main(lifeline_fd: int) -> None:
     later report the child's exit code to the client that spawned it. When a client goes away
     its children are killed; when the parent goes away, all of them are, and we exit.
     """
+    # The grader blocks the signals it takes with sigwaitinfo (fuzz.isolation.signals), and a
+    # blocked mask survives fork and exec: unblocked here, so every driver and worker forked from
+    # us dies of SIGTERM (or SIGINT, SIGHUP...) again, as any process would.
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     # Orphans of every process we fork become our children (not init's): a candidate's detached
     # process (double fork, setsid) cannot outlive its worker and write after the grader.
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
     for name in PRELOAD:
         try:
             __import__(name)
@@ -64,6 +74,7 @@ def zygote_main(lifeline_fd: int) -> None:
     selector.register(lifeline, selectors.EVENT_READ)
     children: dict[socket.socket, set[int]] = {lifeline: set()}
     owner: dict[int, socket.socket] = {}
+    orphans: dict[int, float] = {}  # adopted and killed -> when first seen
     _send_json(lifeline, {"op": "hello", "address": address, "pid": os.getpid()})
 
     def forget(client: socket.socket) -> None:
@@ -98,8 +109,8 @@ def zygote_main(lifeline_fd: int) -> None:
                     children[sock].add(reply["pid"])
                     owner[reply["pid"]] = sock
                 _send_json(sock, reply)
-            _reap(children, owner)
-            _kill_orphans(owner)
+            _reap(children, owner, orphans)
+            _kill_orphans(owner, orphans)
     finally:
         for client in list(children):
             for pid in children[client]:
@@ -126,9 +137,10 @@ def _kill_group(pid: int) -> None:
             pass
 
 
-def _kill_orphans(owner: dict) -> None:
+def _kill_orphans(owner: dict, orphans: dict) -> None:
     """Kill every child we did not fork ourselves: processes a worker or driver started that lost
     their parent (a double fork, or a worker that died) and were handed to us as subreaper."""
+    now = time.monotonic()
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
@@ -142,20 +154,33 @@ def _kill_orphans(owner: dict) -> None:
         for pid in pids:
             if pid not in owner:
                 _kill_group(pid)
+                orphans.setdefault(pid, now)
 
 
-def _reap(children: dict, owner: dict) -> None:
-    while True:
+def _reap(children: dict, owner: dict, orphans: dict) -> None:
+    """Reap the children we forked that exited (and tell their clients), and the orphans we killed
+    once they have been zombies for :data:`ORPHAN_LINGER` seconds."""
+    for pid in list(owner):
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        client = owner.pop(pid, None)
-        if client is not None:
-            children.get(client, set()).discard(pid)
+            done, status = pid, None
+        if done == 0:
+            continue
+        client = owner.pop(pid)
+        children.get(client, set()).discard(pid)
+        if status is not None:
             _send_json(client, {"op": "exited", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
+    now = time.monotonic()
+    for pid, since in list(orphans.items()):
+        if now - since < ORPHAN_LINGER:
+            continue
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            del orphans[pid]
 
 
 def _spawn(config: dict, fds: list[int], selector, children: dict, client) -> dict:
@@ -190,16 +215,17 @@ def _spawn(config: dict, fds: list[int], selector, children: dict, client) -> di
     return {"op": "spawned", "pid": pid}
 
 
-def _prctl(option: int, value: int) -> None:
+def prctl(option: int, value: int) -> None:
+    """Linux prctl(2) with one argument (a number, or an address as a number); a no-op elsewhere."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, ctypes.c_ulong(value), 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
 
 def _set_parent_death_signal() -> None:
     """Die with the zygote (Linux): no worker outlives the process tree that started it."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:
@@ -221,6 +247,7 @@ def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:
     for entry in reversed(config.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())  # a clean mask whoever started the fork server
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -12,7 +12,9 @@ directory, stdout to /dev/null and stderr to a log file of its own. Hard limits:
 past its timeout has its driver killed (with its process group; the candidate workers it started
 die with its connection to the fork server) and gets :attr:`Outcome.TIMED_OUT`; a driver that
 dies gives its job :attr:`Outcome.CRASHED` or :attr:`Outcome.EXITED`. Either way a new driver
-takes its place and the remaining jobs run: one bad job never stops the others.
+takes its place and the remaining jobs run: one bad job never stops the others. A driver tells
+the pool the pid of each worker it starts for its job (:attr:`JobResult.processes`), so that a
+signal sent to the grader from a worker's process tree is blamed on its job (:mod:`.signals`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -32,10 +35,10 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from ..outcomes import Outcome, describe_exit
-from . import wire
+from . import signals, wire
 from .environment import worker_environment, worker_sys_path
 from .gpus import VISIBLE
-from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, unwatch, watch, zygote_for
+from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, report_spawns, unwatch, watch, zygote_for
 
 __all__ = ["Job", "JobResult", "Pool", "driver_main"]
 
@@ -63,6 +66,7 @@ class JobResult:
     fork_server_died: bool = False  # its driver died together with the fork server it came from
     killed_fork_server: bool = False  # CRASHED: run alone, the job killed the fork server (it is the culprit)
     killed_its_driver: bool = False  # CRASHED/EXITED: run alone, its driver died again (it is the culprit)
+    processes: tuple[int, ...] = ()  # the pids of the workers its driver started for it (to blame signals)
 
 
 class _Driver:
@@ -85,9 +89,10 @@ class _Driver:
         self.conn = Connection(ours.detach())
         self.job: Job | None = None
         self.started = 0.0
+        self.processes: list[int] = []  # the workers started for the job in hand
 
     def send(self, job: Job) -> None:
-        self.job, self.started = job, time.monotonic()
+        self.job, self.started, self.processes = job, time.monotonic(), []
         wire.send_message(self.conn, {"op": "job", "entry": job.entry, "payload": job.payload})
 
     def log_tail(self, limit: int = 4000) -> str:
@@ -102,6 +107,7 @@ class _Driver:
     def kill(self) -> int | None:
         """Kill the driver's process group; its exit code once the fork server has reaped it."""
         unwatch(self.pid)
+        signals.forget((self.pid, *self.processes))
         for kill in (os.killpg, os.kill):
             try:
                 kill(self.pid, signal.SIGKILL)
@@ -201,8 +207,11 @@ class Pool:
                     busy[driver.conn] = driver
                     upcoming = next(pending, None)
                 for conn in wait(list(busy), timeout=0.2):
+                    result = self._receive(busy[conn])
+                    if result is None:
+                        continue  # a notice: the job runs on
                     driver = busy.pop(conn)
-                    result = self._receive(driver)
+                    signals.forget(result.processes)  # its workers are gone: their pids may be reused
                     if result.outcome in (Outcome.RETURNED, Outcome.RAISED):
                         driver.job = None
                         idle.append(driver)
@@ -222,25 +231,36 @@ class Pool:
                         self._retire(driver)
                         yield JobResult(job, Outcome.TIMED_OUT, None, seconds,
                                         f"no result within the time limit of {limit:g} s: its driver was killed"
-                                        + _tail(tail))
+                                        + _tail(tail), processes=tuple(driver.processes))
         finally:
             for driver in list(busy.values()):
                 self._retire(driver)
 
-    def _receive(self, driver: _Driver) -> JobResult:
+    def _receive(self, driver: _Driver) -> JobResult | None:
+        """How the driver's job ended, or None for a notice (the pid of a worker it started)."""
         job = driver.job
         assert job is not None
+        processes = tuple(driver.processes)
         try:
             header, _ = wire.recv_message(driver.conn)
         except (EOFError, OSError, ValueError):
             seconds, tail = time.monotonic() - driver.started, driver.log_tail()
             code = self._retire(driver)
             outcome = Outcome.CRASHED if code is None or code < 0 else Outcome.EXITED
-            return JobResult(job, outcome, None, seconds, f"its driver {describe_exit(code)}" + _tail(tail))
+            return JobResult(job, outcome, None, seconds, f"its driver {describe_exit(code)}" + _tail(tail),
+                             processes=processes)
         seconds = time.monotonic() - driver.started
+        if header.get("op") == "spawned":
+            driver.processes.append(int(header["pid"]))
+            signals.remember(driver.processes[-1])
+            return None
         if header.get("op") == "raised":
-            return JobResult(job, Outcome.RAISED, None, seconds, str(header.get("traceback", "")))
-        return JobResult(job, Outcome.RETURNED, header.get("record"), seconds)
+            return JobResult(job, Outcome.RAISED, None, seconds, str(header.get("traceback", "")), processes=processes)
+        return JobResult(job, Outcome.RETURNED, header.get("record"), seconds, processes=processes)
+
+    def in_flight(self) -> tuple[str, ...]:
+        """The keys of the jobs running now (read from another thread too: a snapshot)."""
+        return tuple(driver.job.key for driver in list(self._drivers) if driver.job is not None)
 
     def close(self) -> None:
         """Kill every driver (and so the workers they started)."""
@@ -265,6 +285,13 @@ def driver_main(channel_fd: int, args: dict) -> int:
     """Run the jobs the parent sends, one at a time, until it closes the channel."""
     conn = Connection(channel_fd)
     entries: dict[str, Callable[[dict], dict]] = {}
+    sending = threading.Lock()  # a notice from a thread of the job never cuts into the reply
+
+    def send(header: dict) -> None:
+        with sending:
+            wire.send_message(conn, header)
+
+    report_spawns(lambda pid: send({"op": "spawned", "pid": pid}))
     while True:
         try:
             header, _ = wire.recv_message(conn)
@@ -279,7 +306,6 @@ def driver_main(channel_fd: int, args: dict) -> int:
                 entries[entry] = getattr(importlib.import_module(module_name), function)
             record = entries[entry](header.get("payload") or {})
         except Exception as exc:  # a bug in the job's code: report it, serve the next job
-            wire.send_message(conn, {"op": "raised", "type": type(exc).__name__,
-                                     "traceback": traceback.format_exc()[-20000:]})
+            send({"op": "raised", "type": type(exc).__name__, "traceback": traceback.format_exc()[-20000:]})
             continue
-        wire.send_message(conn, {"op": "result", "record": record})
+        send({"op": "result", "record": record})

@@ -1,0 +1,294 @@
+"""Signals sent to the grader: a candidate's are ignored and blamed on it, anyone else's obeyed.
+
+Every process of a run shares one user with the candidates, so a candidate can ``kill()`` the
+grader (found through its parent chain or in /proc) with SIGTERM or SIGINT and stop the batch as
+if the user had pressed Ctrl-C. A signal handler cannot tell who sent a signal; ``sigwaitinfo``
+can (``si_pid``, ``si_code``). So, while a :class:`SignalGuard` is on (``with SignalGuard() as guard: ...``):
+
+* the signals of :data:`GUARDED` are blocked in every thread and one thread takes them with
+  ``sigtimedwait``; the process starts its threads only after :func:`hold` (torch starts one on
+  import), so none of them can receive one behind that thread's back;
+* a signal from a process of the run's own tree (a driver, a worker, anything a candidate
+  started, also after ``setsid`` or a double fork) is ignored and kept as a :class:`SignalEvent`,
+  which the caller blames on the candidate whose worker is among the sender's ancestors, or, for
+  an orphan (adopted by the fork server: nothing ties it to its worker any more), on the job
+  that was running alone at the time; otherwise on nobody (:meth:`SignalGuard.claim`);
+* a signal from the kernel (the terminal's Ctrl-C, a hang-up: ``SI_KERNEL``) or from a process
+  outside the tree (``kill -TERM`` from a shell or a CI runner) is handed to the main thread as
+  if it had arrived there: Ctrl-C and SIGTERM interrupt the run, resumable, exactly as before.
+
+The grader is a child subreaper meanwhile (``PR_SET_CHILD_SUBREAPER``): should the fork server
+die, what was below it is handed to the grader, not to init, and stays in the tree. Those
+adopted processes are not reaped: a zombie keeps its parent in /proc, which is what tells a
+sender that already exited from a stranger; there are at most the processes of the jobs in
+flight when the fork server died.
+
+Residual risks (the tree is read when the signal is taken, not when it was sent):
+
+* a sender that exits and is reaped by its own parent before the guard thread reads /proc, and
+  whose pid the run never recorded (a worker's child, not the worker), looks like a stranger;
+  the window is the time between ``kill()`` and our wake-up, microseconds on an idle machine;
+* pid reuse: a recorded pid (:func:`remember`; the pool forgets a job's once it ended) whose
+  process is gone is taken for the run's even if an unrelated process took that pid since and
+  exited again; only after the pid counter wrapped (32768 pids on some systems) during one job;
+* signals whose ``siginfo`` the sender writes itself (``sigqueue``: ``si_code`` < 0) or that the
+  kernel sends for a file the candidate set up (``F_SETOWN``: SIGIO) prove no sender: ignored;
+* SIGKILL and SIGSTOP cannot be blocked, and stop signals (SIGTSTP, SIGTTIN, SIGTTOU) are left as
+  they are: the terminal's Ctrl-Z must still work.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import ctypes
+import enum
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .child import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
+
+__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "describe", "forget", "hold", "lineage", "release",
+           "remember", "sender_of"]
+
+# Linux only, like the fork server: elsewhere (no sigtimedwait, no real-time signals) nothing is
+# held or guarded and signals act as they always did.
+SUPPORTED = hasattr(signal, "sigtimedwait") and hasattr(signal, "SIGRTMAX")
+
+WAKE = getattr(signal, "SIGRTMAX", 0)
+"""Sent to the main thread to break a blocking call once an interruption is due: a no-op handler."""
+
+GUARDED = frozenset() if not SUPPORTED else frozenset({
+    # What ends a default Python process and a person or a program may send to stop it...
+    signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
+    signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR, signal.SIGSTKFLT,
+    signal.SIGXCPU,
+    # ... the fault signals, which kill() can send too (a real fault is delivered even when blocked) ...
+    signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGSEGV, signal.SIGSYS, signal.SIGTRAP,
+    # ... and the real-time signals, which end a process by default.
+    *range(signal.SIGRTMIN, WAKE),
+})
+
+SI_USER, SI_TKILL, SI_KERNEL = 0, -6, 0x80  # <asm-generic/siginfo.h>: kill(), tgkill(), the kernel
+GRACE = 1.0
+"""Seconds a sender that is already gone may take to show up among the recorded pids (a driver
+reports its worker's pid to the pool a moment after the fork) before it is taken for a stranger."""
+MAX_EVENTS = 1000  # kept per run: a flood of queued real-time signals costs no more
+
+
+class Sender(enum.Enum):
+    """Who sent a signal, as far as the kernel's word goes (:func:`sender_of`)."""
+
+    KERNEL = "kernel"  # the terminal (Ctrl-C, hang-up), a timer: the user's
+    OUTSIDE = "outside"  # a process outside the run's tree, or the grader itself: obeyed
+    RUN = "run"  # a process of the run's tree: ignored, blamed on its candidate
+    UNPROVEN = "unproven"  # a siginfo the sender wrote itself, or SIGIO: ignored
+
+
+@dataclass(frozen=True)
+class SignalEvent:
+    """A signal the guard ignored. ``lineage``: the sender and its ancestors below the grader, as
+    read when it was taken; ``in_flight``: the keys of the jobs running then."""
+
+    signum: int
+    pid: int
+    sender: Sender
+    lineage: tuple[int, ...]
+    in_flight: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+
+# Pids this process had the fork server start, and those its drivers reported: a sender among them
+# that is already gone (reaped) is still known for the run's.
+_RECORDED: set[int] = set()
+
+
+def remember(pid: int) -> None:
+    _RECORDED.add(pid)
+
+
+def forget(pids) -> None:
+    """Once these processes are gone for good (their job ended): a pid reused later is a stranger's."""
+    _RECORDED.difference_update(pids)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def lineage(pid: int, root: int) -> tuple[int, ...] | None:
+    """``pid`` and its ancestors below ``root``, if ``root`` is one of them; None if it is not or
+    ``pid`` is gone (a zombie still counts: its parent is in /proc until it is reaped)."""
+    chain = []
+    while pid and pid != root and len(chain) < 4096:
+        chain.append(pid)
+        parent = _parent(pid)
+        if parent is None or parent == pid:
+            return None
+        pid = parent
+    return tuple(chain) if pid == root and pid else None
+
+
+def sender_of(info, *, root: int, grace: float = GRACE) -> tuple[Sender, tuple[int, ...]]:
+    """Who sent the signal ``info`` (a ``signal.struct_siginfo``) to ``root``, and its lineage
+    below ``root`` when it is one of the run's processes."""
+    if info.si_code == SI_KERNEL:
+        # The kernel sends SIGIO for a file whose owner (F_SETOWN) a candidate made the grader.
+        return (Sender.UNPROVEN, ()) if info.si_signo == signal.SIGIO else (Sender.KERNEL, ())
+    if info.si_code not in (SI_USER, SI_TKILL):
+        return Sender.UNPROVEN, ()  # the sender filled in si_pid itself (sigqueue), or the kernel did for a file
+    if info.si_pid == root:
+        return Sender.OUTSIDE, ()  # the grader itself: os.kill(os.getpid(), ...) is meant
+    if os.path.exists(f"/proc/{info.si_pid}"):
+        chain = lineage(info.si_pid, root)
+        return (Sender.RUN, chain) if chain else (Sender.OUTSIDE, ())
+    deadline = time.monotonic() + grace
+    while info.si_pid not in _RECORDED and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return (Sender.RUN, (info.si_pid,)) if info.si_pid in _RECORDED else (Sender.OUTSIDE, ())
+
+
+def describe(events: list[SignalEvent]) -> str:
+    """'sent SIGINT and SIGTERM to the grader (from pid 123)': each signal once, in the order of
+    their numbers (the kernel delivers pending signals that way, not in the order sent)."""
+    names = [event.name for event in sorted({event.signum: event for event in events}.values(),
+                                            key=lambda event: event.signum)]
+    pids = sorted({event.pid for event in events if event.pid})
+    said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    more = f" and {len(pids) - 3} more" if len(pids) > 3 else ""
+    source = "" if not pids else f" (from pid {pids[0]})" if len(pids) == 1 else \
+        f" (from pids {', '.join(map(str, pids[:3]))}{more})"
+    return f"sent {said} to the grader{source}"
+
+
+def hold() -> None:
+    """Block :data:`GUARDED` in this thread, before anything starts a thread that would inherit an
+    unblocked mask: the command line's first step. :func:`release` (or the guard) undoes it."""
+    if SUPPORTED:
+        signal.pthread_sigmask(signal.SIG_BLOCK, GUARDED)
+
+
+def release() -> None:
+    if SUPPORTED:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, GUARDED)
+
+
+class SignalGuard:
+    """The thread that takes :data:`GUARDED` (see the module docstring), on for a ``with`` block.
+
+    Inactive (signals act as before, nothing is ever claimed) off Linux and outside the main
+    thread, where Python neither runs signal handlers nor lets them be set."""
+
+    def __init__(self) -> None:
+        self.active = SUPPORTED and threading.current_thread() is threading.main_thread()
+        self.root = os.getpid()
+        self.events: list[SignalEvent] = []
+        self.in_flight: Callable[[], tuple[str, ...]] = tuple  # set by whoever runs the jobs
+        self._stop = threading.Event()
+        self._handling = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="lse-fuzz-signals", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._handling.clear()
+            info = signal.sigtimedwait(GUARDED, 0.2)
+            if info is not None:
+                self._handling.set()
+                self._handle(info)
+
+    def _handle(self, info) -> None:
+        try:
+            sender, chain = sender_of(info, root=self.root)
+        except Exception:  # a bug here must not kill the thread: every later signal would stay blocked
+            sender, chain = Sender.UNPROVEN, ()
+        if sender in (Sender.KERNEL, Sender.OUTSIDE):
+            self._obey(info.si_signo)
+            return
+        try:
+            in_flight = tuple(self.in_flight())
+        except Exception:  # read while another thread changes it: no job named, no blame by time
+            in_flight = ()
+        with self._lock:
+            if len(self.events) < MAX_EVENTS:
+                self.events.append(SignalEvent(info.si_signo, info.si_pid, sender, chain, in_flight))
+
+    def _obey(self, signum: int) -> None:
+        """What the signal would have done without the guard."""
+        handler = signal.getsignal(signum)
+        if callable(handler):  # Python's: KeyboardInterrupt for SIGINT, the run's for SIGTERM
+            _thread.interrupt_main(signum)
+            with contextlib.suppress(OSError):  # break the main thread's blocking call, if any
+                signal.pthread_kill(threading.main_thread().ident, WAKE)
+        elif handler != signal.SIG_IGN:  # the default action (end the process), from this thread
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+            signal.raise_signal(signum)
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+
+    def _settle(self, timeout: float = 2.0) -> None:
+        """Wait until every guarded signal sent so far has been taken and judged."""
+        deadline, quiet = time.monotonic() + timeout, 0
+        while quiet < 2 and time.monotonic() < deadline:  # twice: a signal is taken a moment before it is flagged
+            busy = signal.sigpending() & GUARDED or self._handling.is_set()
+            quiet = 0 if busy else quiet + 1
+            time.sleep(0.01)
+
+    def claim(self, key: str | None = None, processes: tuple[int, ...] = ()) -> list[SignalEvent]:
+        """The ignored signals of one job, taken off the list: those whose sender descends from one
+        of its ``processes`` (its workers), or sent while it was the only job running. With no
+        ``key``, every one (one candidate graded: all were its doing)."""
+        if not self.active:
+            return []
+        self._settle()
+        with self._lock:
+            mine = [event for event in self.events
+                    if key is None or set(event.lineage) & set(processes) or event.in_flight == (key,)]
+            self.events = [event for event in self.events if event not in mine]
+        return mine
+
+    def __enter__(self) -> SignalGuard:
+        if not self.active:
+            return self
+        self._previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, GUARDED)
+        self._previous_wake = signal.signal(WAKE, _ignore)
+        flag = ctypes.c_int(0)
+        prctl(PR_GET_CHILD_SUBREAPER, ctypes.addressof(flag))
+        self._was_subreaper = bool(flag.value)
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if not self.active:
+            return
+        self._stop.set()
+        self._thread.join()
+        # Signals that came after the thread's last wait are judged here, not let through the
+        # unblocked mask (a candidate's last SIGTERM would end the finished run as interrupted);
+        # after the state is restored, since obeying one may raise KeyboardInterrupt at once.
+        late = []
+        while (info := signal.sigtimedwait(GUARDED, 0)) is not None:
+            late.append(info)
+        prctl(PR_SET_CHILD_SUBREAPER, int(self._was_subreaper))
+        signal.signal(WAKE, self._previous_wake)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._previous_mask)
+        for info in late:
+            self._handle(info)
+
+
+def _ignore(signum, frame) -> None:
+    pass

@@ -1,0 +1,153 @@
+"""A candidate that signals the grader (SIGTERM, then SIGINT) cannot stop the batch: the signals
+are ignored, the culprit crashes with a reason that says what it did, its neighbour passes; a
+signal from outside the run (the test's own, or ^C typed into the grader's terminal) still
+interrupts it, resumable. ``check`` too.
+
+Each test runs the command as its own process, as a user would: a real signal to pytest's own
+process would go elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+IMPLEMENTATIONS = ROOT / "tests" / "implementations"
+FAST = ["--budget", "10", "--max-elements", "1024", "-q"]
+
+
+def lse_fuzz(*argv: str, cwd: Path) -> subprocess.Popen:
+    # A shell starts background jobs with SIGINT ignored, and Python keeps an inherited SIG_IGN:
+    # give the command the default disposition, as a terminal would.
+    return subprocess.Popen([sys.executable, "-m", "fuzz", *argv], cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def records_of(out: Path) -> dict[str, dict]:
+    return {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
+
+
+def batch(directory: Path, files: dict[str, Path]) -> Path:
+    directory.mkdir()
+    for name, source in files.items():
+        shutil.copy(source, directory / f"{name}.py")
+    return directory
+
+
+@pytest.mark.parametrize("attack, jobs", [
+    ("signals_the_grader", "2"),
+    ("signals_the_grader_from_a_new_session", "2"),
+    # Nothing ties an orphan to its worker but the time it ran: blamed when its candidate ran alone.
+    ("signals_the_grader_from_an_orphan", "1"),
+], ids=["from_its_worker", "from_a_new_session", "from_an_orphan"])
+def test_a_candidate_that_signals_the_grader_crashes_and_the_batch_finishes(tmp_path, attack, jobs):
+    batch_dir = batch(tmp_path / "batch", {"a_attacker": IMPLEMENTATIONS / "hostile" / f"{attack}.py",
+                                           "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
+    out = tmp_path / "out"
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out", str(out), cwd=tmp_path)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 1, err  # not 130: nothing interrupted it
+    assert "interrupted" not in err
+    records = records_of(out)
+    assert set(records) == {"a_attacker", "b_neighbour"}
+    assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
+    attacker = records["a_attacker"]
+    assert attacker["verdict"] == "crash"
+    assert attacker["reason"].startswith("it attacked the grader: it sent SIGINT and SIGTERM to the grader (from pid")
+    assert "graded anyway: pass" in attacker["reason"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_from_outside_the_run_still_interrupts_it(tmp_path, signum):
+    # The first candidate signals the grader and is graded (a crash); during the second (a hang),
+    # the test signals the grader from outside its tree: the run stops, resumable, as before.
+    batch_dir = batch(tmp_path / "batch", {"a_attacker": IMPLEMENTATIONS / "hostile" / "signals_the_grader.py",
+                                           "b_hang": IMPLEMENTATIONS / "candidates" / "hang.py",
+                                           "c_wrong_shape": IMPLEMENTATIONS / "candidates" / "wrong_shape.py"})
+    out = tmp_path / "out"
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "--call-timeout", "4", "-j", "1", "--out", str(out),
+                       cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    report = out / "grade.jsonl"
+    while time.monotonic() < deadline and process.poll() is None:
+        if report.exists() and report.read_text().strip():
+            break
+        time.sleep(0.1)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted after 1 of 3 candidates" in err and "--resume" in err and "Traceback" not in err
+    records = records_of(out)
+    assert list(records) == ["a_attacker"] and records["a_attacker"]["verdict"] == "crash"
+
+
+def test_check_ignores_the_candidates_signals_and_names_them(tmp_path):
+    target = tmp_path / "attacker.py"
+    shutil.copy(IMPLEMENTATIONS / "hostile" / "signals_the_grader.py", target)
+    process = lse_fuzz("check", f"{target}:lse", *FAST[:-1], "--json", str(tmp_path / "result.json"), cwd=tmp_path)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 1, err
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["verdict"] == "crash" and "sent SIGINT and SIGTERM to the grader" in record["reason"]
+    assert "sent SIGINT and SIGTERM to the grader" in out
+
+
+def test_ctrl_c_in_the_terminal_still_interrupts_the_run(tmp_path):
+    # The kernel sends the terminal's SIGINT (si_pid 0, SI_KERNEL) to the foreground process group:
+    # the grader runs on a pseudo-terminal of its own here, and ^C is typed into it. The candidate
+    # graded first signalled the grader itself and was ignored; the user's ^C is not.
+    batch_dir = batch(tmp_path / "batch", {"a_attacker": IMPLEMENTATIONS / "hostile" / "signals_the_grader.py",
+                                           "b_hang": IMPLEMENTATIONS / "candidates" / "hang.py"})
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), *FAST, "--call-timeout", "4", "-j", "1",
+            "--out", str(out)]
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a new session whose controlling terminal is the pty
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.chdir(tmp_path)
+            os.execve(sys.executable, argv, dict(os.environ, PYTHONPATH=str(ROOT)))
+        finally:
+            os._exit(127)
+    written, typed = b"", False
+    deadline = time.monotonic() + 180
+    report = out / "grade.jsonl"
+    while (status := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        written += _read_available(terminal)
+        if not typed and report.exists() and report.read_text().strip():
+            os.write(terminal, b"\x03")  # ^C, once the first candidate is graded
+            typed = True
+        time.sleep(0.1)
+    if status[0] == 0:  # still running: do not leave it behind
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    written += _read_available(terminal)
+    os.close(terminal)
+    text = written.decode(errors="replace")
+    assert status[0] == pid and os.waitstatus_to_exitcode(status[1]) == 130, text
+    assert "interrupted after 1 of 2 candidates" in text and "--resume" in text
+    assert {name: record["verdict"] for name, record in records_of(out).items()} == {"a_attacker": "crash"}
+
+
+def _read_available(fd: int) -> bytes:
+    data = b""
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
