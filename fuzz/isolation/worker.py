@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import inspect
 import json
+import mmap
 import os
 import reprlib
 import sys
@@ -35,7 +36,7 @@ import torch
 from .. import autotune
 from ..failures import exception_chain
 from ..gpu_memory import MEMORY_WAIT, with_memory_retry
-from .wire import bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
+from .wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
 
 
 def worker_main(channel_fd: int, args: dict) -> int:
@@ -190,6 +191,7 @@ class _WorkerState:
         self.flat = None  # the storage the input view lives in (uint8), kept across calls
         self.x = None
         self.sent = None  # what the parent sent, to see whether the call changed it
+        self.shared = False  # the input is the parent's mapping (a CPU input)
         self.mode = None
         self.bench_input = None
 
@@ -233,7 +235,15 @@ class _WorkerState:
         if key != self.key:
             self._poison()
             self.mode = spec["mode"]
-            if self.mode == "storage":
+            if spec.get("shared"):
+                # The parent's mapping of the storage (see fuzz.isolation.shared_input): it reads
+                # the same memory after the call, so it needs no word from here on what changed.
+                with open(spec["shared"], "r+b") as file:
+                    mapping = mmap.mmap(file.fileno(), 0)
+                self.flat = torch.frombuffer(mapping, dtype=torch.uint8)
+                self.x = torch.empty(0, dtype=dtype, device=self.device).set_(
+                    self.flat.untyped_storage(), offset, size, stride)
+            elif self.mode == "storage":
                 self.flat = torch.empty(len(frame), dtype=torch.uint8, device=self.device)
                 self.x = torch.empty(0, dtype=dtype, device=self.device).set_(
                     self.flat.untyped_storage(), offset, size, stride)
@@ -242,6 +252,9 @@ class _WorkerState:
                 self.flat = torch.empty(int(spec["storage_elements"]), dtype=dtype, device=self.device)
                 self.x = self.flat.as_strided(size, stride, offset)
             self.key = key
+            self.shared = bool(spec.get("shared"))
+        if self.shared:
+            return self.x  # the parent has written the current bytes into the mapping
         if self.mode == "storage":
             self.flat.copy_(data)
         else:
@@ -250,7 +263,10 @@ class _WorkerState:
         return self.x
 
     def changed_input(self):
-        """The input's bytes after the call if the call changed them, else None."""
+        """The input's bytes after the call if the call changed them, else None (a shared input:
+        the parent compares it itself)."""
+        if self.shared:
+            return None
         if self.mode == "storage":
             now = self.flat.cpu() if self.flat.device.type != "cpu" else self.flat
         else:
@@ -270,10 +286,10 @@ class _WorkerState:
             x = with_memory_retry(lambda: self.input_for(spec, frame), self.device)
         except torch.OutOfMemoryError as exc:
             # The GPU is full of other processes' memory: the harness's problem, not the candidate's.
-            _reply_raised(conn, exc, during="rebuilding the input in the worker", kind="harness")
+            _reply_raised(conn, exc, during=REBUILDING_INPUT, kind="harness")
             return
         except BaseException as exc:  # e.g. the memory limit is too small for this input
-            _reply_raised(conn, exc, during="rebuilding the input in the worker")
+            _reply_raised(conn, exc, during=REBUILDING_INPUT)
             return
         started = time.perf_counter()
         pinning = None

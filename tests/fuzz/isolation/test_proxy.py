@@ -114,6 +114,17 @@ def test_a_mutation_of_the_input_is_written_back_bit_for_bit():
     assert torch.equal(x.view(torch.int32), (-before).view(torch.int32))  # 0.0 became -0.0
 
 
+def test_the_parent_sees_an_input_change_that_the_candidate_hides_from_its_own_process():
+    x = torch.tensor([[0.5, 1.5], [-2.0, 4.0]])
+    before = x.clone()
+    with IsolatedImpl(target("blinds_the_input_check")) as impl:
+        impl(x)
+        assert impl.input_changes == 1
+        impl(x)  # the same tensor again: its (halved) contents travel, and the next change is seen too
+        assert impl.input_changes == 2
+    assert torch.equal(x, before / 4)
+
+
 def test_a_write_into_the_padding_is_written_back():
     x = Layout(LayoutKind.PADDED, pad=2).materialize(torch.ones(2, 3))
     storage = torch.empty(0).set_(x.untyped_storage())
