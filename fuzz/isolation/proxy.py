@@ -15,11 +15,15 @@ allocates nothing the runner compares against.
 
 Against answers that do not come from computing: the same tensor object here maps to the same
 object in the worker (so new values written into a reused input, as the ``fresh_values`` check
-does, meet whatever the candidate cached by object, pointer or shape); every output the
-candidate returns and every input storage the worker drops is filled with NaN bits before its
-memory can be reused (a row the kernel never writes cannot inherit a right answer from the
-previous call); and the input's bytes are compared after every call, not only the calls the
-checks inspect (:attr:`IsolatedImpl.input_changes`).
+does, meet whatever the candidate cached by object, pointer or shape); an output stays alive in the
+worker while the caller holds its copy here, and its bytes come back after every call, so a buffer
+the candidate returns again and overwrites changes the caller's copy as it would in process
+(:attr:`IsolatedImpl.output_changes`); an output aliasing the input (by address, whatever storage
+object wraps it) comes back as a view of it; an output the caller dropped and nothing else refers
+to, and every input storage the worker drops, is filled with NaN bits before its memory can be
+reused (a row the kernel never writes cannot inherit a right answer from the previous call); and
+the input's bytes are compared after every call, not only the calls the checks inspect
+(:attr:`IsolatedImpl.input_changes`).
 
 What a call can end in (:class:`fuzz.outcomes.Outcome`, mapped by :func:`fuzz.outcomes.call_outcome`):
 
@@ -49,6 +53,7 @@ import signal
 import socket
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -211,6 +216,12 @@ class IsolatedImpl:
         self._home: Path | None = None
         self._deadline: float | None = None
         self._shared = SharedInput()
+        # Outputs returned by earlier calls that the caller may still hold: the worker keeps the
+        # candidate's tensor while ours lives and sends its bytes after every call, so a buffer the
+        # candidate returns again and overwrites changes ours too, as it would in process.
+        self._held: dict[int, weakref.ref] = {}
+        self._released: list[int] = []  # ids of outputs of ours that died since the last call
+        self.output_changes = 0  # calls that changed an output the caller still held
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -409,13 +420,15 @@ class IsolatedImpl:
         what = f"call {self.calls} on a {tuple(x.shape)} {wire.dtype_name(x.dtype)} input"
         with self.guard() if self.guard is not None else contextlib.nullcontext():
             try:
-                wire.send_message(self._conn, {"op": "call", "input": spec}, (b"",) if shared else (frame,))
+                released, self._released[:] = list(self._released), []
+                wire.send_message(self._conn, {"op": "call", "input": spec, "released": released},
+                                  (b"",) if shared else (frame,))
             except OSError:
                 pass  # the worker is gone; _receive reports how
             try:
                 # An answer is an (M,) result of at most 16-byte elements, or the input's bytes back.
-                header, frames = self._receive_call(what, x, max(memoryview(frame).nbytes, 16 * x.shape[0], 64)
-                                                    if x.dim() else MAX_FRAME)
+                header, frames = self._receive_call(what, x, max(memoryview(frame).nbytes, 16 * x.shape[0], 64,
+                                                                 self._held_bytes()) if x.dim() else MAX_FRAME)
             finally:
                 self._shared.mapped()  # the worker has mapped the file, or is gone: the name goes
         op = header.get("op")
@@ -428,7 +441,10 @@ class IsolatedImpl:
             if changed is not None:
                 self.input_changes += 1
                 write_back(x, spec, changed)
-            return decode_output(header["output"], frames, x)
+            held = list(header.get("held") or [])
+            own = len(frames) - len(held) - bool(header.get("input_changed"))
+            self._update_held(held, frames[own:own + len(held)])
+            return self._hold(decode_output(header["output"], frames[:own], x), header["output"].get("id"))
         if op == "raised":
             if shared and header.get("during") == wire.REBUILDING_INPUT:
                 self._shared.drop()  # the worker holds no view of it: the next call sends it anew
@@ -449,6 +465,33 @@ class IsolatedImpl:
                              returncode=code if code is not None else header.get("code"), x=x,
                              reaped=code is not None)
         raise self._lose(Outcome.CRASHED, f"the worker sent an unexpected {op!r} message during {what}", x=x)
+
+    def _hold(self, out: object, output_id: int | None) -> object:
+        if output_id is not None and isinstance(out, torch.Tensor):
+            self._held[int(output_id)] = weakref.ref(out)
+            weakref.finalize(out, self._let_go, int(output_id))
+        return out
+
+    def _let_go(self, output_id: int) -> None:
+        self._held.pop(output_id, None)
+        self._released.append(output_id)  # the worker drops its tensor on the next call
+
+    def _held_bytes(self) -> int:
+        return max((t.nbytes for t in (ref() for ref in list(self._held.values())) if t is not None), default=0)
+
+    def _update_held(self, held: list[int], frames: list[bytearray]) -> None:
+        """Write what the candidate did to its earlier outputs into ours (decided here, from bytes)."""
+        changed = False
+        for output_id, data in zip(held, frames):
+            ref = self._held.get(int(output_id))
+            ours = ref() if ref is not None else None
+            if ours is None or ours.device.type == "meta" or memoryview(data).nbytes != ours.nbytes:
+                continue
+            now = wire.tensor_from_bytes(data, ours.dtype, ours.shape, ours.device)
+            if not torch.equal(wire.bits(now), wire.bits(ours)):
+                ours.copy_(now)
+                changed = True
+        self.output_changes += changed
 
     def release_input(self) -> None:
         """Have the worker drop its copy of the last input now (a huge-offset view's gigabytes of
@@ -555,6 +598,33 @@ class RestartingImpl:
         self.start()
         assert self._impl is not None
         return self._impl.tuning()
+
+    def _hold(self, out: object, output_id: int | None) -> object:
+        if output_id is not None and isinstance(out, torch.Tensor):
+            self._held[int(output_id)] = weakref.ref(out)
+            weakref.finalize(out, self._let_go, int(output_id))
+        return out
+
+    def _let_go(self, output_id: int) -> None:
+        self._held.pop(output_id, None)
+        self._released.append(output_id)  # the worker drops its tensor on the next call
+
+    def _held_bytes(self) -> int:
+        return max((t.nbytes for t in (ref() for ref in list(self._held.values())) if t is not None), default=0)
+
+    def _update_held(self, held: list[int], frames: list[bytearray]) -> None:
+        """Write what the candidate did to its earlier outputs into ours (decided here, from bytes)."""
+        changed = False
+        for output_id, data in zip(held, frames):
+            ref = self._held.get(int(output_id))
+            ours = ref() if ref is not None else None
+            if ours is None or ours.device.type == "meta" or memoryview(data).nbytes != ours.nbytes:
+                continue
+            now = wire.tensor_from_bytes(data, ours.dtype, ours.shape, ours.device)
+            if not torch.equal(wire.bits(now), wire.bits(ours)):
+                ours.copy_(now)
+                changed = True
+        self.output_changes += changed
 
     def release_input(self) -> None:
         if self._impl is not None:

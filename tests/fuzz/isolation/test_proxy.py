@@ -143,6 +143,26 @@ def test_an_output_that_aliases_the_input_comes_back_as_a_view_of_it():
     assert torch.equal(out, x[:, 0])
 
 
+def test_an_output_that_aliases_the_input_through_another_storage_object_comes_back_as_a_view_of_it():
+    x = torch.randn(4, 3)
+    with IsolatedImpl(target("aliases_through_numpy")) as impl:
+        out = impl(x)
+    assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert torch.equal(out, x[:, -1]) and out.stride() == (3,)
+
+
+def test_an_output_the_candidate_returns_again_and_overwrites_changes_in_the_callers_hands():
+    x = torch.randn(3, 4)
+    with IsolatedImpl(target("returns_one_buffer")) as impl:
+        first = impl(x)
+        second = impl(x + 1.0)
+        assert torch.equal(first, second)  # as in process, where both are one tensor
+        assert impl.output_changes == 1  # decided here, from the bytes of the held output
+        del first, second
+        third = impl(x)  # released outputs are not sent again: nothing held changed
+        assert impl.output_changes == 1 and torch.equal(third, expected(x))
+
+
 def test_the_same_tensor_object_maps_to_the_same_object_in_the_worker():
     x = torch.randn(3, 4)
     with IsolatedImpl(target("caches_by_object")) as impl:
