@@ -222,6 +222,7 @@ class IsolatedImpl:
         self._held: dict[int, weakref.ref] = {}
         self._released: list[int] = []  # ids of outputs of ours that died since the last call
         self.output_changes = 0  # calls that changed an output the caller still held
+        self.runtime_ops: dict[str, set[str]] = {}  # runtime flag -> aten operators seen (see op_record)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -436,6 +437,8 @@ class IsolatedImpl:
             self._pinning.lines = list(header.get("configs") or [])
         if op == "returned":
             self.candidate_seconds += float(header.get("seconds", 0.0))
+            for flag, operators in (header.get("ops") or {}).items():
+                self.runtime_ops.setdefault(str(flag), set()).update(str(o) for o in operators)
             changed = self._shared.changed(frame) if shared else \
                 (frames[-1] if header.get("input_changed") else None)
             if changed is not None:

@@ -13,7 +13,7 @@ Messages (parent -> worker), each a JSON header plus raw frames (:mod:`fuzz.isol
 Replies (worker -> parent):
 
   {"op": "ready"} | {"op": "load_failed", "message": ..., "chain": [...], "harness": bool}   after loading the target
-  {"op": "returned", "output": {..., "id": n}, "held": [ids], "input_changed": bool}
+  {"op": "returned", "output": {..., "id": n}, "held": [ids], "ops": {flag: [operators]}, "input_changed": bool}
                                       + output frame, + each held output's bytes now, + input frame if changed
   {"op": "raised", "kind": "exception" | "out_of_memory" | "cuda_error" | "harness", "type", "message", "traceback", "chain"}
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
@@ -38,6 +38,7 @@ import torch
 from .. import autotune
 from ..failures import exception_chain
 from ..gpu_memory import MEMORY_WAIT, with_memory_retry
+from .op_record import OpRecord, recording
 from .wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
 
 
@@ -200,6 +201,7 @@ class _WorkerState:
         # memory is not the next output's), and their bytes go back after every call, so the
         # parent sees a returned buffer the candidate writes into again (see IsolatedImpl).
         self.held: dict[int, torch.Tensor] = {}
+        self.record = OpRecord()  # the aten operators the candidate's calls ran
         self.returned = 0
 
     # -- input --------------------------------------------------------------------------------
@@ -318,8 +320,10 @@ class _WorkerState:
             return
         started = time.perf_counter()
         pinning = None
+        removed = [False]
         try:
-            with warnings.catch_warnings(), autotune.pinned(self.tuners, spec.get("config")) as pinning:
+            with warnings.catch_warnings(), autotune.pinned(self.tuners, spec.get("config")) as pinning, \
+                    recording(self.record, input_dtype=x.dtype, removed=removed):
                 # The interpreter evaluates masked lanes with numpy and warns about inf - inf,
                 # as the in-process runner ignores it: not the candidate's noise.
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -354,8 +358,12 @@ class _WorkerState:
         changed = self.changed_input()
         if changed is not None:
             frames.append(changed)
+        ops = self.record.findings()
+        if removed[0]:
+            ops["runtime_record_removed"] = []
         send_message(conn, {"op": "returned", "output": output, "input_changed": changed is not None,
-                            "held": held, "seconds": seconds, "configs": pinning.lines()}, tuple(frames))
+                            "held": held, "ops": ops, "seconds": seconds, "configs": pinning.lines()},
+                     tuple(frames))
 
     def _describe_output(self, out, x) -> tuple[dict, list]:
         if isinstance(out, torch.Tensor) and out.layout == torch.strided:
