@@ -241,7 +241,8 @@ class IsolatedImpl:
             return self
         env = worker_environment(self.environ)
         self._zygote = zygote_for(env)
-        self._home = Path(tempfile.mkdtemp(prefix="lse-fuzz-worker-"))
+        # Neutral names (tmpXXXXXXXX/cwd): the candidate's working directory does not say who runs it.
+        self._home = Path(tempfile.mkdtemp())
         cwd = self._home / "cwd"
         cwd.mkdir()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

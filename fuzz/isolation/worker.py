@@ -38,12 +38,14 @@ import torch
 from .. import autotune
 from ..failures import exception_chain
 from ..gpu_memory import MEMORY_WAIT, with_memory_retry
+from .appearance import look_ordinary
 from .op_record import OpRecord, recording
 from .wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
 
 
 def worker_main(channel_fd: int, args: dict) -> int:
     """Load the target, then serve calls until the parent closes the channel."""
+    look_ordinary()  # before the candidate's import runs: no command line naming the grader
     conn = Connection(channel_fd)
     device = args["device"]
     if device == "cpu":

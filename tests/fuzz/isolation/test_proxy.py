@@ -69,10 +69,20 @@ def test_the_worker_runs_scrubbed_in_its_own_directory_session_and_stdin(monkeyp
         seen = json.loads(impl.noise().stdout_head.splitlines()[0])
     assert "LSE_FUZZ_TEST_SECRET" not in seen["env"]
     assert set(seen["env"]) <= set(worker_environment()) | {"TMPDIR", "TEMP", "TMP", "TRITON_INTERPRET"}
-    assert Path(seen["cwd"]).resolve() != Path.cwd().resolve() and "lse-fuzz-worker-" in seen["cwd"]
+    assert Path(seen["cwd"]).resolve() != Path.cwd().resolve() and Path(seen["cwd"]).name == "cwd"
     assert seen["stdin"] == ""  # /dev/null
     assert seen["pgid_is_pid"]  # its own session: the terminal's Ctrl-C does not reach it
     assert seen["triton_interpret"] == "1"  # CPU tensors need Triton's interpreter
+
+
+def test_a_candidate_looking_for_its_grader_finds_an_ordinary_python_process():
+    x = torch.randn(3, 4)
+    with IsolatedImpl(target("behaves_when_watched")) as impl:
+        out = impl(x)
+        with open(f"/proc/{impl.pid}/cmdline", "rb") as f:
+            assert f.read().rstrip(b"\0") == b"python3"  # what ps shows too
+    # It computes honestly only when it sees the grader: here it took its shortcut.
+    assert torch.equal(out, torch.zeros(3))
 
 
 # --------------------------------------------------------------------------------------------
