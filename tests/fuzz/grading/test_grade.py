@@ -328,6 +328,10 @@ SCANS = [
     ("exit", "import sys, triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\ndef lse(x): sys.exit(1)", {"process_exit"}),
     ("eval", "import triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\ndef lse(x): return eval('x')", {"dynamic_code"}),
     ("frames", "import sys, triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\ndef lse(x): sys._getframe(1)", {"introspection"}),
+    ("dispatch_stack", "import triton\nfrom torch.utils._python_dispatch import _pop_mode\n@triton.jit\ndef k(x): pass\n"
+     "def launch(x):\n _pop_mode()\n k[(1,)](x)", {"introspection"}),
+    ("dispatch_disabled", "import torch, triton\n@triton.jit\ndef k(x): pass\ndef launch(x):\n"
+     " with torch._C._DisableTorchDispatch(): k[(1,)](x)", {"introspection"}),
     ("monkeypatch", "import torch, triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\ntorch.allclose = lambda *a: True",
      {"monkeypatch"}),
     ("environ", "import os, triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\nif os.environ.get('CI'): pass", {"environment"}),
@@ -357,7 +361,8 @@ def test_the_static_scan_flags_what_the_source_does(source, flags):
 RUNTIME = {
     # The source hides the call (a built name); the worker's operator record sees it.
     "hides_library_lse": ("pass", {"runtime_library_lse", "dynamic_attribute"}, {"library_lse"}),
-    "removes_the_op_record": ("pass", {"runtime_record_removed", "library_lse"}, {"runtime_library_lse"}),
+    "removes_the_op_record": ("pass", {"runtime_record_removed", "library_lse", "introspection"},
+                              {"runtime_library_lse"}),
     "returns_one_buffer": ("fail", {"overwrites_output"}, set()),
 }
 
