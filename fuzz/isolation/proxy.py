@@ -53,7 +53,6 @@ import signal
 import socket
 import tempfile
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -70,6 +69,7 @@ from ..timing import HANG_FACTOR, best_per_call, hang_deadline, reference_second
 from . import wire
 from .codec import decode_output, encode_input, write_back
 from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
+from .held_outputs import HeldOutputs
 from .shared_input import SharedInput
 from .zygote import Zygote, unwatch, watch, zygote_for
 
@@ -216,12 +216,7 @@ class IsolatedImpl:
         self._home: Path | None = None
         self._deadline: float | None = None
         self._shared = SharedInput()
-        # Outputs returned by earlier calls that the caller may still hold: the worker keeps the
-        # candidate's tensor while ours lives and sends its bytes after every call, so a buffer the
-        # candidate returns again and overwrites changes ours too, as it would in process.
-        self._held: dict[int, weakref.ref] = {}
-        self._released: list[int] = []  # ids of outputs of ours that died since the last call
-        self.output_changes = 0  # calls that changed an output the caller still held
+        self._held = HeldOutputs()  # earlier outputs the caller may still hold (see held_outputs)
         self.runtime_ops: dict[str, set[str]] = {}  # runtime flag -> aten operators seen (see op_record)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -422,15 +417,14 @@ class IsolatedImpl:
         what = f"call {self.calls} on a {tuple(x.shape)} {wire.dtype_name(x.dtype)} input"
         with self.guard() if self.guard is not None else contextlib.nullcontext():
             try:
-                released, self._released[:] = list(self._released), []
-                wire.send_message(self._conn, {"op": "call", "input": spec, "released": released},
+                wire.send_message(self._conn, {"op": "call", "input": spec, "released": self._held.released()},
                                   (b"",) if shared else (frame,))
             except OSError:
                 pass  # the worker is gone; _receive reports how
             try:
                 # An answer is an (M,) result of at most 16-byte elements, or the input's bytes back.
                 header, frames = self._receive_call(what, x, max(memoryview(frame).nbytes, 16 * x.shape[0], 64,
-                                                                 self._held_bytes()) if x.dim() else MAX_FRAME)
+                                                                 self._held.largest()) if x.dim() else MAX_FRAME)
             finally:
                 self._shared.mapped()  # the worker has mapped the file, or is gone: the name goes
         op = header.get("op")
@@ -447,8 +441,8 @@ class IsolatedImpl:
                 write_back(x, spec, changed)
             held = list(header.get("held") or [])
             own = len(frames) - len(held) - bool(header.get("input_changed"))
-            self._update_held(held, frames[own:own + len(held)])
-            return self._hold(decode_output(header["output"], frames[:own], x), header["output"].get("id"))
+            self._held.update(held, frames[own:own + len(held)])
+            return self._held.hold(decode_output(header["output"], frames[:own], x), header["output"].get("id"))
         if op == "raised":
             if shared and header.get("during") == wire.REBUILDING_INPUT:
                 self._shared.drop()  # the worker holds no view of it: the next call sends it anew
@@ -470,32 +464,10 @@ class IsolatedImpl:
                              reaped=code is not None)
         raise self._lose(Outcome.CRASHED, f"the worker sent an unexpected {op!r} message during {what}", x=x)
 
-    def _hold(self, out: object, output_id: int | None) -> object:
-        if output_id is not None and isinstance(out, torch.Tensor):
-            self._held[int(output_id)] = weakref.ref(out)
-            weakref.finalize(out, self._let_go, int(output_id))
-        return out
-
-    def _let_go(self, output_id: int) -> None:
-        self._held.pop(output_id, None)
-        self._released.append(output_id)  # the worker drops its tensor on the next call
-
-    def _held_bytes(self) -> int:
-        return max((t.nbytes for t in (ref() for ref in list(self._held.values())) if t is not None), default=0)
-
-    def _update_held(self, held: list[int], frames: list[bytearray]) -> None:
-        """Write what the candidate did to its earlier outputs into ours (decided here, from bytes)."""
-        changed = False
-        for output_id, data in zip(held, frames):
-            ref = self._held.get(int(output_id))
-            ours = ref() if ref is not None else None
-            if ours is None or ours.device.type == "meta" or memoryview(data).nbytes != ours.nbytes:
-                continue
-            now = wire.tensor_from_bytes(data, ours.dtype, ours.shape, ours.device)
-            if not torch.equal(wire.bits(now), wire.bits(ours)):
-                ours.copy_(now)
-                changed = True
-        self.output_changes += changed
+    @property
+    def output_changes(self) -> int:
+        """Calls after which an output the caller still held had changed (a buffer returned again)."""
+        return self._held.changes
 
     def release_input(self) -> None:
         """Have the worker drop its copy of the last input now (a huge-offset view's gigabytes of
@@ -602,33 +574,6 @@ class RestartingImpl:
         self.start()
         assert self._impl is not None
         return self._impl.tuning()
-
-    def _hold(self, out: object, output_id: int | None) -> object:
-        if output_id is not None and isinstance(out, torch.Tensor):
-            self._held[int(output_id)] = weakref.ref(out)
-            weakref.finalize(out, self._let_go, int(output_id))
-        return out
-
-    def _let_go(self, output_id: int) -> None:
-        self._held.pop(output_id, None)
-        self._released.append(output_id)  # the worker drops its tensor on the next call
-
-    def _held_bytes(self) -> int:
-        return max((t.nbytes for t in (ref() for ref in list(self._held.values())) if t is not None), default=0)
-
-    def _update_held(self, held: list[int], frames: list[bytearray]) -> None:
-        """Write what the candidate did to its earlier outputs into ours (decided here, from bytes)."""
-        changed = False
-        for output_id, data in zip(held, frames):
-            ref = self._held.get(int(output_id))
-            ours = ref() if ref is not None else None
-            if ours is None or ours.device.type == "meta" or memoryview(data).nbytes != ours.nbytes:
-                continue
-            now = wire.tensor_from_bytes(data, ours.dtype, ours.shape, ours.device)
-            if not torch.equal(wire.bits(now), wire.bits(ours)):
-                ours.copy_(now)
-                changed = True
-        self.output_changes += changed
 
     def release_input(self) -> None:
         if self._impl is not None:
