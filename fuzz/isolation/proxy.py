@@ -421,12 +421,10 @@ class IsolatedImpl:
                                   (b"",) if shared else (frame,))
             except OSError:
                 pass  # the worker is gone; _receive reports how
-            try:
-                # An answer is an (M,) result of at most 16-byte elements, or the input's bytes back.
-                header, frames = self._receive_call(what, x, max(memoryview(frame).nbytes, 16 * x.shape[0], 64,
-                                                                 self._held.largest()) if x.dim() else MAX_FRAME)
-            finally:
-                self._shared.mapped()  # the worker has mapped the file, or is gone: the name goes
+            self._shared.send(self._conn)
+            # An answer is an (M,) result of at most 16-byte elements, or the input's bytes back.
+            header, frames = self._receive_call(what, x, max(memoryview(frame).nbytes, 16 * x.shape[0], 64,
+                                                             self._held.largest()) if x.dim() else MAX_FRAME)
         op = header.get("op")
         if self._pinning is not None:
             self._pinning.lines = list(header.get("configs") or [])

@@ -1,30 +1,26 @@
 """The input's memory, shared with the worker: whether a call changed it is decided here.
 
-A CPU worker's input tensor is a view of a file mapping this process made and keeps mapped. After
-each call the parent compares the mapping with its own tensor (the bytes it sent), so a candidate
-that patches whatever the worker compares with (``torch.equal``, a copy it keeps) and then writes
-into its input is seen all the same: nothing in the candidate's process is asked.
+A CPU worker's input tensor is a view of a memory file (``memfd_create``) this process made and
+keeps mapped; its descriptor reaches the worker over the call's channel (SCM_RIGHTS). After each
+call the parent compares the mapping with the bytes it sent, so a candidate that patches whatever
+the worker compares with (``torch.equal``, a copy it keeps) and then writes into its input is
+seen all the same: nothing in the candidate's process is asked.
 
-Each new input tensor gets a new file, unlinked once the worker has mapped it: the worker's old
-mapping stays valid (a candidate that keeps an old input reads it, never a SIGBUS), and nothing
-is left on disk. CUDA inputs and huge-offset views still travel as bytes and the worker compares
-them (see the threat model in the README).
+The file has no name: nothing is left behind when either process is killed, and no tmpfs size
+limit applies. Each new input tensor gets a new file; the worker's old mapping stays valid (a
+candidate that keeps an old input reads it, never a SIGBUS). CUDA inputs and huge-offset views
+still travel as bytes and the worker compares them (see the threat model in the README).
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import tempfile
+import socket
 
 import torch
 
-__all__ = ["SharedInput"]
-
-
-def _directory() -> str | None:
-    """Memory-backed files where the system has them (no disk writes for every input)."""
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+__all__ = ["SharedInput", "receive_descriptor"]
 
 
 class SharedInput:
@@ -33,37 +29,48 @@ class SharedInput:
     def __init__(self) -> None:
         self.key: str | None = None
         self._mapping: mmap.mmap | None = None
-        self._path: str | None = None
+        self._pending: int | None = None  # a new file's descriptor, for the worker
 
     def place(self, spec: dict, frame: memoryview) -> bool:
-        """Put the input's storage bytes where the worker maps them; ``spec`` gets the path of a
-        new mapping. False when this input travels as bytes instead."""
+        """Put the input's storage bytes where the worker maps them (``spec["shared"]`` is set
+        when a new file goes with this call: :meth:`send`). False when it travels as bytes."""
         size = memoryview(frame).nbytes
-        if spec.get("mode") != "storage" or not size:
+        if spec.get("mode") != "storage" or not size or not hasattr(os, "memfd_create"):
             self.drop()
             return False
         key = repr(spec["key"])
         if key != self.key or self._mapping is None or len(self._mapping) != size:
             self.drop()
-            fd, self._path = tempfile.mkstemp(prefix="input-", dir=_directory())
             try:
-                os.ftruncate(fd, size)
+                fd = os.memfd_create("input", os.MFD_CLOEXEC)
+            except OSError:
+                return False
+            try:
+                # Reserved now, not on first touch: no memory left is an OSError here, where the
+                # input can still travel as bytes, not a SIGBUS later.
+                os.posix_fallocate(fd, 0, size)
                 self._mapping = mmap.mmap(fd, size)
-            finally:
+            except OSError:
                 os.close(fd)
-            self.key = key
-            spec["shared"] = self._path
+                self.drop()
+                return False
+            self._pending, self.key = fd, key
+            spec["shared"] = True
         self._mapping[:] = frame  # the same tensor again: its current contents (fresh_values)
         return True
 
-    def mapped(self) -> None:
-        """The worker has the file mapped (it answered): the name can go."""
-        if self._path is not None:
-            try:
-                os.unlink(self._path)
-            except FileNotFoundError:
-                pass
-            self._path = None
+    def send(self, channel) -> None:
+        """Pass the new file's descriptor to the worker, right after the call message."""
+        if self._pending is None:
+            return
+        fd, self._pending = self._pending, None
+        try:
+            with socket.socket(fileno=os.dup(channel.fileno())) as sock:
+                socket.send_fds(sock, [b"F"], [fd])
+        except OSError:
+            pass  # the worker is gone; the reply says how
+        finally:
+            os.close(fd)
 
     def changed(self, frame: memoryview) -> memoryview | None:
         """The input's bytes now, if the call changed them from ``frame`` (what was sent)."""
@@ -75,7 +82,18 @@ class SharedInput:
         return now
 
     def drop(self) -> None:
-        self.mapped()
-        # Views of the mapping may still be alive (a write-back in progress): let them close it.
+        if self._pending is not None:
+            os.close(self._pending)
+            self._pending = None
+        # Views of the mapping may still be alive (a write-back in progress): they close it.
         self._mapping = None
         self.key = None
+
+
+def receive_descriptor(channel) -> int:
+    """The worker's side of :meth:`SharedInput.send`."""
+    with socket.socket(fileno=os.dup(channel.fileno())) as sock:
+        _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    if len(fds) != 1:
+        raise ValueError(f"expected the input's descriptor, got {len(fds)}")
+    return fds[0]

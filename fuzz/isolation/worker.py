@@ -40,6 +40,7 @@ from ..failures import exception_chain
 from ..gpu_memory import MEMORY_WAIT, with_memory_retry
 from .appearance import look_ordinary
 from .op_record import OpRecord, recording
+from .shared_input import receive_descriptor
 from .wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
 
 
@@ -96,7 +97,10 @@ def worker_main(channel_fd: int, args: dict) -> int:
         if op == "close":
             return 0
         if op == "call":
-            state.call(conn, header["input"], frames[0], header.get("released") or ())
+            # A new shared input's descriptor follows the message: read it now, whatever the call
+            # does, or the channel is out of step.
+            fd = receive_descriptor(conn) if header["input"].get("shared") else None
+            state.call(conn, header["input"], frames[0], header.get("released") or (), fd)
         elif op == "release":
             state.release(conn)
         elif op == "bench_prepare":
@@ -233,7 +237,7 @@ class _WorkerState:
         self._poison()
         send_message(conn, {"op": "released"})
 
-    def input_for(self, spec: dict, frame: bytearray):
+    def input_for(self, spec: dict, frame: bytearray, fd: int | None = None):
         """The input tensor: same size, strides, storage offset, dtype and bits as the parent's.
 
         The same parent tensor (same key) maps to the same tensor object here, so a candidate
@@ -246,11 +250,14 @@ class _WorkerState:
         if key != self.key:
             self._poison()
             self.mode = spec["mode"]
-            if spec.get("shared"):
+            if fd is not None:
                 # The parent's mapping of the storage (see fuzz.isolation.shared_input): it reads
                 # the same memory after the call, so it needs no word from here on what changed.
-                with open(spec["shared"], "r+b") as file:
-                    mapping = mmap.mmap(file.fileno(), 0)
+                try:
+                    mapping = mmap.mmap(fd, 0)
+                finally:
+                    os.close(fd)
+                fd = None
                 self.flat = torch.frombuffer(mapping, dtype=torch.uint8)
                 self.x = torch.empty(0, dtype=dtype, device=self.device).set_(
                     self.flat.untyped_storage(), offset, size, stride)
@@ -264,6 +271,8 @@ class _WorkerState:
                 self.x = self.flat.as_strided(size, stride, offset)
             self.key = key
             self.shared = bool(spec.get("shared"))
+        if fd is not None:  # a descriptor for an input we already hold: not needed
+            os.close(fd)
         if self.shared:
             return self.x  # the parent has written the current bytes into the mapping
         if self.mode == "storage":
@@ -309,10 +318,10 @@ class _WorkerState:
                     pass
             del output
 
-    def call(self, conn: Connection, spec: dict, frame: bytearray, released=()) -> None:
+    def call(self, conn: Connection, spec: dict, frame: bytearray, released=(), fd: int | None = None) -> None:
         self._let_go(released)
         try:
-            x = with_memory_retry(lambda: self.input_for(spec, frame), self.device)
+            x = with_memory_retry(lambda: self.input_for(spec, frame, fd), self.device)
         except torch.OutOfMemoryError as exc:
             # The GPU is full of other processes' memory: the harness's problem, not the candidate's.
             _reply_raised(conn, exc, during=REBUILDING_INPUT, kind="harness")
