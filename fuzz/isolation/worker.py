@@ -4,7 +4,8 @@ Runs in a child of the fork server (:mod:`fuzz.isolation.child`), entry :func:`w
 Messages (parent -> worker), each a JSON header plus raw frames (:mod:`fuzz.isolation.wire`):
 
   {"op": "call", "input": {...}, "released": [ids]}   + 1 frame: the input's storage bytes (or its
-                                      view's bits; empty when the input is the parent's mapping)
+                                      view's bits; empty when the input is the parent's mapping),
+                                      then, for a new mapping ("shared"), its descriptor (SCM_RIGHTS)
   {"op": "bench_prepare", ...}        generate a seeded input on the GPU and warm the candidate up
   {"op": "bench_run", "iters": n}     n calls back to back between two device synchronisations
   {"op": "release"}                   drop the input (a huge one's device memory) -> {"op": "released"}
