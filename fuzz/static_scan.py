@@ -81,6 +81,11 @@ _INTROSPECTION_CALLS = {"sys._getframe", "sys.settrace", "sys.setprofile", "glob
                         "os.getcwd", "os.getppid", "os.getpgid", "os.getsid"}
 # Where it runs from, who started it, its command line: ways to tell a grading run from a real one.
 _INTROSPECTION_NAMES = {"sys.modules", "__builtins__", "sys._getframe", "sys.argv", "sys.orig_argv"}
+# The dispatch mode stack, where the worker's operator record lives (fuzz.isolation.op_record):
+# code that pops or disables modes hides what it runs from it.
+_DISPATCH_STACK = ("torch.utils._python_dispatch", "torch._C._DisableTorchDispatch",
+                   "torch._C._pop_torch_dispatch_stack", "torch._C._len_torch_dispatch_stack",
+                   "torch._C._get_dispatch_stack_at", "torch._C._set_dispatch_mode", "torch._C._unset_dispatch_mode")
 _LIBRARY_ROOTS = ("torch", "numpy", "scipy", "jax")
 _FILE_CALLS = {
     "open", "io.open", "os.open", "os.remove", "os.unlink", "os.rename", "os.replace", "os.listdir",
@@ -210,7 +215,7 @@ class _Scanner(ast.NodeVisitor):
             self.hit("subprocess", f"import {module}", node)
         if _under(module, _NATIVE):
             self.hit("native_code", f"import {module}", node)
-        if _under(module, _INTROSPECTION_MODULES):
+        if _under(module, _INTROSPECTION_MODULES) or _under(module, _DISPATCH_STACK):
             self.hit("introspection", f"import {module}", node)
         if _under(module, _THREAD_MODULES):
             self.hit("threads", f"import {module}", node)
@@ -378,7 +383,7 @@ class _Scanner(ast.NodeVisitor):
             self.reference_uses[f"uses {name}"].add(node.lineno)
         if name in _ENV_NAMES and name not in ("os.getenv", "os.putenv"):
             self.hit("environment", name, node)
-        if name in _INTROSPECTION_NAMES:
+        if name in _INTROSPECTION_NAMES or name in _DISPATCH_STACK:
             self.hit("introspection", name, node)
         self.generic_visit(node)
 

@@ -51,6 +51,15 @@ RUNTIME_FLAGS = {
     "prints": (Severity.INFO, "wrote to stdout or stderr while running (captured; tolerated)"),
     "mutates_input": (Severity.CHEAT, "changed its input during a call"),
     "impossible_speed": (Severity.CHEAT, "timed faster than reading its input allows (see grading.bench)"),
+    "overwrites_output": (Severity.CHEAT, "wrote into an output it had returned while the caller still held it"),
+    # Seen by the worker's operator record (fuzz.isolation.op_record), whatever the source hides;
+    # as the static flags, beside the verdict: a torch.logsumexp wrapper is correct.
+    "runtime_library_lse": (Severity.CHEAT, "ran a library log-sum-exp operator while being called"),
+    "runtime_library_softmax": (Severity.CHEAT, "ran a library (log-)softmax operator while being called"),
+    "runtime_host_math": (Severity.CHEAT, "ran exp/log operators on tensors outside a kernel while being called"),
+    "runtime_float64": (Severity.CHEAT, "computed with float64 tensors outside a kernel on a non-float64 input"),
+    "runtime_record_removed": (Severity.CHEAT, "took the grader's operator record off the dispatch stack "
+                                               "(what it ran afterwards was not seen)"),
 }
 """Flags seen while running (besides the static ones of :data:`fuzz.static_scan.FLAGS`)."""
 
@@ -323,6 +332,13 @@ def _finish(record: dict, started: float, impl: IsolatedImpl | None, *, verdict:
                                     "message": f"changed its input in {impl.input_changes} of {impl.calls} calls "
                                                "(input_unchanged inspects an example's first call only)",
                                     "lines": []})
+        if impl.output_changes:
+            record["flags"].append(_runtime_flag("overwrites_output", f"changed an output the caller still held "
+                                                 f"after {impl.output_changes} of {impl.calls} calls"))
+        for flag, operators in sorted(impl.runtime_ops.items()):
+            if flag in RUNTIME_FLAGS:  # a name the worker sent: only known ones are reported
+                seen = f": {', '.join(sorted(operators))}" if operators else ""
+                record["flags"].append(_runtime_flag(flag, f"{RUNTIME_FLAGS[flag][1]}{seen}"))
         # A lost worker's stderr is its crash report, not noise.
         if noise.any and verdict not in (Verdict.CRASH, Verdict.TIMEOUT, Verdict.LOAD_ERROR):
             record["flags"].append({"flag": "prints", "severity": RUNTIME_FLAGS["prints"][0].value,
@@ -333,6 +349,10 @@ def _finish(record: dict, started: float, impl: IsolatedImpl | None, *, verdict:
     if details is not None:
         record["details"] = details
     record["seconds"] = round(time.monotonic() - started, 3)
+
+
+def _runtime_flag(flag: str, message: str) -> dict:
+    return {"flag": flag, "severity": RUNTIME_FLAGS[flag][0].value, "message": message, "lines": []}
 
 
 def evaluate_replay(target: str, path: Path | str, options: GradeOptions) -> dict[str, object]:

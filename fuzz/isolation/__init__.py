@@ -6,6 +6,9 @@
   scripts run their jobs in;
 * :mod:`.zygote` / :mod:`.child`: the fork server every worker and driver is forked from;
 * :mod:`.worker`: the candidate worker; :mod:`.wire`: the message format between them;
+* :mod:`.shared_input`, :mod:`.held_outputs`: what the parent decides for itself (a changed
+  input, a returned buffer overwritten later); :mod:`.op_record`: the operators a call ran;
+  :mod:`.appearance`: a worker that looks like any ``python3`` process;
 * :mod:`.environment`: the scrubbed environment and limits of a child.
 
 Names are imported on first use: the fork server imports :mod:`.child` through this package and

@@ -29,8 +29,10 @@ import tempfile
 import time
 import traceback
 
-PRELOAD = ("numpy", "torch", "triton", "triton.language")
-"""Imported once by the zygote; every forked child inherits them."""
+PRELOAD = ("numpy", "torch", "triton", "triton.language", "torch._dynamo")
+"""Imported once by the zygote; every forked child inherits them. ``torch._dynamo``: a worker's
+operator record (:mod:`fuzz.isolation.op_record`) imports it on its first operator, seconds of
+every worker's first call otherwise."""
 
 MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
 ORPHAN_LINGER = 2.0

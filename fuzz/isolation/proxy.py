@@ -6,17 +6,24 @@
 The fuzz runner (Hypothesis, the float64 oracle, every check) runs in this process; only the
 candidate runs in the worker (:mod:`fuzz.isolation.worker`). ``IsolatedImpl`` is a callable proxy:
 each call ships the input (its storage bytes, size, strides, storage offset and dtype) to the
-worker, which rebuilds the same strided view, calls the candidate, and sends back the output and,
-if the call changed them, the input's bytes, which are written back here so ``input_unchanged``
-sees the mutation. The worker allocates nothing the runner compares against.
+worker, which rebuilds the same strided view, calls the candidate, and sends back the output. A
+CPU input's storage is a file mapping this process shares with the worker
+(:mod:`fuzz.isolation.shared_input`), compared here after the call, so the candidate cannot hide
+a change by tampering with its own process; other inputs come back as bytes when the worker saw
+them change. A change is written back here so ``input_unchanged`` sees the mutation. The worker
+allocates nothing the runner compares against.
 
 Against answers that do not come from computing: the same tensor object here maps to the same
 object in the worker (so new values written into a reused input, as the ``fresh_values`` check
-does, meet whatever the candidate cached by object, pointer or shape); every output the
-candidate returns and every input storage the worker drops is filled with NaN bits before its
-memory can be reused (a row the kernel never writes cannot inherit a right answer from the
-previous call); and the input's bytes are compared after every call, not only the calls the
-checks inspect (:attr:`IsolatedImpl.input_changes`).
+does, meet whatever the candidate cached by object, pointer or shape); an output stays alive in the
+worker while the caller holds its copy here, and its bytes come back after every call, so a buffer
+the candidate returns again and overwrites changes the caller's copy as it would in process
+(:attr:`IsolatedImpl.output_changes`); an output aliasing the input (by address, whatever storage
+object wraps it) comes back as a view of it; an output the caller dropped and nothing else refers
+to, and every input storage the worker drops, is filled with NaN bits before its memory can be
+reused (a row the kernel never writes cannot inherit a right answer from the previous call); and
+the input's bytes are compared after every call, not only the calls the checks inspect
+(:attr:`IsolatedImpl.input_changes`).
 
 What a call can end in (:class:`fuzz.outcomes.Outcome`, mapped by :func:`fuzz.outcomes.call_outcome`):
 
@@ -62,6 +69,8 @@ from ..timing import HANG_FACTOR, best_per_call, hang_deadline, reference_second
 from . import wire
 from .codec import decode_output, encode_input, write_back
 from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
+from .held_outputs import HeldOutputs
+from .shared_input import SharedInput
 from .zygote import Zygote, unwatch, watch, zygote_for
 
 __all__ = ["CandidateRaised", "IsolatedImpl", "LoadFailed", "Noise", "RestartingImpl"]
@@ -206,6 +215,9 @@ class IsolatedImpl:
         self._zygote: Zygote | None = None
         self._home: Path | None = None
         self._deadline: float | None = None
+        self._shared = SharedInput()
+        self._held = HeldOutputs()  # earlier outputs the caller may still hold (see held_outputs)
+        self.runtime_ops: dict[str, set[str]] = {}  # runtime flag -> aten operators seen (see op_record)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -224,7 +236,8 @@ class IsolatedImpl:
             return self
         env = worker_environment(self.environ)
         self._zygote = zygote_for(env)
-        self._home = Path(tempfile.mkdtemp(prefix="lse-fuzz-worker-"))
+        # Neutral names (tmpXXXXXXXX/cwd): the candidate's working directory does not say who runs it.
+        self._home = Path(tempfile.mkdtemp())
         cwd = self._home / "cwd"
         cwd.mkdir()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -272,6 +285,7 @@ class IsolatedImpl:
                 pass
             self._conn.close()
             self._conn = None
+            self._shared.drop()
             if self.lost is None:
                 self._kill()
                 self._zygote.wait_exit(self.pid, timeout=2.0)
@@ -396,26 +410,40 @@ class IsolatedImpl:
             raise TypeError(f"IsolatedImpl takes a tensor, got {type(x).__name__}")
         spec, frame = encode_input(x)
         spec["config"] = self._config
+        # A CPU input lives in memory this process maps too: whether the call changed it is
+        # decided here, not by the candidate's process (see shared_input).
+        shared = self.device == "cpu" and self._shared.place(spec, frame)
         self.calls += 1
         what = f"call {self.calls} on a {tuple(x.shape)} {wire.dtype_name(x.dtype)} input"
         with self.guard() if self.guard is not None else contextlib.nullcontext():
             try:
-                wire.send_message(self._conn, {"op": "call", "input": spec}, (frame,))
+                wire.send_message(self._conn, {"op": "call", "input": spec, "released": self._held.released()},
+                                  (b"",) if shared else (frame,))
             except OSError:
                 pass  # the worker is gone; _receive reports how
+            self._shared.send(self._conn)
             # An answer is an (M,) result of at most 16-byte elements, or the input's bytes back.
-            header, frames = self._receive_call(what, x, max(memoryview(frame).nbytes, 16 * x.shape[0], 64)
-                                                if x.dim() else MAX_FRAME)
+            header, frames = self._receive_call(what, x, max(memoryview(frame).nbytes, 16 * x.shape[0], 64,
+                                                             self._held.largest()) if x.dim() else MAX_FRAME)
         op = header.get("op")
         if self._pinning is not None:
             self._pinning.lines = list(header.get("configs") or [])
         if op == "returned":
             self.candidate_seconds += float(header.get("seconds", 0.0))
-            if header.get("input_changed"):
+            for flag, operators in (header.get("ops") or {}).items():
+                self.runtime_ops.setdefault(str(flag), set()).update(str(o) for o in operators)
+            changed = self._shared.changed(frame) if shared else \
+                (frames[-1] if header.get("input_changed") else None)
+            if changed is not None:
                 self.input_changes += 1
-                write_back(x, spec, frames[-1])
-            return decode_output(header["output"], frames, x)
+                write_back(x, spec, changed)
+            held = list(header.get("held") or [])
+            own = len(frames) - len(held) - bool(header.get("input_changed"))
+            self._held.update(held, frames[own:own + len(held)])
+            return self._held.hold(decode_output(header["output"], frames[:own], x), header["output"].get("id"))
         if op == "raised":
+            if shared and header.get("during") == wire.REBUILDING_INPUT:
+                self._shared.drop()  # the worker holds no view of it: the next call sends it anew
             self.candidate_seconds += float(header.get("seconds", 0.0))
             message = f"{header.get('type', 'Exception')}: {header.get('message', '')}"
             if header.get("during"):
@@ -434,11 +462,17 @@ class IsolatedImpl:
                              reaped=code is not None)
         raise self._lose(Outcome.CRASHED, f"the worker sent an unexpected {op!r} message during {what}", x=x)
 
+    @property
+    def output_changes(self) -> int:
+        """Calls after which an output the caller still held had changed (a buffer returned again)."""
+        return self._held.changes
+
     def release_input(self) -> None:
         """Have the worker drop its copy of the last input now (a huge-offset view's gigabytes of
         device memory) instead of when the next input arrives."""
         if self._conn is None or self.lost is not None:
             return
+        self._shared.drop()
         try:
             wire.send_message(self._conn, {"op": "release"})
         except OSError:

@@ -16,6 +16,8 @@ from multiprocessing.connection import Connection
 import torch
 
 MAX_HEADER_BYTES = 1 << 20
+REBUILDING_INPUT = "rebuilding the input in the worker"
+"""The ``during`` of a "raised" reply when the input never reached the candidate."""
 
 
 def send_message(conn: Connection, header: dict, frames: tuple = ()) -> None:

@@ -3,7 +3,9 @@
 Runs in a child of the fork server (:mod:`fuzz.isolation.child`), entry :func:`worker_main`.
 Messages (parent -> worker), each a JSON header plus raw frames (:mod:`fuzz.isolation.wire`):
 
-  {"op": "call", "input": {...}}      + 1 frame: the input's storage bytes (or its view's bits)
+  {"op": "call", "input": {...}, "released": [ids]}   + 1 frame: the input's storage bytes (or its
+                                      view's bits; empty when the input is the parent's mapping),
+                                      then, for a new mapping ("shared"), its descriptor (SCM_RIGHTS)
   {"op": "bench_prepare", ...}        generate a seeded input on the GPU and warm the candidate up
   {"op": "bench_run", "iters": n}     n calls back to back between two device synchronisations
   {"op": "release"}                   drop the input (a huge one's device memory) -> {"op": "released"}
@@ -12,7 +14,8 @@ Messages (parent -> worker), each a JSON header plus raw frames (:mod:`fuzz.isol
 Replies (worker -> parent):
 
   {"op": "ready"} | {"op": "load_failed", "message": ..., "chain": [...], "harness": bool}   after loading the target
-  {"op": "returned", "output": {...}, "input_changed": bool}  + output frame, + input frame if changed
+  {"op": "returned", "output": {..., "id": n}, "held": [ids], "ops": {flag: [operators]}, "input_changed": bool}
+                                      + output frame, + each held output's bytes now, + input frame if changed
   {"op": "raised", "kind": "exception" | "out_of_memory" | "cuda_error" | "harness", "type", "message", "traceback", "chain"}
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import gc
 import inspect
 import json
+import mmap
 import os
 import reprlib
 import sys
@@ -35,11 +39,15 @@ import torch
 from .. import autotune
 from ..failures import exception_chain
 from ..gpu_memory import MEMORY_WAIT, with_memory_retry
-from .wire import bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
+from .appearance import look_ordinary
+from .op_record import OpRecord, recording
+from .shared_input import receive_descriptor
+from .wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
 
 
 def worker_main(channel_fd: int, args: dict) -> int:
     """Load the target, then serve calls until the parent closes the channel."""
+    look_ordinary()  # before the candidate's import runs: no command line naming the grader
     conn = Connection(channel_fd)
     device = args["device"]
     if device == "cpu":
@@ -90,7 +98,10 @@ def worker_main(channel_fd: int, args: dict) -> int:
         if op == "close":
             return 0
         if op == "call":
-            state.call(conn, header["input"], frames[0])
+            # A new shared input's descriptor follows the message: read it now, whatever the call
+            # does, or the channel is out of step.
+            fd = receive_descriptor(conn) if header["input"].get("shared") else None
+            state.call(conn, header["input"], frames[0], header.get("released") or (), fd)
         elif op == "release":
             state.release(conn)
         elif op == "bench_prepare":
@@ -190,8 +201,15 @@ class _WorkerState:
         self.flat = None  # the storage the input view lives in (uint8), kept across calls
         self.x = None
         self.sent = None  # what the parent sent, to see whether the call changed it
+        self.shared = False  # the input is the parent's mapping (a CPU input)
         self.mode = None
         self.bench_input = None
+        # Outputs the parent still holds, by id: kept alive as a caller keeps its results (their
+        # memory is not the next output's), and their bytes go back after every call, so the
+        # parent sees a returned buffer the candidate writes into again (see IsolatedImpl).
+        self.held: dict[int, torch.Tensor] = {}
+        self.record = OpRecord()  # the aten operators the candidate's calls ran
+        self.returned = 0
 
     # -- input --------------------------------------------------------------------------------
 
@@ -220,7 +238,7 @@ class _WorkerState:
         self._poison()
         send_message(conn, {"op": "released"})
 
-    def input_for(self, spec: dict, frame: bytearray):
+    def input_for(self, spec: dict, frame: bytearray, fd: int | None = None):
         """The input tensor: same size, strides, storage offset, dtype and bits as the parent's.
 
         The same parent tensor (same key) maps to the same tensor object here, so a candidate
@@ -233,7 +251,18 @@ class _WorkerState:
         if key != self.key:
             self._poison()
             self.mode = spec["mode"]
-            if self.mode == "storage":
+            if fd is not None:
+                # The parent's mapping of the storage (see fuzz.isolation.shared_input): it reads
+                # the same memory after the call, so it needs no word from here on what changed.
+                try:
+                    mapping = mmap.mmap(fd, 0)
+                finally:
+                    os.close(fd)
+                fd = None
+                self.flat = torch.frombuffer(mapping, dtype=torch.uint8)
+                self.x = torch.empty(0, dtype=dtype, device=self.device).set_(
+                    self.flat.untyped_storage(), offset, size, stride)
+            elif self.mode == "storage":
                 self.flat = torch.empty(len(frame), dtype=torch.uint8, device=self.device)
                 self.x = torch.empty(0, dtype=dtype, device=self.device).set_(
                     self.flat.untyped_storage(), offset, size, stride)
@@ -242,6 +271,11 @@ class _WorkerState:
                 self.flat = torch.empty(int(spec["storage_elements"]), dtype=dtype, device=self.device)
                 self.x = self.flat.as_strided(size, stride, offset)
             self.key = key
+            self.shared = bool(spec.get("shared"))
+        if fd is not None:  # a descriptor for an input we already hold: not needed
+            os.close(fd)
+        if self.shared:
+            return self.x  # the parent has written the current bytes into the mapping
         if self.mode == "storage":
             self.flat.copy_(data)
         else:
@@ -250,7 +284,10 @@ class _WorkerState:
         return self.x
 
     def changed_input(self):
-        """The input's bytes after the call if the call changed them, else None."""
+        """The input's bytes after the call if the call changed them, else None (a shared input:
+        the parent compares it itself)."""
+        if self.shared:
+            return None
         if self.mode == "storage":
             now = self.flat.cpu() if self.flat.device.type != "cpu" else self.flat
         else:
@@ -265,20 +302,40 @@ class _WorkerState:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def call(self, conn: Connection, spec: dict, frame: bytearray) -> None:
+    def _let_go(self, released) -> None:
+        """Drop the outputs the parent no longer holds; poison one that nothing else refers to
+        before its memory returns to the allocator (a row the next kernel never writes cannot
+        inherit a right answer). One the candidate still holds (a cache) is never touched."""
+        for output_id in released:
+            output = self.held.pop(int(output_id), None)
+            if output is None:
+                continue
+            # References: ``output`` and getrefcount's argument; storage users: the tensor and the
+            # temporary storage object.
+            if sys.getrefcount(output) == 2 and _storage_users(output) == 2:
+                try:
+                    storage_bytes(output).fill_(0xFF)
+                except Exception:
+                    pass
+            del output
+
+    def call(self, conn: Connection, spec: dict, frame: bytearray, released=(), fd: int | None = None) -> None:
+        self._let_go(released)
         try:
-            x = with_memory_retry(lambda: self.input_for(spec, frame), self.device)
+            x = with_memory_retry(lambda: self.input_for(spec, frame, fd), self.device)
         except torch.OutOfMemoryError as exc:
             # The GPU is full of other processes' memory: the harness's problem, not the candidate's.
-            _reply_raised(conn, exc, during="rebuilding the input in the worker", kind="harness")
+            _reply_raised(conn, exc, during=REBUILDING_INPUT, kind="harness")
             return
         except BaseException as exc:  # e.g. the memory limit is too small for this input
-            _reply_raised(conn, exc, during="rebuilding the input in the worker")
+            _reply_raised(conn, exc, during=REBUILDING_INPUT)
             return
         started = time.perf_counter()
         pinning = None
+        removed = [False]
         try:
-            with warnings.catch_warnings(), autotune.pinned(self.tuners, spec.get("config")) as pinning:
+            with warnings.catch_warnings(), autotune.pinned(self.tuners, spec.get("config")) as pinning, \
+                    recording(self.record, input_dtype=x.dtype, removed=removed):
                 # The interpreter evaluates masked lanes with numpy and warns about inf - inf,
                 # as the in-process runner ignores it: not the candidate's noise.
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -302,29 +359,32 @@ class _WorkerState:
         except BaseException as exc:
             output, frames = {"kind": "object", "type": type(out).__name__,
                               "repr": f"<unreadable: {type(exc).__name__}: {_one_line(exc)}>"}, []
+        fresh = output["kind"] == "tensor" and bool(frames)  # its values came: the parent holds a copy
+        held = sorted(self.held)
+        for output_id in held:
+            frames.append(_copied_bytes(self.held[output_id]))
+        if fresh:
+            self.returned += 1
+            output["id"] = self.returned
+            self.held[self.returned] = out
         changed = self.changed_input()
         if changed is not None:
             frames.append(changed)
+        ops = self.record.findings()
+        if removed[0]:
+            ops["runtime_record_removed"] = []
         send_message(conn, {"op": "returned", "output": output, "input_changed": changed is not None,
-                            "seconds": seconds, "configs": pinning.lines()}, tuple(frames))
-        if output["kind"] == "tensor" and output.get("device") != "meta":
-            # The caller owns the result: poison it, so a result kept and returned again (a cache
-            # without a copy) or memory reused uninitialised by the next call reads NaN, not a
-            # stale right answer.
-            try:
-                storage_bytes(out).fill_(0xFF)
-            except Exception:
-                pass
+                            "held": held, "ops": ops, "seconds": seconds, "configs": pinning.lines()},
+                     tuple(frames))
 
     def _describe_output(self, out, x) -> tuple[dict, list]:
         if isinstance(out, torch.Tensor) and out.layout == torch.strided:
             common = {"dtype": dtype_name(out.dtype), "size": list(out.shape), "type": type(out).__name__}
             if out.device.type == "meta":
                 return {"kind": "tensor", "device": "meta", **common}, []
-            if out.device == x.device and out.untyped_storage().nbytes() \
-                    and out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
-                return {"kind": "alias", "stride": list(out.stride()),
-                        "storage_offset": out.storage_offset(), **common}, []
+            offset = _element_offset_within(out, x) if out.device == x.device else None
+            if offset is not None:
+                return {"kind": "alias", "stride": list(out.stride()), "storage_offset": offset, **common}, []
             described = {"kind": "tensor", "device": str(out.device), **common}
             if out.dim() != 1 or out.shape[0] != x.shape[0]:
                 # Only an (M,) result is judged by its values; for any other shape the parent needs
@@ -367,6 +427,32 @@ class _WorkerState:
                          (_copied_bytes(out),))
         else:
             send_message(conn, {"op": "returned", "output": {"kind": "object", "type": type(out).__name__}})
+
+
+def _element_offset_within(out: torch.Tensor, x: torch.Tensor) -> int | None:
+    """Where ``out`` lies in ``x``'s storage, in ``out``'s elements, if all of it lies there.
+
+    Decided from addresses, not storage identity: a view re-wrapped through numpy (or
+    ``from_blob``, or a second mapping of the same memory through ``torch.frombuffer``) is a
+    tensor of another storage object, starting past the input's first byte."""
+    if not out.numel() or not x.untyped_storage().nbytes():
+        return None
+    if any(s < 0 for s in out.stride()):
+        return None
+    start = out.data_ptr()
+    end = start + (sum((n - 1) * s for n, s in zip(out.shape, out.stride())) + 1) * out.element_size()
+    base = x.untyped_storage().data_ptr()
+    if start < base or end > base + x.untyped_storage().nbytes() or (start - base) % out.element_size():
+        return None
+    return (start - base) // out.element_size()
+
+
+def _storage_users(t: torch.Tensor) -> int:
+    """How many tensors and storage objects share ``t``'s memory (a large number when unknown)."""
+    try:
+        return int(torch._C._storage_Use_Count(t.untyped_storage()._cdata))
+    except Exception:  # a private function: without it nothing is poisoned
+        return 1 << 30
 
 
 def _copied_bytes(t: torch.Tensor) -> memoryview:

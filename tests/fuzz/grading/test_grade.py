@@ -328,6 +328,10 @@ SCANS = [
     ("exit", "import sys, triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\ndef lse(x): sys.exit(1)", {"process_exit"}),
     ("eval", "import triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\ndef lse(x): return eval('x')", {"dynamic_code"}),
     ("frames", "import sys, triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\ndef lse(x): sys._getframe(1)", {"introspection"}),
+    ("dispatch_stack", "import triton\nfrom torch.utils._python_dispatch import _pop_mode\n@triton.jit\ndef k(x): pass\n"
+     "def launch(x):\n _pop_mode()\n k[(1,)](x)", {"introspection"}),
+    ("dispatch_disabled", "import torch, triton\n@triton.jit\ndef k(x): pass\ndef launch(x):\n"
+     " with torch._C._DisableTorchDispatch(): k[(1,)](x)", {"introspection"}),
     ("monkeypatch", "import torch, triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\ntorch.allclose = lambda *a: True",
      {"monkeypatch"}),
     ("environ", "import os, triton\n@triton.jit\ndef k(x): pass\ndef launch(x): k[(1,)](x)\nif os.environ.get('CI'): pass", {"environment"}),
@@ -351,6 +355,31 @@ SCANS = [
 @pytest.mark.parametrize(("source", "flags"), [s[1:] for s in SCANS], ids=[s[0] for s in SCANS])
 def test_the_static_scan_flags_what_the_source_does(source, flags):
     assert {f.flag for f in scan_source(source)} == flags
+
+
+# hostile candidate -> (verdict, flags it must have, flags it must not have): seen while it runs
+RUNTIME = {
+    # The source hides the call (a built name); the worker's operator record sees it.
+    "hides_library_lse": ("pass", {"runtime_library_lse", "dynamic_attribute"}, {"library_lse"}),
+    "removes_the_op_record": ("pass", {"runtime_record_removed", "library_lse", "introspection"},
+                              {"runtime_library_lse"}),
+    "returns_one_buffer": ("fail", {"overwrites_output"}, set()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNTIME))
+def test_what_a_candidate_does_while_it_runs_is_flagged_beside_the_verdict(tmp_path, name):
+    from fuzz.grading import evaluate
+
+    verdict, required, forbidden = RUNTIME[name]
+    options = GradeOptions(budget=8, max_elements=1024).validated()
+    record = evaluate(f"{HOSTILE / name}.py:lse", options, reproducer_dir=tmp_path)
+    assert record["verdict"] == verdict, record["reason"]
+    flags = {f["flag"]: f for f in record["flags"]}
+    assert required <= set(flags) and not forbidden & set(flags), flags
+    if name == "hides_library_lse":
+        assert flags["runtime_library_lse"]["message"].endswith(": aten.logsumexp")
+        assert flags["runtime_library_lse"]["severity"] == "cheat"
 
 
 def test_every_flag_is_documented_with_a_severity():

@@ -69,10 +69,20 @@ def test_the_worker_runs_scrubbed_in_its_own_directory_session_and_stdin(monkeyp
         seen = json.loads(impl.noise().stdout_head.splitlines()[0])
     assert "LSE_FUZZ_TEST_SECRET" not in seen["env"]
     assert set(seen["env"]) <= set(worker_environment()) | {"TMPDIR", "TEMP", "TMP", "TRITON_INTERPRET"}
-    assert Path(seen["cwd"]).resolve() != Path.cwd().resolve() and "lse-fuzz-worker-" in seen["cwd"]
+    assert Path(seen["cwd"]).resolve() != Path.cwd().resolve() and Path(seen["cwd"]).name == "cwd"
     assert seen["stdin"] == ""  # /dev/null
     assert seen["pgid_is_pid"]  # its own session: the terminal's Ctrl-C does not reach it
     assert seen["triton_interpret"] == "1"  # CPU tensors need Triton's interpreter
+
+
+def test_a_candidate_looking_for_its_grader_finds_an_ordinary_python_process():
+    x = torch.randn(3, 4)
+    with IsolatedImpl(target("behaves_when_watched")) as impl:
+        out = impl(x)
+        with open(f"/proc/{impl.pid}/cmdline", "rb") as f:
+            assert f.read().rstrip(b"\0") == b"python3"  # what ps shows too
+    # It computes honestly only when it sees the grader: here it took its shortcut.
+    assert torch.equal(out, torch.zeros(3))
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,6 +124,17 @@ def test_a_mutation_of_the_input_is_written_back_bit_for_bit():
     assert torch.equal(x.view(torch.int32), (-before).view(torch.int32))  # 0.0 became -0.0
 
 
+def test_the_parent_sees_an_input_change_that_the_candidate_hides_from_its_own_process():
+    x = torch.tensor([[0.5, 1.5], [-2.0, 4.0]])
+    before = x.clone()
+    with IsolatedImpl(target("blinds_the_input_check")) as impl:
+        impl(x)
+        assert impl.input_changes == 1
+        impl(x)  # the same tensor again: its (halved) contents travel, and the next change is seen too
+        assert impl.input_changes == 2
+    assert torch.equal(x, before / 4)
+
+
 def test_a_write_into_the_padding_is_written_back():
     x = Layout(LayoutKind.PADDED, pad=2).materialize(torch.ones(2, 3))
     storage = torch.empty(0).set_(x.untyped_storage())
@@ -130,6 +151,26 @@ def test_an_output_that_aliases_the_input_comes_back_as_a_view_of_it():
         out = impl(x)
     assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
     assert torch.equal(out, x[:, 0])
+
+
+def test_an_output_that_aliases_the_input_through_another_storage_object_comes_back_as_a_view_of_it():
+    x = torch.randn(4, 3)
+    with IsolatedImpl(target("aliases_through_numpy")) as impl:
+        out = impl(x)
+    assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert torch.equal(out, x[:, -1]) and out.stride() == (3,)
+
+
+def test_an_output_the_candidate_returns_again_and_overwrites_changes_in_the_callers_hands():
+    x = torch.randn(3, 4)
+    with IsolatedImpl(target("returns_one_buffer")) as impl:
+        first = impl(x)
+        second = impl(x + 1.0)
+        assert torch.equal(first, second)  # as in process, where both are one tensor
+        assert impl.output_changes == 1  # decided here, from the bytes of the held output
+        del first, second
+        third = impl(x)  # released outputs are not sent again: nothing held changed
+        assert impl.output_changes == 1 and torch.equal(third, expected(x))
 
 
 def test_the_same_tensor_object_maps_to_the_same_object_in_the_worker():
