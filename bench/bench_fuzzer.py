@@ -118,6 +118,7 @@ class Run:
     load_before: float
     count_errors: int = 0
     classes: dict = field(default_factory=dict)
+    drivers: dict = field(default_factory=dict)
 
     @property
     def examples_per_s(self) -> float | None:
@@ -150,7 +151,7 @@ def run_once(scenario: Scenario, cache: str, cache_dir: Path, work: Path, env: d
     return Run(scenario=scenario.name, cache=cache, command=f"python -m fuzz {shown}", returncode=proc.returncode,
                wall_s=wall, examples=examples_of(scenario.kind, work), variants=summary["variants"],
                kernels=summary["kernels"], compiles=count_compiles(cache_dir) - before, load_before=load,
-               count_errors=summary["errors"], classes=summary["classes"])
+               count_errors=summary["errors"], classes=summary["classes"], drivers=summary["drivers"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,9 +175,11 @@ def classes_lines(runs: list[Run]) -> list[str]:
     for run in runs:
         if run.cache != "cold" or not run.classes:
             continue
+        alone = ", ".join(f"{group} alone {n}" for group, n in run.drivers.items())
+        lines.append(f"* {run.scenario}: {run.variants} variants; {alone}")
         for kernel, params in sorted(run.classes.items()):
             varied = "; ".join(f"`{name}` {len(values)}: {', '.join(values)}" for name, values in params.items())
-            lines.append(f"* {run.scenario}, `{kernel}`: {varied or 'one variant'}")
+            lines.append(f"  * `{kernel}`: {varied or 'one variant'}")
     return lines
 
 
@@ -192,8 +195,9 @@ def render_markdown(header: str, command: str, runs: list[Run]) -> str:
     lines += [f"* {run.scenario}: `{run.command}`" for run in runs if run.cache == "cold"]
     extra = classes_lines(runs)
     if extra:
-        lines += ["", "Kernel arguments with more than one class in the cold runs (what the variants are made of):",
-                  ""] + extra
+        lines += ["", "What the variants of the cold runs are made of: the distinct keys if only one group of "
+                  "arguments split (`fuzz.specialization.drivers`), and every argument with more than one class "
+                  "(`1`: an integer equal to 1; `/D`: divisible by 16, or a 16-byte aligned pointer):", ""] + extra
     return "\n".join(lines) + "\n"
 
 

@@ -39,7 +39,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 
-__all__ = ["ENV", "argument_class", "class_text", "count_variants", "install", "launch_key", "read_records", "summarize"]
+__all__ = ["ENV", "argument_class", "class_text", "count_variants", "drivers", "install", "launch_key", "read_records", "summarize"]
 
 ENV = "LSE_FUZZ_VARIANTS"
 """Environment variable: a file every worker appends the launches' new specialization keys to."""
@@ -228,4 +228,24 @@ def summarize(records: Iterable[Mapping]) -> dict[str, object]:
         "kernels": len({kernel for kernel, _ in distinct}),
         "errors": sum(1 for r in records if "error" in r),
         "classes": {k: {name: sorted(v) for name, v in per.items() if len(v) > 1} for k, per in classes.items()},
+        "drivers": drivers(distinct.values()),
     }
+
+
+_GROUPS = {
+    "constexprs and options": lambda entry: entry[1] in ("constexpr", "option") and not entry[1:] == ["constexpr", 1],
+    "pointers (dtype, alignment)": lambda entry: str(entry[1]).startswith("*"),
+    "integers (==1, %16, width)": lambda entry: entry[1:] == ["constexpr", 1] or str(entry[1])[:1] in "iu",
+}
+
+
+def drivers(records: Iterable[Mapping]) -> dict[str, int]:
+    """What the variants are made of: the distinct keys there would be if only one group of
+    arguments split (constexprs and launch options; pointer arguments by dtype and alignment;
+    integer arguments by ==1, divisibility by 16 and width), summed over kernels. Their product
+    bounds the variants; a count near the product means the groups combine freely."""
+    keys = {(r["kernel"], json.dumps(r["key"], sort_keys=True)): r for r in records if "key" in r}
+    out = {}
+    for group, member in _GROUPS.items():
+        out[group] = len({(kernel, json.dumps([e for e in r["key"] if member(e)])) for (kernel, _), r in keys.items()})
+    return out

@@ -101,6 +101,10 @@ def test_launches_in_one_class_are_one_variant_and_each_other_class_is_one_more(
     assert summary["classes"]["k"]["N"] == ["1", "i32", "i32/D"]
     assert summary["classes"]["k"]["BLOCK_N"] == ["32", "64"]
     assert "stride_row" not in summary["classes"]["k"]  # one class only: not a driver
+    # Alone, the constexprs and options split 4 ways (BLOCK_N 32/64, num_warps, ACC fp64), the
+    # pointers 2 (aligned or not), the integers 3 (N divisible, not, equal to 1).
+    assert summary["drivers"] == {"constexprs and options": 4, "pointers (dtype, alignment)": 2,
+                                  "integers (==1, %16, width)": 3}
 
 
 def test_do_not_specialize_keeps_the_type_only():
