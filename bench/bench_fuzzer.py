@@ -18,6 +18,11 @@ the bundled mutation analysis; ``grade`` of four correct corpus files. For each 
   cache (one per compiled kernel, in every Triton 3.x; 0 in the interpreter, where nothing
   compiles). On a GPU a cold run's compiles should equal its variants and a warm run's be 0.
 
+``--survey TARGET ... [--seeds 3] [--budget N]`` instead runs ``check`` of each target once per seed (default
+budget, one Triton cache per target) and reports each run's variants, the variants new to it
+(not in an earlier seed's run: on a GPU, its compiles with the cache the earlier seeds filled),
+the union over the seeds, and what they are made of.
+
 Writes ``PREFIX.jsonl`` (one line per run) and ``PREFIX.md`` (date, device, versions, command,
 the table and which kernel arguments the variants are made of), and prints the table. The default
 PREFIX is ``bench/results/DATE-DEVICE-bench-fuzzer``. Default options take about 10 minutes on a
@@ -35,13 +40,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fuzz import specialization  # noqa: E402  (after the path: this checkout's fuzz, not an installed one)
+from fuzz import specialization  # after the path: this checkout's fuzz, not an installed one
 
 CORRECT = ROOT / "tests" / "implementations" / "correct"
 GRADED = ("exp2_based.py", "multi_row.py", "split_row.py", "torch_float32.py")
@@ -117,6 +123,7 @@ class Run:
     compiles: int
     load_before: float
     count_errors: int = 0
+    new_variants: int | None = None  # a survey's: variants no earlier seed's run had
     classes: dict = field(default_factory=dict)
     drivers: dict = field(default_factory=dict)
 
@@ -154,17 +161,54 @@ def run_once(scenario: Scenario, cache: str, cache_dir: Path, work: Path, env: d
                count_errors=summary["errors"], classes=summary["classes"], drivers=summary["drivers"])
 
 
+def benchmark(chosen: list[Scenario], work: Path, env: dict[str, str]) -> Iterator[Run]:
+    """Each scenario cold, then warm, in a Triton cache of its own."""
+    for index, scenario in enumerate(chosen):
+        cache_dir = work / f"triton-cache-{index}"  # new for the cold run, kept for the warm one
+        for cache in ("cold", "warm"):
+            yield run_once(scenario, cache, cache_dir, work / f"{index}-{cache}", env)
+
+
+def survey(targets: list[str], seeds: int, device: str, work: Path, env: dict[str, str], *,
+           budget: int | None = None) -> Iterator[Run]:
+    """``check`` of each target with seeds 0..seeds-1, in one Triton cache per target; after each
+    target's runs, a row for their union (cache ``union``)."""
+    runs: list[Run] = []
+    for index, target in enumerate(targets):
+        label = Path(target.partition(":")[0]).stem if ".py" in target else target  # two_pass, reference:lse
+        seen: set = set()
+        for seed in range(seeds):
+            scenario = Scenario(f"{label} seed {seed}", "check",
+                                ("check", target, "--device", device, "--seed", str(seed),
+                                 *(["--budget", str(budget)] if budget else []), "--json", "{work}/check.json",
+                                 "--reproducers", "{work}/repro"))
+            folder = work / f"survey-{index}-{seed}"
+            run = run_once(scenario, "cold" if seed == 0 else "warm", work / f"survey-cache-{index}", folder, env)
+            keys = {(r["kernel"], json.dumps(r["key"], sort_keys=True))
+                    for r in specialization.read_records(folder / "variants.jsonl") if "key" in r}
+            run.new_variants = len(keys - seen)
+            seen |= keys
+            runs.append(run)
+            yield run
+        union = Run(scenario=f"{label} seeds 0-{seeds - 1}", cache="union", command="",
+                    returncode=0, wall_s=sum(r.wall_s for r in runs[-seeds:]),
+                    examples=sum(r.examples or 0 for r in runs[-seeds:]), variants=len(seen), kernels=0,
+                    compiles=sum(r.compiles for r in runs[-seeds:]), load_before=runs[-seeds].load_before)
+        yield union
+
+
 # --------------------------------------------------------------------------------------------
 # Reports
 
 
-COLUMNS = ("scenario", "cache", "wall s", "examples", "examples/s", "variants", "compiles", "exit", "load")
+COLUMNS = ("scenario", "cache", "wall s", "examples", "examples/s", "variants", "new", "compiles", "exit", "load")
 
 
 def row(run: Run) -> list[str]:
     rate = run.examples_per_s
     return [run.scenario, run.cache, f"{run.wall_s:.1f}", "?" if run.examples is None else str(run.examples),
-            "?" if rate is None else f"{rate:.1f}", str(run.variants), str(run.compiles), str(run.returncode),
+            "?" if rate is None else f"{rate:.1f}", str(run.variants),
+            "" if run.new_variants is None else str(run.new_variants), str(run.compiles), str(run.returncode),
             f"{run.load_before:.2f}"]
 
 
@@ -173,7 +217,7 @@ def classes_lines(runs: list[Run]) -> list[str]:
     variants are made of."""
     lines = []
     for run in runs:
-        if run.cache != "cold" or not run.classes:
+        if run.cache == "warm" or not run.classes:
             continue
         alone = ", ".join(f"{group} alone {n}" for group, n in run.drivers.items())
         lines.append(f"* {run.scenario}: {run.variants} variants; {alone}")
@@ -187,12 +231,14 @@ def render_markdown(header: str, command: str, runs: list[Run]) -> str:
     lines = [f"# Benchmark of the fuzzer ({header})", "", f"`{command}`", "",
              "Cold: a new Triton cache and Hypothesis storage; warm: the same command again with the cache "
              "the cold run filled. Variants: distinct specialization keys of the kernel launches "
-             "(`fuzz.specialization`); compiles: kernels compiled into the Triton cache (0 in the interpreter). "
-             "Load: the 1-minute load average before the run.", "",
+             "(`fuzz.specialization`); new (surveys): variants no earlier seed's run had; compiles: kernels "
+             "compiled into the Triton cache (0 in the interpreter). Load: the 1-minute load average before "
+             "the run.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(row(run)) + " |" for run in runs]
     lines += ["", "Commands (run in a folder of their own, `{work}`):", ""]
-    lines += [f"* {run.scenario}: `{run.command}`" for run in runs if run.cache == "cold"]
+    lines += [f"* {run.scenario}: `{run.command}`" for run in runs
+              if run.command and (run.cache != "warm" or run.new_variants is not None)]
     extra = classes_lines(runs)
     if extra:
         lines += ["", "What the variants of the cold runs are made of: the distinct keys if only one group of "
@@ -234,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, metavar="PREFIX",
                         help="write PREFIX.jsonl and PREFIX.md (default bench/results/DATE-DEVICE-bench-fuzzer)")
     parser.add_argument("--work", type=Path, default=None, help="where the runs' folders go (default: a temporary one)")
+    parser.add_argument("--survey", nargs="+", metavar="TARGET", default=None,
+                        help="instead: check each TARGET with --seeds seeds and report the variants of each run")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per target of --survey (default 3)")
+    parser.add_argument("--budget", type=int, default=None, help="examples per check of --survey (default: check's)")
     args = parser.parse_args(argv)
 
     from bench._common import run_header
@@ -248,8 +298,10 @@ def main(argv: list[str] | None = None) -> int:
 
     header = f"{run_header(device)}, hypothesis {hypothesis.__version__}"
     command = "python bench/bench_fuzzer.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    out = args.out or ROOT / "bench" / "results" / f"{datetime.date.today().isoformat()}-{_slug(device)}-bench-fuzzer"
-    chosen = scenarios("cuda" if device.startswith("cuda") else "cpu", quick=args.quick, jobs=args.jobs)
+    what = "variants-survey" if args.survey else "bench-fuzzer"
+    out = args.out or ROOT / "bench" / "results" / f"{datetime.date.today().isoformat()}-{_slug(device)}-{what}"
+    device_option = "cuda" if device.startswith("cuda") else "cpu"
+    chosen = scenarios(device_option, quick=args.quick, jobs=args.jobs)
     if args.only:
         wanted = [w.strip() for w in args.only.split(",") if w.strip()]
         chosen = [s for s in chosen if any(s.name.startswith(w) for w in wanted)]
@@ -265,14 +317,13 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     jsonl = out.with_name(out.name + ".jsonl")
     jsonl.write_text("")
-    for index, scenario in enumerate(chosen):
-        cache_dir = work / f"triton-cache-{index}"  # new for the cold run, kept for the warm one
-        for cache in ("cold", "warm"):
-            run = run_once(scenario, cache, cache_dir, work / f"{index}-{cache}", env)
-            runs.append(run)
-            print("  ".join(f"{c}={v}" for c, v in zip(COLUMNS, row(run))), flush=True)
-            with open(jsonl, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"header": header, "command": command, **run.to_dict()}, sort_keys=True) + "\n")
+    runs_of = (survey(args.survey, args.seeds, device_option, work, env, budget=args.budget) if args.survey
+               else benchmark(chosen, work, env))
+    for run in runs_of:
+        runs.append(run)
+        print("  ".join(f"{c}={v}" for c, v in zip(COLUMNS, row(run))), flush=True)
+        with open(jsonl, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"header": header, "command": command, **run.to_dict()}, sort_keys=True) + "\n")
     out.with_name(out.name + ".md").write_text(render_markdown(header, command, runs))
     print_table(header, runs)
     print(f"wrote {jsonl} and {out.with_name(out.name + '.md')}")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -94,13 +95,13 @@ def _constant(value: object) -> object:
     return str(getattr(value, "__name__", value))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parameters(fn) -> tuple[inspect.Signature, tuple[tuple[str, bool], ...]]:
     signature = inspect.signature(fn)
     return signature, tuple((name, "constexpr" in str(p.annotation)) for name, p in signature.parameters.items())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_name(fn) -> str:
     """``module.qualname@source-hash``: Triton's caches key on the source, so two edits of one kernel
     (two mutants, two graded copies) are two kernels."""
@@ -153,9 +154,10 @@ def install(path: str | os.PathLike) -> None:
     "error": ...}`` when the key cannot be computed; the launch itself always goes ahead)."""
     path = os.fspath(path)
     seen: set[str] = set()
+    # Looked up here, not imported at the top: only a counting run touches the interpreter's module.
     for module, cls_name in (("triton.runtime.jit", "JITFunction"), ("triton.runtime.interpreter", "InterpretedFunction")):
         try:
-            cls = getattr(__import__(module, fromlist=[cls_name]), cls_name)
+            cls = getattr(importlib.import_module(module), cls_name)
         except (ImportError, AttributeError):
             continue
         if getattr(cls.run, "_lse_fuzz_variants", False):
@@ -212,6 +214,14 @@ def class_text(cls: list) -> str:
     return f"{cls[0]}/{cls[1]}" if cls[1] else str(cls[0])
 
 
+def _order(text: str) -> tuple:
+    """Numbers by value (2 before 16 before 1024), then everything else by its text."""
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
 def summarize(records: Iterable[Mapping]) -> dict[str, object]:
     """Variants, kernels, errors, and per kernel parameter the distinct classes seen (what drives the
     count): ``{"variants": n, "kernels": k, "errors": e, "classes": {"kernel": {"BLOCK_N": [...]}}}``."""
@@ -227,13 +237,14 @@ def summarize(records: Iterable[Mapping]) -> dict[str, object]:
         "variants": len(distinct),
         "kernels": len({kernel for kernel, _ in distinct}),
         "errors": sum(1 for r in records if "error" in r),
-        "classes": {k: {name: sorted(v) for name, v in per.items() if len(v) > 1} for k, per in classes.items()},
+        "classes": {k: {name: sorted(v, key=_order) for name, v in per.items() if len(v) > 1}
+                    for k, per in classes.items()},
         "drivers": drivers(distinct.values()),
     }
 
 
 _GROUPS = {
-    "constexprs and options": lambda entry: entry[1] in ("constexpr", "option") and not entry[1:] == ["constexpr", 1],
+    "constexprs and options": lambda entry: entry[1] in ("constexpr", "option") and entry[1:] != ["constexpr", 1],
     "pointers (dtype, alignment)": lambda entry: str(entry[1]).startswith("*"),
     "integers (==1, %16, width)": lambda entry: entry[1:] == ["constexpr", 1] or str(entry[1])[:1] in "iu",
 }

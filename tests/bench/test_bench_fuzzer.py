@@ -172,3 +172,45 @@ def test_the_quick_benchmark_writes_its_table_and_records(tmp_path):
     assert all(r["examples"] == 20 and r["variants"] == 0 and r["compiles"] == 0 for r in records)
     markdown = (tmp_path / "result.md").read_text()
     assert "| check torch_float32 | cold |" in markdown and "triton" in markdown.splitlines()[0]
+
+
+COMPILE = """
+import sys
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+@triton.jit
+def add_one(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)) + 1)
+
+for block in (128, 256, 128):  # two binaries; the third compile is a hit of the disk cache
+    source = ASTSource(fn=add_one, signature={"x_ptr": "*fp32", "BLOCK": "constexpr"}, constexprs={"BLOCK": block})
+    triton.compile(source, target=GPUTarget("cuda", 90, 32))
+"""
+
+
+def test_the_benchmark_counts_each_binary_triton_compiles_into_its_cache_once(tmp_path):
+    # Triton compiles for a GPU target without a GPU (its bundled ptxas does the last stage).
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TRITON_CACHE_DIR": str(cache), "TRITON_INTERPRET": "0"}
+    script = tmp_path / "compile.py"  # @triton.jit needs its source in a file
+    script.write_text(COMPILE)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env=env)
+    if run.returncode != 0 and "ptxas" in run.stderr:
+        pytest.skip("this Triton install has no ptxas to compile for sm_90 with")
+    assert run.returncode == 0, run.stderr
+    assert _load_bench().count_compiles(cache) == 2
+
+
+def test_a_survey_reports_each_seeds_variants_the_new_ones_and_their_union(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_fuzzer.py"), "--device", "cpu", "--survey",
+                          "reference:lse", "--seeds", "2", "--budget", "8", "--out", str(tmp_path / "survey"),
+                          "--work", str(tmp_path / "w")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    first, second, union = [json.loads(line) for line in (tmp_path / "survey.jsonl").read_text().splitlines()]
+    assert [r["scenario"] for r in (first, second, union)] == ["reference:lse seed 0", "reference:lse seed 1",
+                                                               "reference:lse seeds 0-1"]
+    assert first["new_variants"] == first["variants"] > 0 and 0 <= second["new_variants"] <= second["variants"]
+    assert union["variants"] == first["variants"] + second["new_variants"] and union["examples"] == 16
