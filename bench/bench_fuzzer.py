@@ -324,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         print("  ".join(f"{c}={v}" for c, v in zip(COLUMNS, row(run))), flush=True)
         with open(jsonl, "a", encoding="utf-8") as f:
             f.write(json.dumps({"header": header, "command": command, **run.to_dict()}, sort_keys=True) + "\n")
-    out.with_name(out.name + ".md").write_text(render_markdown(header, command, runs))
+        # After every run, so a run stopped by a time limit still leaves the table of what finished.
+        out.with_name(out.name + ".md").write_text(render_markdown(header, command, runs))
     print_table(header, runs)
     print(f"wrote {jsonl} and {out.with_name(out.name + '.md')}")
     return 0 if all(run.returncode == 0 and not run.count_errors for run in runs) else 1

@@ -103,14 +103,31 @@ def _parameters(fn) -> tuple[inspect.Signature, tuple[tuple[str, bool], ...]]:
 
 @functools.cache
 def kernel_name(fn) -> str:
-    """``module.qualname@source-hash``: Triton's caches key on the source, so two edits of one kernel
-    (two mutants, two graded copies) are two kernels."""
+    """``qualname@digest``, the digest over the kernel's source and those of the JIT functions it
+    calls (and the constexpr globals it reads), as Triton's cache key is: two edits of one kernel
+    or of a helper it calls (two mutants, two graded copies) are two kernels; the same source
+    loaded as two modules (the reference and a mutant that changed only its launcher) is one."""
+    digest = hashlib.sha256()
+    _hash_source(fn, digest, set())
+    return f"{getattr(fn, '__qualname__', repr(fn))}@{digest.hexdigest()[:12]}"
+
+
+def _hash_source(fn, digest, seen: set[int]) -> None:
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
     try:
-        source = inspect.getsource(fn)
+        digest.update(inspect.getsource(fn).encode())
     except (OSError, TypeError):
-        source = ""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}@{digest}"
+        digest.update(repr(fn).encode())
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    for name in sorted(set(code.co_names) if code else ()):
+        value = names.get(name)
+        inner = getattr(value, "fn", None)  # JITFunction and InterpretedFunction keep the Python function as .fn
+        if inner is not None and hasattr(inner, "__code__"):
+            _hash_source(inner, digest, seen)
+        elif type(value).__name__ == "constexpr":
+            digest.update(f"{name}={getattr(value, 'value', value)!r}".encode())
 
 
 def _indices(names: Iterable, params: tuple[tuple[str, bool], ...]) -> set[str]:
