@@ -175,7 +175,10 @@ def survey(targets: list[str], seeds: int, device: str, work: Path, env: dict[st
     target's runs, a row for their union (cache ``union``)."""
     runs: list[Run] = []
     for index, target in enumerate(targets):
-        label = Path(target.partition(":")[0]).stem if ".py" in target else target  # two_pass, reference:lse
+        path, colon, function = target.partition(":")
+        if path.endswith(".py"):  # the runs work in folders of their own
+            target = f"{Path(path).resolve()}{colon}{function}"
+        label = Path(path).stem if path.endswith(".py") else target  # two_pass, reference:lse
         seen: set = set()
         for seed in range(seeds):
             scenario = Scenario(f"{label} seed {seed}", "check",
@@ -191,7 +194,7 @@ def survey(targets: list[str], seeds: int, device: str, work: Path, env: dict[st
             runs.append(run)
             yield run
         union = Run(scenario=f"{label} seeds 0-{seeds - 1}", cache="union", command="",
-                    returncode=0, wall_s=sum(r.wall_s for r in runs[-seeds:]),
+                    returncode=max(r.returncode for r in runs[-seeds:]), wall_s=sum(r.wall_s for r in runs[-seeds:]),
                     examples=sum(r.examples or 0 for r in runs[-seeds:]), variants=len(seen), kernels=0,
                     compiles=sum(r.compiles for r in runs[-seeds:]), load_before=runs[-seeds].load_before)
         yield union
