@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import triton.language as tl
 
 from fuzz import specialization
 from fuzz.specialization import argument_class, class_text, count_variants, launch_key, summarize
@@ -29,8 +28,9 @@ def _load_bench():
     return module
 
 
-def kernel(x_ptr, out_ptr, N, stride_row, BLOCK_N: tl.constexpr, ACC: tl.constexpr = "fp32"):
-    """A kernel's signature is all the counter reads (it is never run here)."""
+def kernel(x_ptr, out_ptr, N, stride_row, BLOCK_N: tl.constexpr, ACC: tl.constexpr = "fp32"):  # noqa: F821
+    """A kernel's signature is all the counter reads (it is never run here; the annotations stay
+    text, so this module need not import triton, which must come after the project's packages)."""
 
 
 def _aligned(n: int, dtype=torch.float32) -> torch.Tensor:
@@ -247,3 +247,24 @@ def test_a_kernel_is_named_by_its_source_and_its_helpers_not_by_its_module(tmp_p
     assert specialization.kernel_name(same) == specialization.kernel_name(copy)  # a mutant's untouched kernel
     assert specialization.kernel_name(same) != specialization.kernel_name(edited)  # only a helper changed
     assert specialization.kernel_name(same).startswith("kernel@")
+
+
+def test_install_records_the_launches_of_compiled_kernels_too(tmp_path, monkeypatch):
+    # On a GPU the launches go through JITFunction.run; here its original is a stub (no driver).
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    launched = []
+    monkeypatch.setattr(JITFunction, "run", lambda self, *args, grid, warmup, **kwargs: launched.append(grid))
+    monkeypatch.setattr(InterpretedFunction, "run", InterpretedFunction.run)  # put back after the test
+    compiled = JITFunction(kernel, do_not_specialize=["stride_row"])
+    path = tmp_path / "variants.jsonl"
+    specialization.install(path)
+    specialization.install(path)  # a second install does not wrap twice
+    for n in (32, 48, 33):
+        compiled.run(ALIGNED, ALIGNED, n, 7, grid=(1,), warmup=False, BLOCK_N=32, num_warps=4)
+    assert launched == [(1,)] * 3  # every launch went ahead
+    records = specialization.read_records(path)
+    assert len(records) == 2 and count_variants(records) == 2  # N divisible by 16 (twice), then not
+    assert records[0]["kernel"].startswith("kernel@")
+    assert ["stride_row", "i32", None] in records[0]["key"] and ["num_warps", "option", 4] in records[0]["key"]
