@@ -27,7 +27,7 @@ Writes ``PREFIX.jsonl`` (one line per run) and ``PREFIX.md`` (date, device, vers
 the table and which kernel arguments the variants are made of), and prints the table. The default
 PREFIX is ``bench/results/DATE-DEVICE-bench-fuzzer`` (``-variants-survey`` for a survey). Default
 options take about 6 minutes on an idle 2-core CPU (13 when other jobs keep its load at 5);
-``--quick`` (budget 20, three mutants, two graded files) about one.
+``--quick`` (budget 20, three mutants, two graded files) about two.
 """
 
 from __future__ import annotations
