@@ -10,7 +10,7 @@ FILE_SIZE_LIMIT = 256 << 20
 """RLIMIT_FSIZE of a worker: a candidate printing in a loop cannot fill the disk."""
 
 _ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "LD_LIBRARY_PATH", "CC", "CXX",
-             "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LSE_FUZZ_VARIANTS")
 _ENV_KEEP_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "LC_", "ROCR_", "HIP_")
 
 
@@ -23,7 +23,8 @@ def worker_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The scrubbed environment of a worker: what running Python, torch, triton and CUDA needs.
 
     Kept: PATH, HOME, USER, locale, LD_LIBRARY_PATH, CC/CXX (Triton builds a launcher stub on
-    GPUs), thread counts, and every TRITON_*, CUDA_*, NVIDIA_* variable. Dropped: everything
+    GPUs), thread counts, LSE_FUZZ_VARIANTS (:mod:`fuzz.specialization`), and every TRITON_*,
+    CUDA_*, NVIDIA_* variable. Dropped: everything
     else (tokens, proxies, cloud credentials, CI variables). PYTHONPATH is rebuilt so the
     project and the caller's import path resolve; PYTHONHASHSEED is fixed.
     """

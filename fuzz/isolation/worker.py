@@ -36,7 +36,7 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from .. import autotune
+from .. import autotune, specialization
 from ..failures import exception_chain
 from ..gpu_memory import MEMORY_WAIT, with_memory_retry
 from .appearance import look_ordinary
@@ -79,6 +79,8 @@ def worker_main(channel_fd: int, args: dict) -> int:
     # pins one configuration per example (only this process can find the candidate's kernels).
     autotune.install()
     tuners = autotune.discover(impl)
+    if os.environ.get(specialization.ENV):  # the fuzzer's own benchmark counts what Triton would compile
+        specialization.install(os.environ[specialization.ENV])
     send_message(conn, {
         "op": "ready",
         "pid": os.getpid(),
