@@ -199,11 +199,28 @@ class Pool:
         upcoming = next(pending, None)
         idle: list[_Driver] = [d for d in self._drivers if d.job is None]
         busy: dict[Connection, _Driver] = {}
+        fresh_failures = 0
         try:
             while upcoming is not None or busy:
                 while upcoming is not None and (idle or len(busy) < workers):
+                    reused = bool(idle)
                     driver = idle.pop() if idle else self._new_driver()
-                    driver.send(upcoming)
+                    try:
+                        driver.send(upcoming)
+                    except OSError:
+                        # It died while idle (another job's process killed it, or its fork server
+                        # died): the job never reached it, so it goes to the next driver, blameless.
+                        # A driver started just now for it is retired the same way, once.
+                        driver.job = None
+                        self._retire(driver)
+                        if not reused:
+                            fresh_failures += 1
+                            if fresh_failures > 2:
+                                raise RuntimeError("lse-fuzz: three new grading drivers in a row died before "
+                                                   "their first job reached them; something on this machine "
+                                                   "kills the processes the fork server starts") from None
+                        continue
+                    fresh_failures = 0
                     busy[driver.conn] = driver
                     upcoming = next(pending, None)
                 for conn in wait(list(busy), timeout=0.2):

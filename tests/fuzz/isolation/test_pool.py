@@ -4,6 +4,7 @@ remaining jobs run on fresh drivers."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pytest
@@ -107,6 +108,42 @@ def test_a_job_that_kills_the_drivers_beside_it_is_named_and_they_get_their_resu
     killer = results["killer"]
     assert killer.killed_its_driver and not killer.killed_fork_server
     assert "its grading driver died while it ran, also when it ran again alone" in killer.detail
+
+
+def test_a_driver_that_died_while_idle_costs_the_next_job_nothing(tmp_path):
+    # Another job's process (or its fork server's death) can kill a driver between two jobs; the
+    # next job must go to a live driver, not end the run with a broken pipe.
+    with Pool(1, work_dir=tmp_path) as pool:
+        (first,) = pool.run([job("first", "echo")])
+        os.kill(first.record["pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(first.record["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (second,) = pool.run([job("second", "echo")])
+    assert second.outcome is Outcome.RETURNED, second.detail
+    assert second.record["pid"] != first.record["pid"]
+
+
+def test_a_casualty_run_again_after_a_fork_server_killer_still_gets_its_result(tmp_path):
+    # The killer, run again alone, takes the fork server down with every idle driver; the
+    # casualties after it still run (the batch once died here with a BrokenPipeError).
+    with Pool(2, work_dir=tmp_path) as pool:
+        # Both killers' drivers die in the first round; "later" and "later2" leave two idle drivers
+        # behind; the first killer, run again alone on one, kills the other with the fork server.
+        jobs = [job("killer", "kill_fork_server"), job("killer2", "kill_fork_server"),
+                job("later", "echo", hold=0.5), job("later2", "echo", hold=0.5)]
+        results = {r.job.key: r for r in pool.run(jobs)}
+    assert set(results) == {"killer", "killer2", "later", "later2"}
+    assert results["later"].outcome is Outcome.RETURNED and results["later2"].outcome is Outcome.RETURNED
+    assert results["killer"].killed_fork_server and results["killer2"].killed_fork_server
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
 
 
 def test_a_stopped_process_is_continued_by_whoever_waits_on_it():
