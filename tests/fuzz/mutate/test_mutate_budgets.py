@@ -4,12 +4,14 @@ and every report says which budgets a verdict rests on and where the device scal
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fuzz.cli import main
 from fuzz.commands import mutate as command
+from fuzz.grading.parts import part_count
 from fuzz.mutate import runner
 from fuzz.mutate.report import budgets, markdown_report
 from fuzz.mutate.runner import CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET, MutateReport, default_thorough_budget
@@ -95,3 +97,44 @@ def test_the_reports_state_the_budgets_and_the_device_scaling(config, says, neve
         assert text in line and text in markdown
     for text in never:
         assert text not in line
+
+
+def _options_of_a_run(monkeypatch, **kwargs) -> tuple:
+    """The fuzzer's options of a run_mutate call and of its survivors' re-run (None: no re-run),
+    taken where the mutants would be judged (nothing is fuzzed)."""
+    seen = {}
+
+    def fake_gate(pool, kernel, options, *rest):
+        return [], {}, 1.0, 0.0, 0.0
+
+    def fake_judge(pool, kernel, mutants, options, thorough, *rest):
+        seen.update(options=options, thorough=thorough)
+        raise _Stop
+
+    monkeypatch.setattr(runner, "_gate", fake_gate)
+    monkeypatch.setattr(runner, "_judge", fake_judge)
+    with pytest.raises(_Stop):
+        runner.run_mutate(str(TINY_DIR / "tiny_lse.py"), cache=None, jobs=1, **kwargs)
+    return seen["options"], seen["thorough"]
+
+
+def test_a_mutants_examples_are_one_run(monkeypatch):
+    """The CPU's default split of a check into parts would run a killed mutant's second part, and shrink
+    there again; a mutant's examples are one run instead (the same count; a GPU runs one anyway)."""
+    options, thorough = _options_of_a_run(monkeypatch, device="cpu")
+    assert part_count(options) == 1 and part_count(thorough) == 1
+    assert options.budget == runner.DEFAULT_BUDGET
+    assert part_count(replace(options, parts=None)) == 2  # what the CPU's default would have been
+
+
+@pytest.mark.parametrize("given, expected", [
+    (None, CPU_THOROUGH_BUDGET), (2000, 2000), (7, 7),
+], ids=["cpu-default", "gpu-sized", "given"])
+def test_run_mutate_sizes_the_rerun_to_the_device_unless_given(given, expected, monkeypatch):
+    _, thorough = _options_of_a_run(monkeypatch, device="cpu", thorough_budget=given)
+    assert thorough.budget == expected and thorough.profile == "lse-thorough"
+
+
+def test_no_rerun_when_the_thorough_budget_is_zero(monkeypatch):
+    _, thorough = _options_of_a_run(monkeypatch, device="cpu", thorough_budget=0)
+    assert thorough is None
