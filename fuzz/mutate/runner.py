@@ -229,8 +229,8 @@ def _thorough_source(scaled: bool, device: str) -> str:
     if not scaled:
         return "given (--thorough-budget)"
     if device.startswith("cpu"):
-        return (f"the CPU default, sized to Triton's interpreter (on a GPU: {GPU_THOROUGH_BUDGET}; "
-                f"--thorough-budget {GPU_THOROUGH_BUDGET} asks for that here)")
+        return (f"the CPU default, sized to Triton's interpreter; {GPU_THOROUGH_BUDGET} on a GPU, and "
+                f"--thorough-budget {GPU_THOROUGH_BUDGET} asks for that here")
     return "the GPU default (the lse-thorough profile's examples)"
 
 
