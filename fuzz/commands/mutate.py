@@ -24,7 +24,7 @@ from ..defaults import MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR, OUT_DIR
 # a test keeps the two in step.
 DEFAULT_BUDGET = 100
 GPU_THOROUGH_BUDGET = 2000
-CPU_THOROUGH_BUDGET = 500
+CPU_THOROUGH_BUDGET = 300
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -54,12 +54,14 @@ DEFAULT_BUDGET = 100
 """Examples per mutant, on every device (a killed mutant stops at its first failure)."""
 GPU_THOROUGH_BUDGET = PROFILES["lse-thorough"]
 """Examples of a survivor's re-run with the ``lse-thorough`` profile on a GPU: the profile's own count."""
-CPU_THOROUGH_BUDGET = 500
+CPU_THOROUGH_BUDGET = 300
 """The same re-run's examples on the CPU, sized to Triton's interpreter: an example of a survivor of
-``reference.lse`` costs 45-60 ms there (2-core machine; 2000 examples took 91 s for one survivor),
-so 500 take about 25-30 s a survivor, and the default run of ``reference.lse`` (47 mutants, 8 of
-them survivors) stays within 5 minutes on two cores. ``thorough_budget=2000``
-(``--thorough-budget 2000``) asks for the GPU-sized re-run anywhere."""
+``reference.lse`` costs 45-60 ms there on a quiet 2-core machine (2000 examples took 91 s for one
+survivor), so 300 take about 15-20 s a survivor. The re-run is most of a default run's time
+(``reference.lse``: 8 survivors of 47 mutants; at 500 examples the re-run took 79% of the worker
+time), and 300 keep that run within 5 minutes on two cores with a margin; every mutant the re-run
+killed at 500 examples it also kills at 300. ``thorough_budget=2000`` (``--thorough-budget 2000``)
+asks for the GPU-sized re-run anywhere."""
 ONE_RUN = 1
 """A mutant's examples are one Hypothesis run (GradeOptions.parts), on every device. The CPU's
 default split of a check into two runs of derived seeds (:mod:`fuzz.grading.parts`) puts one
@@ -153,7 +155,7 @@ def run_mutate(
 
     ``operators``: names in :data:`fuzz.mutate.OPERATORS` (default all). ``only``: mutant names
     to run (default all). ``thorough_budget``: examples of the survivors' second run (0: none; None:
-    :func:`default_thorough_budget` for the device, 500 on the CPU and 2000 on a GPU).
+    :func:`default_thorough_budget` for the device, 300 on the CPU and 2000 on a GPU).
     ``tests``: a shell command (exit 0 = tests pass) run in an overlay of ``tests_root`` (default:
     the working directory). ``cache``: a directory, None for no cache. InvalidArgument for bad input.
     """
