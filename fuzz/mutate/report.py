@@ -104,7 +104,7 @@ def _functions(entries: list[str]) -> str:
 
 def budgets(report: MutateReport) -> str:
     """The examples a verdict rests on and where the device scaled them, e.g. 'budget 100 examples per
-    mutant, shapes up to 65536 elements; survivors again with `lse-thorough`, 500 examples (the CPU
+    mutant, shapes up to 65536 elements; survivors again with `lse-thorough`, 300 examples (the CPU
     default, ...)'."""
     config = report.config
     thorough = config["thorough_budget"]
