@@ -20,8 +20,11 @@ import os
 
 from ..defaults import MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR, OUT_DIR
 
+# The runner's defaults (fuzz.mutate.runner), repeated here so that --help imports nothing heavy;
+# a test keeps the two in step.
 DEFAULT_BUDGET = 100
-DEFAULT_THOROUGH_BUDGET = 2000
+GPU_THOROUGH_BUDGET = 2000
+CPU_THOROUGH_BUDGET = 300
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -47,9 +50,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help=f"mutants at once (default: the CPU count, {os.cpu_count()})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
                         help=f"examples per mutant (default {DEFAULT_BUDGET})")
-    parser.add_argument("--thorough-budget", type=int, default=DEFAULT_THOROUGH_BUDGET, metavar="N",
-                        help="examples of the survivors' re-run with the lse-thorough profile "
-                             f"(default {DEFAULT_THOROUGH_BUDGET}; 0: no re-run)")
+    parser.add_argument("--thorough-budget", type=int, default=None, metavar="N",
+                        help="examples of the survivors' re-run with the lse-thorough profile (default: "
+                             f"{GPU_THOROUGH_BUDGET} on a GPU, {CPU_THOROUGH_BUDGET} on the CPU, sized to Triton's "
+                             f"interpreter; --thorough-budget {GPU_THOROUGH_BUDGET} asks for the GPU-sized re-run "
+                             "there; 0: no re-run)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the example generator (default 0)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--contract", choices=("strict", "finite"), default="strict",
@@ -85,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import validate
     from ..mutate import OPERATORS, discover, generate, run_mutate
-    from ..mutate.report import headline, rich_tables, write_reports
+    from ..mutate.report import budgets, headline, rich_tables, write_reports
     from ..mutation import GateFailure
     from ..outcomes import ExitCode
     from .mutants import _Progress
@@ -115,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     for value, name, low in ((args.budget, "--budget", 1), (args.seed, "--seed", 0),
                              (args.thorough_budget, "--thorough-budget", 0)):
-        validate.integer(value, name=name, low=low)
+        if value is not None:
+            validate.integer(value, name=name, low=low)
     if args.fail_under is not None:
         validate.number(args.fail_under, name="--fail-under", low=0)
     cache = None if args.no_cache else (args.cache_dir or _default_cache())
@@ -137,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(table)
     paths = write_reports(report, args.out_dir)
     console.print(f"{headline(report)}; {report.summary()}; {report.reused} verdicts reused, {report.judged} judged")
+    console.print(f"{budgets(report)}", markup=False, highlight=False)
     for r in report.survivors:
         console.print(f"[bold red]survived[/] {r.name}: look here: a real gap, or an equivalent mutant")
         console.print(r.mutant.diff(), markup=False, highlight=False)

@@ -20,7 +20,7 @@ from ..outcomes import MutantStatus
 from .html import html_report
 from .runner import MutateReport
 
-__all__ = ["YOUR_TESTS", "markdown_report", "rich_tables", "stryker_report", "write_reports"]
+__all__ = ["YOUR_TESTS", "budgets", "markdown_report", "rich_tables", "stryker_report", "write_reports"]
 
 YOUR_TESTS = "your-tests"
 """The test id of the ``--tests`` command in ``killedBy``."""
@@ -102,6 +102,19 @@ def _functions(entries: list[str]) -> str:
     return ", ".join("`" + entry.rpartition(":")[2] + "`" for entry in entries)
 
 
+def budgets(report: MutateReport) -> str:
+    """The examples a verdict rests on and where the device scaled them, e.g. 'budget 100 examples per
+    mutant, shapes up to 65536 elements; survivors again with `lse-thorough`, 300 examples (the CPU
+    default, ...)'."""
+    config = report.config
+    thorough = config["thorough_budget"]
+    line = (f"budget {config['budget']} examples per mutant, shapes up to {config['max_elements_drawn']} elements"
+            f"{'' if config['max_elements'] else ' (the device default)'}; ")
+    if not thorough:
+        return line + "survivors not run again (--thorough-budget 0)"
+    return line + f"survivors again with `lse-thorough`, {thorough} examples ({config['thorough_budget_source']})"
+
+
 def headline(report: MutateReport) -> str:
     """'lse-fuzz kills 30 of 31; your tests kill 9 of 31' (the side-by-side line)."""
     total = len(report.results)
@@ -120,8 +133,7 @@ def markdown_report(report: MutateReport) -> str:
         "",
         f"**{headline(report)}** ({_counts(report)}).",
         "",
-        f"Device `{config['device']}`; budget {config['budget']} examples per mutant (survivors again with "
-        f"`lse-thorough`, {config['thorough_budget']} examples); seed {config['seed']}; contract "
+        f"Device `{config['device']}`; {budgets(report)}; seed {config['seed']}; contract "
         f"{config['declared_contract']}; {report.total_seconds:.0f} s; {report.reused} verdicts reused from "
         f"the cache, {report.judged} judged.",
         "",

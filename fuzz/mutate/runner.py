@@ -14,8 +14,9 @@ Steps:
    candidate of ``lse-fuzz grade`` (isolated worker, the fuzzer in a driver), stopped after
    ``max(timeout_factor * baseline, timeout_floor)`` seconds; with ``tests``, the command runs
    against each mutant too (exit status 0: it survived the tests).
-4. Survivors are graded again with the ``lse-thorough`` profile and ``thorough_budget`` examples;
-   those that still survive are listed with their diff: a real gap, or an equivalent mutant.
+4. Survivors are graded again with the ``lse-thorough`` profile and ``thorough_budget`` examples
+   (by default sized to the device: :func:`default_thorough_budget`); those that still survive are
+   listed with their diff: a real gap, or an equivalent mutant.
 5. Every verdict is cached (:mod:`.cache`); a re-run judges only the mutants whose inputs changed.
 """
 
@@ -41,15 +42,35 @@ from ..isolation.pool import Job, Pool
 from ..mutation.results import Cell, GateFailure, GateResult, MutantResult, MutationReport
 from ..outcomes import MutantStatus
 from ..profiles import PROFILES
+from ..strategies import default_max_elements
 from .cache import VerdictCache, verdict_key
 from .loading import broken_target, coverage_target, mutant_target, read_coverage
 from .sites import Kernel, Mutant, discover, generate
 
-__all__ = ["DEFAULT_BUDGET", "MutateReport", "TestsVerdict", "run_mutate"]
+__all__ = ["CPU_THOROUGH_BUDGET", "DEFAULT_BUDGET", "GPU_THOROUGH_BUDGET", "MutateReport", "TestsVerdict",
+           "default_thorough_budget", "run_mutate"]
 
 DEFAULT_BUDGET = 100
-"""Examples per mutant (a killed mutant stops at its first failure)."""
-DEFAULT_THOROUGH_BUDGET = PROFILES["lse-thorough"]
+"""Examples per mutant, on every device (a killed mutant stops at its first failure)."""
+GPU_THOROUGH_BUDGET = PROFILES["lse-thorough"]
+"""Examples of a survivor's re-run with the ``lse-thorough`` profile on a GPU: the profile's own count."""
+CPU_THOROUGH_BUDGET = 300
+"""The same re-run's examples on the CPU, sized to Triton's interpreter: an example of a survivor of
+``reference.lse`` costs 45-60 ms there on a quiet 2-core machine (2000 examples took 91 s for one
+survivor), so 300 take about 15-20 s a survivor. The re-run is most of a default run's time
+(``reference.lse``: 8 survivors of 47 mutants; at 500 examples the re-run took 79% of the worker
+time), and 300 keep that run within 5 minutes on two cores with a margin; every mutant the re-run
+killed at 500 examples it also kills at 300. ``thorough_budget=2000`` (``--thorough-budget 2000``)
+asks for the GPU-sized re-run anywhere."""
+ONE_RUN = 1
+"""A mutant's examples are one Hypothesis run (GradeOptions.parts), on every device. The CPU's
+default split of a check into two runs of derived seeds (:mod:`fuzz.grading.parts`) puts one
+check on two cores; here the pool already runs a mutant per core, and a grading driver runs the
+parts one after the other, each to its end: a mutant killed in the first part still ran the second,
+and shrank its failure there again. One run stops at the first failure, shrinks once, and draws
+the same number of examples (on ``reference.lse`` the mutants that did not survive the first pass
+took 366 s of worker time in two parts, 252 s in one run, at the same load; and two mutants of the
+``INT64`` path that only the survivors' re-run had killed fell in the first pass)."""
 TESTS_ENTRY = "fuzz.mutate.tests_job:run_tests_job"
 GATE_TIMEOUT = 900.0
 CACHE = object()  # the default cache directory: <cache>/mutate/verdicts
@@ -123,7 +144,7 @@ def run_mutate(
     jobs: int | None = None,
     timeout_factor: float = defaults.MUTANT_TIMEOUT_FACTOR,
     timeout_floor: float = defaults.MUTANT_TIMEOUT_FLOOR,
-    thorough_budget: int = DEFAULT_THOROUGH_BUDGET,
+    thorough_budget: int | None = None,
     tests: str | None = None,
     tests_root: Path | str | None = None,
     cache: Path | str | None | object = CACHE,
@@ -133,7 +154,8 @@ def run_mutate(
     """Mutate ``target``'s kernels and judge every mutant; see the module docstring.
 
     ``operators``: names in :data:`fuzz.mutate.OPERATORS` (default all). ``only``: mutant names
-    to run (default all). ``thorough_budget``: examples of the survivors' second run (0: none).
+    to run (default all). ``thorough_budget``: examples of the survivors' second run (0: none; None:
+    :func:`default_thorough_budget` for the device, 300 on the CPU and 2000 on a GPU).
     ``tests``: a shell command (exit 0 = tests pass) run in an overlay of ``tests_root`` (default:
     the working directory). ``cache``: a directory, None for no cache. InvalidArgument for bad input.
     """
@@ -147,13 +169,15 @@ def run_mutate(
             raise InvalidArgument(f"mutant {unknown[0]!r} is not a mutant of {target}; see lse-fuzz mutate --list.")
         mutants = [m for m in mutants if m.name in wanted]
     jobs = (os.cpu_count() or 1) if jobs is None else validate.integer(jobs, name="jobs", low=1)
-    validate.integer(thorough_budget, name="thorough_budget", low=0)
     timeout_factor = validate.number(timeout_factor, name="timeout_factor", low=0)
     timeout_floor = validate.number(timeout_floor, name="timeout_floor", low=1)
     options = GradeOptions(budget=budget, seed=seed, contract=contract, dtypes=None if dtypes is None else tuple(dtypes),
                            layouts=layouts, output_dtype=output_dtype, max_n=max_n,
                            checks=None if checks is None else tuple(checks), device=device, max_elements=max_elements,
-                           jobs=jobs, fit_shapes=False).validated()
+                           jobs=jobs, fit_shapes=False, parts=ONE_RUN).validated()
+    scaled = thorough_budget is None
+    thorough_budget = (default_thorough_budget(options.device) if scaled
+                       else validate.integer(thorough_budget, name="thorough_budget", low=0))
     thorough = replace(options, budget=thorough_budget or 1, profile="lse-thorough")
     root = _tests_root(tests, tests_root, kernel)
     store = VerdictCache(cache_dir() / "mutate" / "verdicts" if cache is CACHE else cache)
@@ -184,6 +208,8 @@ def run_mutate(
               "contract": options.contract, "declared_contract": options.declared().describe(), "jobs": jobs, "timeout_factor": timeout_factor,
               "timeout_floor": timeout_floor, "max_elements": max_elements,
               "checks": list(options.checks) if options.checks else "all", "thorough_budget": thorough_budget,
+              "thorough_budget_source": _thorough_source(scaled, options.device),
+              "max_elements_drawn": max_elements or default_max_elements(options.device),
               "operators": sorted({m.operator for m in mutants}), "tests": tests,
               "kernels": list(kernel.kernels), "launcher": list(kernel.launcher)}
     total = len(mutants) + (len(mutants) if tests else 0)
@@ -192,6 +218,22 @@ def run_mutate(
                         mutation_seconds=time.perf_counter() - mutation_started, setup_seconds=setup_seconds,
                         kernel=kernel, tests=test_verdicts if tests else None, thorough=thorough_names,
                         reused=reused, judged=total - reused, command=target)
+
+
+def default_thorough_budget(device: str) -> int:
+    """The survivors' re-run's examples by default on ``device``: :data:`CPU_THOROUGH_BUDGET` in
+    Triton's interpreter, :data:`GPU_THOROUGH_BUDGET` (the ``lse-thorough`` profile's) on a GPU."""
+    return CPU_THOROUGH_BUDGET if device.startswith("cpu") else GPU_THOROUGH_BUDGET
+
+
+def _thorough_source(scaled: bool, device: str) -> str:
+    """Where the survivors' re-run's budget came from, as the reports state it."""
+    if not scaled:
+        return "given (--thorough-budget)"
+    if device.startswith("cpu"):
+        return (f"the CPU default, sized to Triton's interpreter; {GPU_THOROUGH_BUDGET} on a GPU, and "
+                f"--thorough-budget {GPU_THOROUGH_BUDGET} asks for that here")
+    return "the GPU default (the lse-thorough profile's examples)"
 
 
 def _reason(cell: Cell, status: MutantStatus) -> str:

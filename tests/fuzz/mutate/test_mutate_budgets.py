@@ -1,0 +1,140 @@
+"""The budgets of ``lse-fuzz mutate``: the survivors' re-run is sized to the device (the CPU's
+interpreter gets fewer examples than a GPU), the command line and the runner agree on the numbers,
+and every report says which budgets a verdict rests on and where the device scaled them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fuzz.cli import main
+from fuzz.commands import mutate as command
+from fuzz.grading.parts import part_count
+from fuzz.mutate import runner
+from fuzz.mutate.report import budgets, markdown_report
+from fuzz.mutate.runner import CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET, MutateReport, default_thorough_budget
+from fuzz.mutate.sites import discover
+from fuzz.profiles import PROFILES
+
+TINY_DIR = Path(__file__).parents[2] / "implementations" / "mutate"
+
+
+@pytest.mark.parametrize("device, expected", [
+    ("cpu", CPU_THOROUGH_BUDGET),
+    ("cuda", GPU_THOROUGH_BUDGET),
+    ("cuda:1", GPU_THOROUGH_BUDGET),
+], ids=["cpu", "cuda", "cuda-index"])
+def test_the_survivors_rerun_is_sized_to_the_device(device, expected):
+    assert default_thorough_budget(device) == expected
+
+
+def test_the_gpu_rerun_is_the_thorough_profile_and_the_cpu_one_is_smaller():
+    assert GPU_THOROUGH_BUDGET == PROFILES["lse-thorough"]
+    assert 0 < CPU_THOROUGH_BUDGET < GPU_THOROUGH_BUDGET
+
+
+def test_the_command_line_repeats_the_runners_defaults():
+    """--help imports nothing heavy, so the numbers are written twice: here they are kept in step."""
+    assert (command.DEFAULT_BUDGET, command.CPU_THOROUGH_BUDGET, command.GPU_THOROUGH_BUDGET) == \
+        (runner.DEFAULT_BUDGET, CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET)
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("args, thorough", [
+    ([], None),  # the runner picks the device's default
+    (["--thorough-budget", "2000"], 2000),  # the GPU-sized re-run, asked for on any device
+    (["--thorough-budget", "0"], 0),
+], ids=["default", "gpu-sized", "none"])
+def test_the_command_line_leaves_the_default_to_the_runner(args, thorough, monkeypatch, tmp_path):
+    seen = {}
+
+    def fake_run_mutate(target, **options):
+        seen.update(options)
+        raise _Stop
+
+    monkeypatch.setattr("fuzz.mutate.run_mutate", fake_run_mutate)
+    with pytest.raises(_Stop):
+        main(["mutate", str(TINY_DIR / "tiny_lse.py"), "--no-progress", "--out-dir", str(tmp_path), *args])
+    assert seen["thorough_budget"] == thorough and seen["budget"] == runner.DEFAULT_BUDGET
+
+
+def test_a_negative_thorough_budget_is_refused(capsys):
+    assert main(["mutate", str(TINY_DIR / "tiny_lse.py"), "--thorough-budget", "-1"]) == 2
+    assert "--thorough-budget=-1" in capsys.readouterr().err
+
+
+def _report(**config) -> MutateReport:
+    base = {"target": "k.py:lse", "budget": 100, "seed": 0, "device": "cpu", "declared_contract": "strict",
+            "max_elements": None, "max_elements_drawn": 65536, "kernels": [], "launcher": [],
+            "thorough_budget": CPU_THOROUGH_BUDGET,
+            "thorough_budget_source": runner._thorough_source(True, "cpu")}
+    return MutateReport(results=[], gate=[], config={**base, **config}, baseline_seconds=0.0, timeout_seconds=0.0,
+                        gate_seconds=0.0, mutation_seconds=0.0, kernel=discover(str(TINY_DIR / "tiny_lse.py")),
+                        command="k.py:lse")
+
+
+@pytest.mark.parametrize("config, says, never", [
+    ({}, [f"survivors again with `lse-thorough`, {CPU_THOROUGH_BUDGET} examples (the CPU default",
+          f"--thorough-budget {GPU_THOROUGH_BUDGET} asks for that here", "budget 100 examples per mutant",
+          "shapes up to 65536 elements (the device default)"], ["given"]),
+    ({"thorough_budget": 2000, "thorough_budget_source": runner._thorough_source(False, "cpu")},
+     ["2000 examples (given (--thorough-budget))"], ["CPU default"]),
+    ({"device": "cuda:0", "thorough_budget": 2000, "thorough_budget_source": runner._thorough_source(True, "cuda:0"),
+      "max_elements_drawn": 4194304}, ["2000 examples (the GPU default", "up to 4194304 elements"], ["CPU"]),
+    ({"max_elements": 4096, "max_elements_drawn": 4096, "thorough_budget": 0},
+     ["shapes up to 4096 elements;", "survivors not run again (--thorough-budget 0)"], ["device default", "lse-thorough"]),
+], ids=["cpu-default", "given", "gpu-default", "capped-no-rerun"])
+def test_the_reports_state_the_budgets_and_the_device_scaling(config, says, never):
+    report = _report(**config)
+    line = budgets(report)
+    markdown = markdown_report(report)
+    for text in says:
+        assert text in line and text in markdown
+    for text in never:
+        assert text not in line
+
+
+def _options_of_a_run(monkeypatch, **kwargs) -> tuple:
+    """The fuzzer's options of a run_mutate call and of its survivors' re-run (None: no re-run),
+    taken where the mutants would be judged (nothing is fuzzed)."""
+    seen = {}
+
+    def fake_gate(pool, kernel, options, *rest):
+        return [], {}, 1.0, 0.0, 0.0
+
+    def fake_judge(pool, kernel, mutants, options, thorough, *rest):
+        seen.update(options=options, thorough=thorough)
+        raise _Stop
+
+    monkeypatch.setattr(runner, "_gate", fake_gate)
+    monkeypatch.setattr(runner, "_judge", fake_judge)
+    with pytest.raises(_Stop):
+        runner.run_mutate(str(TINY_DIR / "tiny_lse.py"), cache=None, jobs=1, **kwargs)
+    return seen["options"], seen["thorough"]
+
+
+def test_a_mutants_examples_are_one_run(monkeypatch):
+    """The CPU's default split of a check into parts would run a killed mutant's second part, and shrink
+    there again; a mutant's examples are one run instead (the same count; a GPU runs one anyway)."""
+    options, thorough = _options_of_a_run(monkeypatch, device="cpu")
+    assert part_count(options) == 1 and part_count(thorough) == 1
+    assert options.budget == runner.DEFAULT_BUDGET
+    assert part_count(replace(options, parts=None)) == 2  # what the CPU's default would have been
+
+
+@pytest.mark.parametrize("given, expected", [
+    (None, CPU_THOROUGH_BUDGET), (2000, 2000), (7, 7),
+], ids=["cpu-default", "gpu-sized", "given"])
+def test_run_mutate_sizes_the_rerun_to_the_device_unless_given(given, expected, monkeypatch):
+    _, thorough = _options_of_a_run(monkeypatch, device="cpu", thorough_budget=given)
+    assert thorough.budget == expected and thorough.profile == "lse-thorough"
+
+
+def test_no_rerun_when_the_thorough_budget_is_zero(monkeypatch):
+    _, thorough = _options_of_a_run(monkeypatch, device="cpu", thorough_budget=0)
+    assert thorough is None
