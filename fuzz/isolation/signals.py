@@ -21,7 +21,8 @@ The grader is a child subreaper meanwhile (``PR_SET_CHILD_SUBREAPER``): should t
 die, what was below it is handed to the grader, not to init, and stays in the tree. Those
 adopted processes are not reaped: a zombie keeps its parent in /proc, which is what tells a
 sender that already exited from a stranger; there are at most the processes of the jobs in
-flight when the fork server died.
+flight when the fork server died. They live on while the run does, and when the guard ends they
+are killed with everything below them (:func:`kill_adopted`): none outlives the run.
 
 Residual risks (the tree is read when the signal is taken, not when it was sent):
 
@@ -52,7 +53,7 @@ from dataclasses import dataclass
 
 from .child import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
 
-__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "describe", "forget", "hold", "lineage", "release",
+__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "describe", "forget", "hold", "kill_adopted", "lineage", "release",
            "remember", "sender_of"]
 
 # Linux only, like the fork server: elsewhere (no sigtimedwait, no real-time signals) nothing is
@@ -269,6 +270,7 @@ class SignalGuard:
         prctl(PR_GET_CHILD_SUBREAPER, ctypes.addressof(flag))
         self._was_subreaper = bool(flag.value)
         prctl(PR_SET_CHILD_SUBREAPER, 1)
+        self._since = _ticks_since_boot()
         self._thread.start()
         return self
 
@@ -283,11 +285,61 @@ class SignalGuard:
         late = []
         while (info := signal.sigtimedwait(GUARDED, 0)) is not None:
             late.append(info)
+        # What this process adopted as a subreaper (a candidate's orphans, handed over when a
+        # fork server died under them) would outlive the run once it stops being one: killed here,
+        # before the caller writes its last report, so nothing of a candidate's can write after it.
+        from .zygote import zygote_pids  # the fork server imports this module
+
+        kill_adopted(self._since, keep=zygote_pids())
         prctl(PR_SET_CHILD_SUBREAPER, int(self._was_subreaper))
         signal.signal(WAKE, self._previous_wake)
         signal.pthread_sigmask(signal.SIG_SETMASK, self._previous_mask)
         for info in late:
             self._handle(info)
+
+
+def kill_adopted(since: int, *, keep: set[int]) -> list[int]:
+    """Kill (SIGKILL) this process's children started at or after ``since`` (clock ticks since
+    boot) other than ``keep`` (the fork servers it started), and everything below them, then reap
+    those children; the pids killed. Started during the guard and not started by us: adopted."""
+    table: dict[int, tuple[int, int, str]] = {}  # pid -> (parent, start, state)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                table[int(entry)] = (int(fields[1]), int(fields[19]), fields[0])
+            except (OSError, ValueError, IndexError):
+                continue
+    me = os.getpid()
+    roots = [pid for pid, (parent, start, state) in table.items()
+             if parent == me and pid not in keep and start >= since and state != "Z"]
+    below: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in table.items():
+        below.setdefault(parent, []).append(pid)
+    victims, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        victims.append(pid)
+        todo.extend(below.get(pid, ()))
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 2.0
+    for pid in roots:
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+            except ChildProcessError:
+                break
+            time.sleep(0.01)
+    return victims
+
+
+def _ticks_since_boot() -> int:
+    with open("/proc/uptime") as f:
+        return int(float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK"))
 
 
 def _ignore(signum, frame) -> None:

@@ -259,6 +259,12 @@ def zygote_for(env: dict[str, str]) -> Zygote:
         return zygote
 
 
+def zygote_pids() -> set[int]:
+    """The pids of the fork servers this process started (a driver's connected one has none)."""
+    with _ZYGOTES_LOCK:
+        return {zygote.pid for zygote in _ZYGOTES.values() if zygote.pid is not None}
+
+
 @atexit.register
 def _close_zygotes() -> None:
     for zygote in _ZYGOTES.values():
