@@ -10,6 +10,7 @@ make its verdict a crash (:mod:`fuzz.isolation.signals`; the local executor).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate, schedule
 from .evaluate import blame_signals, grading_job, job_record
+from .journal import Journal, convicted_record
 from .options import GradeOptions
 from .ray_executor import grade_on_ray
 from .reports import REPORT_JSONL, read_records, write_reports
@@ -82,14 +84,28 @@ def grade(
     kept = _kept(out, candidates, options.key()) if resume else {}
     records = dict(kept)
     pending = schedule(c for c in candidates if c.target not in kept)
+    graded = 0
+    journal = Journal(out, options.key()) if executor != "ray" else None
+    suspects: list[Candidate] = []
+    if journal is not None and resume:  # what was in flight when the grader died unheard (grading.journal)
+        convicted, suspects = journal.suspects(pending)
+        for candidate in convicted:
+            records[candidate.target] = convicted_record(candidate, options)
+        graded += len(convicted)
+        pending = suspects + [c for c in pending if c not in convicted and c not in suspects]
+    elif journal is not None:
+        journal.kill_leftovers()
+        journal.clear()
+    if journal is not None and resume:
+        journal.kill_leftovers()  # before anything of theirs could run beside this run
     write_reports(out, records.values())
     # Signals are told apart by sender only in the local executor: the tree is this machine's.
     guard = SignalGuard() if pending and executor != "ray" else None
     if executor == "ray":
         records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address)
     else:
-        records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs, guard=guard)
-    graded = 0
+        records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs, guard=guard,
+                                      journal=journal, alone={c.target for c in suspects})
     interrupted = False
     stray: list[SignalEvent] = []
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending else None
@@ -111,6 +127,8 @@ def grade(
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
         write_reports(out, records.values())
+        if journal is not None:
+            journal.clear()  # the grader ended this run itself: nothing was in flight at its death
     return GradeRun(records=sorted(records.values(), key=lambda r: r["candidate"]), graded=graded,
                     resumed=len(kept), interrupted=interrupted, stray_signals=stray)
 
@@ -126,9 +144,11 @@ def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs:
 
 
 def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path,
-                     jobs: int, guard: SignalGuard | None = None) -> Callable[[], Iterator[dict]]:
+                     jobs: int, guard: SignalGuard | None = None, journal: Journal | None = None,
+                     alone: frozenset[str] | set[str] = frozenset()) -> Callable[[], Iterator[dict]]:
     """The local executor: each candidate a job of a pool of ``jobs`` drivers; a candidate whose
-    processes signalled the grader (``guard``) crashes."""
+    processes signalled the grader (``guard``) crashes. Each start is written to ``journal``; the
+    candidates named in ``alone`` (suspects of the grader's death) run first, one at a time."""
 
     def records() -> Iterator[dict]:
         baselines = None
@@ -141,15 +161,29 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
         work = [grading_job(c.target, c, options.to_wire(), reproducer_dir_for(out, c).resolve(), source=encode(c),
                             lock_dir=lock_dir, baselines=baselines)
                 for c in pending]
-        with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options),
+        environ = dict(os.environ, **journal.begin()) if journal is not None else None
+        with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options), environ=environ,
                   gpus=spread_over(options.device)) as pool:
             if guard is not None:
                 guard.in_flight = pool.in_flight
-            for result in pool.run(work):
+
+            def judged(result) -> dict:
                 record = job_record(result, by_key[result.job.key], options)
                 if guard is not None:
                     blame_signals(record, guard.claim(result.job.key, result.processes))
-                yield record
+                return record
+
+            def written_down(jobs_, *, by_itself: bool):
+                for job in jobs_:  # taken by the pool as a driver is about to get it
+                    if journal is not None:
+                        journal.started(by_key[job.key], alone=by_itself)
+                    yield job
+
+            for job in [j for j in work if j.key in alone]:
+                for result in pool.run(written_down([job], by_itself=True)):
+                    yield judged(result)
+            for result in pool.run(written_down([j for j in work if j.key not in alone], by_itself=False)):
+                yield judged(result)
 
     return records
 

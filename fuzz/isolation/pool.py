@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..outcomes import Outcome, describe_exit
 from . import signals, wire
-from .environment import worker_environment, worker_sys_path
+from .environment import RUN_ENV, worker_environment, worker_sys_path
 from .gpus import VISIBLE
 from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, report_spawns, unwatch, watch, zygote_for
 
@@ -149,7 +149,9 @@ class Pool:
 
     def _new_driver(self) -> _Driver:
         if self._zygote is None or not self._zygote.alive():
-            self._zygote = zygote_for(self._env)
+            # One fork server serves every run of this process: a run's token goes to its drivers
+            # (and so to their workers), not into the fork server's key.
+            self._zygote = zygote_for({k: v for k, v in self._env.items() if k != RUN_ENV})
         env = dict(self._env, **{ZYGOTE_ADDRESS_ENV: self._zygote.address})
         if self._gpus:
             # A retired driver's replacement takes its GPU back, so the spread stays even.

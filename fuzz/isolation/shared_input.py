@@ -10,6 +10,11 @@ The file has no name: nothing is left behind when either process is killed, and 
 limit applies. Each new input tensor gets a new file; the worker's old mapping stays valid (a
 candidate that keeps an old input reads it, never a SIGBUS). CUDA inputs and huge-offset views
 still travel as bytes and the worker compares them (see the threat model in the README).
+
+The file is longer than the storage (:func:`slack`): a kernel that reads past its input's end (a
+hard-coded row stride, an unmasked tail) must read garbage and fail a check, as it does when its
+input is an ordinary allocation in process, not die of a segmentation fault at the mapping's last
+page, which would hide which bug it is.
 """
 
 from __future__ import annotations
@@ -20,7 +25,12 @@ import socket
 
 import torch
 
-__all__ = ["SharedInput", "receive_descriptor"]
+__all__ = ["SharedInput", "receive_descriptor", "slack"]
+
+
+def slack(size: int) -> int:
+    """Bytes mapped after a storage of ``size`` bytes: as much again, and at least 1 MiB."""
+    return max(size, 1 << 20)
 
 
 class SharedInput:
@@ -30,6 +40,7 @@ class SharedInput:
         self.key: str | None = None
         self._mapping: mmap.mmap | None = None
         self._pending: int | None = None  # a new file's descriptor, for the worker
+        self._size = 0  # the storage's bytes at the start of the mapping (the rest is slack)
 
     def place(self, spec: dict, frame: memoryview) -> bool:
         """Put the input's storage bytes where the worker maps them (``spec["shared"]`` is set
@@ -39,7 +50,7 @@ class SharedInput:
             self.drop()
             return False
         key = repr(spec["key"])
-        if key != self.key or self._mapping is None or len(self._mapping) != size:
+        if key != self.key or self._mapping is None or self._size != size:
             self.drop()
             try:
                 fd = os.memfd_create("input", os.MFD_CLOEXEC)
@@ -48,15 +59,16 @@ class SharedInput:
             try:
                 # Reserved now, not on first touch: no memory left is an OSError here, where the
                 # input can still travel as bytes, not a SIGBUS later.
-                os.posix_fallocate(fd, 0, size)
-                self._mapping = mmap.mmap(fd, size)
+                os.posix_fallocate(fd, 0, size + slack(size))
+                self._mapping = mmap.mmap(fd, size + slack(size))
             except OSError:
                 os.close(fd)
                 self.drop()
                 return False
-            self._pending, self.key = fd, key
+            self._pending, self.key, self._size = fd, key, size
             spec["shared"] = True
-        self._mapping[:] = frame  # the same tensor again: its current contents (fresh_values)
+        spec["nbytes"] = size
+        self._mapping[:size] = frame  # the same tensor again: its current contents (fresh_values)
         return True
 
     def send(self, channel) -> None:
@@ -75,7 +87,7 @@ class SharedInput:
     def changed(self, frame: memoryview) -> memoryview | None:
         """The input's bytes now, if the call changed them from ``frame`` (what was sent)."""
         assert self._mapping is not None
-        now = memoryview(self._mapping)
+        now = memoryview(self._mapping)[:self._size]
         if torch.equal(torch.frombuffer(now, dtype=torch.uint8), torch.frombuffer(frame, dtype=torch.uint8)):
             now.release()
             return None
@@ -88,6 +100,7 @@ class SharedInput:
         # Views of the mapping may still be alive (a write-back in progress): they close it.
         self._mapping = None
         self.key = None
+        self._size = 0
 
 
 def receive_descriptor(channel) -> int:

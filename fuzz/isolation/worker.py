@@ -261,7 +261,9 @@ class _WorkerState:
                 finally:
                     os.close(fd)
                 fd = None
-                self.flat = torch.frombuffer(mapping, dtype=torch.uint8)
+                # The storage is the first nbytes; the mapping's slack after it is there for reads
+                # past the end (shared_input.slack), as an ordinary allocation would have.
+                self.flat = torch.frombuffer(mapping, dtype=torch.uint8, count=int(spec["nbytes"]))
                 self.x = torch.empty(0, dtype=dtype, device=self.device).set_(
                     self.flat.untyped_storage(), offset, size, stride)
             elif self.mode == "storage":

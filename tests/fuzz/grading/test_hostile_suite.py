@@ -50,8 +50,9 @@ EXPECTED = {
     "signals_the_grader": ("crash", set()),
     "signals_the_grader_from_a_new_session": ("crash", set()),
     # At -j 2 an orphan's signal is ignored but cannot be tied to one of the two jobs in flight
-    # (README, threat model): the batch goes on and the orphan's own answers are right.
-    "signals_the_grader_from_an_orphan": ("pass", set()),
+    # (README, threat model): the batch goes on and the orphan's own answers are right. When it
+    # runs alone (in flight when kills_the_grader struck, it runs alone on --resume), it is blamed.
+    "signals_the_grader_from_an_orphan": (("pass", "crash"), set()),
     "skips_work_when_timed": ("pass", set()),  # no benchmark in this run (--no-bench): nothing to skip
     "stops_the_grading_processes": ("pass", set()),  # stopped processes are continued; SIGSTOP names no sender
     "tampers_with_neighbours": ("pass", set()),  # its edits reach files, not what is graded
@@ -71,8 +72,15 @@ finally:
 """
 
 
+# Ends the run it is in (SIGKILL to the grader): graded in a batch of its own, resumed until it
+# is convicted (test_a_candidate_that_kills_the_grader_is_convicted_and_its_neighbour_passes).
+# Not in the one batch: the runs --resume starts read every file again, so beside it
+# tampers_with_neighbours' edits would be graded (README, threat model: not defended).
+ENDS_THE_RUN = "kills_the_grader"
+
+
 def test_every_hostile_candidate_has_an_expected_verdict():
-    assert {p.stem for p in HOSTILE.glob("*.py")} == set(EXPECTED)
+    assert {p.stem for p in HOSTILE.glob("*.py")} == set(EXPECTED) | {ENDS_THE_RUN}
 
 
 @pytest.fixture(scope="module")
@@ -94,18 +102,17 @@ def graded(tmp_path_factory):
     marker = f"TRITON_LSE_SUITE_{uuid.uuid4().hex}"
     env = dict(os.environ, LSE_TEST_SECRET=SECRET, **{marker: "1"})
     peak = tmp / "peak"
-    run = subprocess.run(
-        [sys.executable, "-c", PEAK_WRAPPER, str(peak), "grade", str(batch), "--budget", "8", "--max-elements", "1024", "-j", "2", "--memory-limit", "1",
-         "--private-seed", "env:LSE_TEST_SECRET", "--no-bench", "--out", str(out),
-         "--markdown", str(tmp / "summary.md")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    runs = _grade_until_finished(batch, out, env, peak, "--memory-limit", "1", "--private-seed", "env:LSE_TEST_SECRET",
+                                 "--markdown", str(tmp / "summary.md"))
+    run = runs[-1]
     records = {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
-    return {"run": run, "records": records, "out": out, "tmp": tmp, "submitted": submitted, "marker": marker,
+    return {"run": run, "runs": runs, "records": records, "out": out, "tmp": tmp, "submitted": submitted, "marker": marker,
             "evidence": evidence, "peak": int(peak.read_text())}
 
 
 def test_the_batch_finishes_with_one_record_per_candidate(graded):
     assert graded["run"].returncode == 1, graded["run"].stderr[-3000:]
+    assert len(graded["runs"]) == 1
     assert "Traceback" not in graded["run"].stderr
     assert set(graded["records"]) == set(EXPECTED) | set(NEIGHBOURS)
 
@@ -149,7 +156,7 @@ def test_nothing_a_candidate_started_outlives_the_grade(graded):
 
 
 def test_the_private_seed_appears_in_no_output(graded):
-    texts = [graded["run"].stdout, graded["run"].stderr]
+    texts = [text for run in graded["runs"] for text in (run.stdout, run.stderr)]
     texts += [p.read_text(errors="replace") for p in graded["tmp"].rglob("*") if p.is_file()]
     assert not [text for text in texts if SECRET in text]
     assert len(graded["records"]["reads_the_secret"]["details"]) > 1000  # it did look
@@ -157,6 +164,34 @@ def test_the_private_seed_appears_in_no_output(graded):
 
 def test_the_graders_own_peak_memory_stays_bounded(graded):
     assert graded["peak"] < GRADER_PEAK_LIMIT
+
+
+def test_a_candidate_that_kills_the_grader_is_convicted_and_its_neighbour_passes(tmp_path):
+    # SIGKILL ends the run; --resume runs what was in flight alone first; the grader dies again
+    # while the killer runs alone; the next --resume gives it crash without running it again.
+    batch, out = tmp_path / "batch", tmp_path / "out"
+    batch.mkdir()
+    shutil.copy(HOSTILE / f"{ENDS_THE_RUN}.py", batch / "a_killer.py")
+    shutil.copy(CORRECT / "torch_float32.py", batch / "b_neighbour.py")
+    shutil.copy(CORRECT / "torch_native.py", batch / "c_neighbour.py")
+    runs = _grade_until_finished(batch, out, dict(os.environ), tmp_path / "peak")
+    assert [run.returncode for run in runs] == [-9, -9, 1], [run.stderr[-2000:] for run in runs]
+    records = {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
+    assert {name: r["verdict"] for name, r in records.items()} == {
+        "a_killer": "crash", "b_neighbour": "pass", "c_neighbour": "pass"}
+    assert "the grader died while it ran alone" in records["a_killer"]["reason"]
+    assert not (out / ".in-flight.jsonl").exists()  # the last run ended itself: nothing was in flight
+
+
+def _grade_until_finished(batch: Path, out: Path, env: dict, peak: Path, *options: str) -> list:
+    """``grade`` (with the peak-memory wrapper), then ``--resume`` after each SIGKILL, at most 4 runs."""
+    runs: list[subprocess.CompletedProcess] = []
+    while not runs or (runs[-1].returncode == -9 and len(runs) < 4):  # killed: resume, as a maintainer would
+        runs.append(subprocess.run(
+            [sys.executable, "-c", PEAK_WRAPPER, str(peak), "grade", str(batch), "--budget", "8", "--max-elements",
+             "1024", "-j", "2", "--no-bench", "--out", str(out), *options, *(["--resume"] if runs else [])],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600))
+    return runs
 
 
 def _verdicts(expected: str | tuple[str, ...]) -> tuple[str, ...]:
@@ -184,7 +219,12 @@ def _describe(pid: int) -> str:
             parent = f.read().rsplit(")", 1)[1].split()[1]
     except (OSError, IndexError):
         return f"pid {pid}: gone"
-    return f"pid {pid} (parent {parent}, state {_state(pid)}): {command.strip()}"
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            run = [v.decode() for v in f.read().split(b"\0") if v.startswith(b"LSE_FUZZ_RUN=")]
+    except OSError:
+        run = []
+    return f"pid {pid} (parent {parent}, state {_state(pid)}, {run or 'no run token'}): {command.strip()}"
 
 
 def _state(pid: int) -> str:

