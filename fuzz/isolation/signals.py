@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from .child import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
 
 __all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "describe", "forget", "hold", "kill_adopted", "lineage", "release",
-           "remember", "sender_of"]
+           "remember", "sender_of", "spare"]
 
 # Linux only, like the fork server: elsewhere (no sigtimedwait, no real-time signals) nothing is
 # held or guarded and signals act as they always did.
@@ -288,14 +288,20 @@ class SignalGuard:
         # What this process adopted as a subreaper (a candidate's orphans, handed over when a
         # fork server died under them) would outlive the run once it stops being one: killed here,
         # before the caller writes its last report, so nothing of a candidate's can write after it.
-        from .zygote import zygote_pids  # the fork server imports this module
-
-        kill_adopted(self._since, keep=zygote_pids())
+        kill_adopted(self._since, keep=set(_SPARED))
         prctl(PR_SET_CHILD_SUBREAPER, int(self._was_subreaper))
         signal.signal(WAKE, self._previous_wake)
         signal.pthread_sigmask(signal.SIG_SETMASK, self._previous_mask)
         for info in late:
             self._handle(info)
+
+
+_SPARED: set[int] = set()  # this process's own fork servers: children it started, not adopted
+
+
+def spare(pid: int) -> None:
+    """``pid`` is a child this process started on purpose (a fork server): never :func:`kill_adopted`."""
+    _SPARED.add(pid)
 
 
 def kill_adopted(since: int, *, keep: set[int]) -> list[int]:

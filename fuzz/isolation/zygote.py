@@ -43,6 +43,8 @@ class Zygote:
         self.log = log
         self._exits: dict[int, int] = {}
         self.pid: int | None = None if process is None else process.pid
+        if self.pid is not None:
+            signals.spare(self.pid)  # a child started on purpose, not one adopted from a candidate
         watch(self.pid)
         self._replies: list[dict] = []
         # One request and its reply at a time: threads of one process share this connection (a
@@ -257,12 +259,6 @@ def zygote_for(env: dict[str, str]) -> Zygote:
             zygote = Zygote.connect(address) if address else Zygote.start(env)
             _ZYGOTES[key] = zygote
         return zygote
-
-
-def zygote_pids() -> set[int]:
-    """The pids of the fork servers this process started (a driver's connected one has none)."""
-    with _ZYGOTES_LOCK:
-        return {zygote.pid for zygote in _ZYGOTES.values() if zygote.pid is not None}
 
 
 @atexit.register
