@@ -28,6 +28,7 @@ from .journal import Journal, convicted_record
 from .options import GradeOptions
 from .ray_executor import grade_on_ray
 from .reports import REPORT_JSONL, read_records, write_reports
+from .seal import seal, seal_key, sealed
 from .snapshot import encode
 
 __all__ = ["DEFAULT_GRADE_TIMEOUT", "DRIVER_GRACE", "GradeRun", "grade", "reproducer_dir_for"]
@@ -51,14 +52,15 @@ def reproducer_dir_for(out: Path, candidate: Candidate) -> Path:
     return out / "reproducers" / stem
 
 
-def _kept(out: Path, candidates: list[Candidate], key: str) -> dict[str, dict]:
-    """Records of an earlier report that still hold: same file, same function, same options."""
+def _kept(out: Path, candidates: list[Candidate], key: str, seal_with: bytes | None = None) -> dict[str, dict]:
+    """Records of an earlier report that still hold: same file, same function, same options, and
+    (with a private seed) the grader's seal intact (:mod:`.seal`)."""
     by_target = {c.target: c for c in candidates}
     kept = {}
     for record in read_records(out / REPORT_JSONL):
         candidate = by_target.get(record.get("target"))
         if candidate is not None and record.get("key") == key and record.get("sha256") == candidate.sha256 \
-                and record["verdict"] != Verdict.INTERNAL_ERROR.value:
+                and record["verdict"] != Verdict.INTERNAL_ERROR.value and sealed(record, seal_with):
             kept[candidate.target] = dict(record, candidate=candidate.name)
     return kept
 
@@ -81,16 +83,17 @@ def grade(
     submitted at once, None for all); the report is the same.
     """
     out.mkdir(parents=True, exist_ok=True)
-    kept = _kept(out, candidates, options.key()) if resume else {}
+    key = seal_key(options.private_seed)
+    kept = _kept(out, candidates, options.key(), key) if resume else {}
     records = dict(kept)
     pending = schedule(c for c in candidates if c.target not in kept)
     graded = 0
-    journal = Journal(out, options.key()) if executor != "ray" else None
+    journal = Journal(out, options.key(), seal_with=key) if executor != "ray" else None
     suspects: list[Candidate] = []
     if journal is not None and resume:  # what was in flight when the grader died unheard (grading.journal)
         convicted, suspects = journal.suspects(pending)
         for candidate in convicted:
-            records[candidate.target] = convicted_record(candidate, options)
+            records[candidate.target] = seal(convicted_record(candidate, options), key)
         graded += len(convicted)
         pending = suspects + [c for c in pending if c not in convicted and c not in suspects]
     elif journal is not None:
@@ -114,6 +117,7 @@ def grade(
             if pending:
                 with contextlib.closing(records_of()) as stream:  # closed at once on Ctrl-C: drivers or tasks go
                     for record in stream:
+                        record = seal(record, key)
                         records[record["target"]] = record
                         graded += 1
                         write_reports(out, records.values())

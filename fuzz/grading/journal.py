@@ -30,6 +30,7 @@ from ..outcomes import Verdict
 from .candidates import Candidate
 from .evaluate import base_record
 from .options import GradeOptions
+from .seal import seal, sealed
 
 __all__ = ["JOURNAL", "Journal", "convicted_record"]
 
@@ -37,30 +38,23 @@ JOURNAL = ".in-flight.jsonl"
 
 
 class Journal:
-    def __init__(self, out: Path, key: str) -> None:
+    def __init__(self, out: Path, key: str, *, seal_with: bytes | None = None) -> None:
         self.path = Path(out) / JOURNAL
         self.key = key
+        self.seal_with = seal_with  # with a private seed: entries a candidate wrote are ignored
         self.token = secrets.token_hex(12)  # in every process of this run's environment (RUN_ENV)
 
     def begin(self) -> dict[str, str]:
         """Write this run's token down; the environment its processes get."""
-        self._append({"run": self.token})
+        self._append({"run": self.token, "key": self.key})
         return {RUN_ENV: self.token}
 
     def kill_leftovers(self) -> list[int]:
         """Kill what the runs written here left behind when the grader died unheard (a candidate's
         daemon, adopted by init): every process whose environment carries one of their tokens.
         Read from /proc/PID/environ, the environment a process started with."""
-        try:
-            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return []
-        needles = set()
-        for line in lines:
-            with contextlib.suppress(ValueError, AttributeError):
-                token = json.loads(line).get("run")
-                if isinstance(token, str) and token != self.token:
-                    needles.add(f"{RUN_ENV}={token}".encode())
+        needles = {f"{RUN_ENV}={entry['run']}".encode() for entry in self._entries()
+                   if isinstance(entry.get("run"), str) and entry["run"] != self.token}
         killed = []
         for entry in os.listdir("/proc") if needles else ():
             if not entry.isdigit() or int(entry) == os.getpid():
@@ -87,7 +81,7 @@ class Journal:
                 entry = json.loads(line)
             except ValueError:
                 continue  # a line cut short by the death
-            if isinstance(entry, dict) and entry.get("key") == self.key:
+            if isinstance(entry, dict) and entry.get("key") == self.key and sealed(entry, self.seal_with):
                 entries.append(entry)
         return entries
 
@@ -109,7 +103,7 @@ class Journal:
 
     def _append(self, entry: dict) -> None:
         with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
+            f.write(json.dumps(seal(entry, self.seal_with)) + "\n")
             f.flush()
             os.fsync(f.fileno())  # on disk before a candidate can kill us
 
