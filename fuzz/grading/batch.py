@@ -90,17 +90,16 @@ def grade(
     graded = 0
     journal = Journal(out, options.key(), seal_with=key) if executor != "ray" else None
     suspects: list[Candidate] = []
-    if journal is not None and resume:  # what was in flight when the grader died unheard (grading.journal)
-        convicted, suspects = journal.suspects(pending)
-        for candidate in convicted:
-            records[candidate.target] = seal(convicted_record(candidate, options), key)
-        graded += len(convicted)
-        pending = suspects + [c for c in pending if c not in convicted and c not in suspects]
-    elif journal is not None:
-        journal.kill_leftovers()
-        journal.clear()
-    if journal is not None and resume:
-        journal.kill_leftovers()  # before anything of theirs could run beside this run
+    if journal is not None:
+        journal.kill_leftovers()  # of a run that died unheard, before anything runs beside them
+        if resume:  # what was in flight when the grader died (grading.journal)
+            convicted, suspects = journal.suspects(pending)
+            for candidate in convicted:
+                records[candidate.target] = seal(convicted_record(candidate, options), key)
+            graded += len(convicted)
+            pending = suspects + [c for c in pending if c not in convicted and c not in suspects]
+        else:
+            journal.clear()
     write_reports(out, records.values())
     # Signals are told apart by sender only in the local executor: the tree is this machine's.
     guard = SignalGuard() if pending and executor != "ray" else None

@@ -9,9 +9,11 @@ from pathlib import Path
 FILE_SIZE_LIMIT = 256 << 20
 """RLIMIT_FSIZE of a worker: a candidate printing in a loop cannot fill the disk."""
 
+RUN_ENV = "LSE_FUZZ_RUN"
+"""A grading run's token, in every process of the run: what they leave behind is found by it."""
+
 _ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "LD_LIBRARY_PATH", "CC", "CXX",
-             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LSE_FUZZ_VARIANTS",
-             RUN_ENV := "LSE_FUZZ_RUN")  # a grading run's token: what its processes left behind is found by it
+             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LSE_FUZZ_VARIANTS", RUN_ENV)
 _ENV_KEEP_PREFIXES = ("TRITON_", "CUDA_", "NVIDIA_", "LC_", "ROCR_", "HIP_")
 
 
