@@ -38,14 +38,16 @@ class VerdictCache:
         assert self.directory is not None
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str, *, reuse: bool = True) -> dict | None:
+        """The value kept under ``key``, or None; ``reuse=False`` for a step on the way to a verdict
+        (not counted in :attr:`reused`)."""
         if self.directory is None:
             return None
         try:
             value = json.loads(self._path(key).read_text())
         except (OSError, ValueError):
             return None
-        self.reused += 1
+        self.reused += reuse
         return value
 
     def put(self, key: str, value: dict) -> None:

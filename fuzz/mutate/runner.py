@@ -338,15 +338,21 @@ def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env,
     thorough_names: set[str] = set()
     thorough_key = None if thorough is None else thorough.key()
     keys = {m.name: verdict_key("fuzz", m.key, kernel.digest, options.key(), thorough_key) for m in mutants}
+    # A survivor's first pass, kept apart from its verdict (the re-run decides that): a run stopped
+    # during the survivors' re-run (Ctrl-C, a lease that ends) starts there again, not from scratch.
+    first_keys = {m.name: verdict_key("first-pass", m.key, kernel.digest, options.key()) for m in mutants}
     tests_keys = {m.name: verdict_key("tests", m.key, kernel.digest, tests, str(root)) for m in mutants} if tests else {}
     by_name = {m.name: m for m in mutants}
     jobs: list[Job] = []
+    survivors = []
     for mutant in mutants:
         kept = store.get(keys[mutant.name])
         if kept is not None:
             cells[mutant.name] = (Cell((), kept["record"], kept["wall"]), MutantStatus(kept["status"]))
             if kept.get("thorough"):
                 thorough_names.add(mutant.name)
+        elif thorough is not None and store.get(first_keys[mutant.name], reuse=False) is not None:
+            survivors.append(mutant.name)  # survived its first pass in an earlier run: the re-run is left
         elif not _covered(mutant, kernel, coverage, options.device):
             cells[mutant.name] = (_no_coverage_cell(), MutantStatus.NO_COVERAGE)
             store.put(keys[mutant.name], {"record": cells[mutant.name][0].record, "wall": 0.0,
@@ -363,7 +369,6 @@ def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env,
                          mutant.mutated_sources()[mutant.file]}
                 jobs.append(_tests_job(f"tests:{mutant.name}", tests, root, files, env, mutant.name, None))
                 limits[jobs[-1].key] = tests_limit
-    survivors = []
     for done, result in enumerate(pool.run(jobs), 1):
         kind, _, name = result.job.key.partition(":")
         if kind == "tests":
@@ -375,6 +380,7 @@ def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env,
             cells[name] = (cell, cell.status)
             if cell.status is MutantStatus.SURVIVED and thorough is not None:
                 survivors.append(name)
+                store.put(first_keys[name], {"record": cell.record, "wall": cell.wall_seconds})
             else:
                 store.put(keys[name], {"record": cell.record, "wall": cell.wall_seconds, "status": cell.status.value})
         if progress:

@@ -50,6 +50,7 @@ def test_statuses_your_tests_reports_and_the_cache(tmp_path):
     _the_users_tests_are_judged_beside_the_fuzzer(report)
     _the_reports_validate_and_list_every_survivor_with_its_diff(report, tmp_path / "reports")
     _a_rerun_reuses_every_verdict(project, cache)
+    _a_run_stopped_in_the_rerun_starts_there_again(project, cache)
     _editing_the_kernel_rejudges_its_mutants(project, cache)
 
 
@@ -95,6 +96,20 @@ def _a_rerun_reuses_every_verdict(project, cache):
                        cache=cache, **OPTIONS)
     assert (again.reused, again.judged) == (10, 0)  # 5 fuzz + 5 tests verdicts
     assert {r.name: r.status for r in again.results} == CHOSEN
+
+
+def _a_run_stopped_in_the_rerun_starts_there_again(project, cache):
+    """A run stopped while the survivors were graded again kept their first passes: the next run
+    grades only the re-run, not the first pass again."""
+    survivor = "accumulator_half@tiny_lse.py:33:53"
+    (verdict,) = [f for f in cache.rglob("*.json") if json.loads(f.read_text()).get("thorough")]
+    verdict.unlink()  # as if the run had stopped before the survivor's re-run ended
+    steps = []
+    again = run_mutate(str(project / "tiny_lse.py"), only=[survivor], cache=cache,
+                       progress=lambda step, done, total: steps.append((step, done, total)), **OPTIONS)
+    assert [step for step in steps if step[0] != "gate"] == [("thorough", 1, 1)]  # no first pass
+    assert (again.reused, again.judged) == (0, 1)
+    assert again.thorough == {survivor} and again.results[0].status is MutantStatus.SURVIVED
 
 
 def _editing_the_kernel_rejudges_its_mutants(project, cache):
