@@ -4,7 +4,7 @@
 # corpus with 100 examples per mutant and survivors again with 300 (the CPU's default re-run: the
 # GPU's 2000 for twelve kernels would take hours of this machine's compiles).
 #
-#     [VERDICTS=verdicts.tar.gz] [LANES=4] bash bench/gpu_mutate.sh OUT_DIR [TOTAL_SECONDS]
+#     [VERDICTS=verdicts.tar.gz] [LANES=4] [DEVICE=cuda] bash bench/gpu_mutate.sh OUT_DIR [TOTAL_SECONDS]
 #
 # The targets run in LANES parallel lanes (reference:lse alone in the first), each `mutate -j` a share
 # of the CPUs (compiles are the cost; the pool spreads each run's drivers over the visible GPUs).
@@ -27,7 +27,7 @@ share=$(( ($(nproc) - 2) / lanes )); (( share < 1 )) && share=1
 log="$out/mutate.log"
 {
   date -u +"%Y-%m-%dT%H:%M:%SZ"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  nvidia-smi 2>/dev/null --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python3 -c 'import torch, triton, hypothesis, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__, "hypothesis", hypothesis.__version__, "GPUs", torch.cuda.device_count())'
   echo "host CPUs: $(nproc); lanes: $lanes; mutants at once per lane: $share; tree: $(git rev-parse --short HEAD 2>/dev/null)"
   echo "verdicts kept from an earlier call: $(find "$work/verdicts" -name '*.json' | wc -l)"
@@ -46,7 +46,7 @@ done
 run_lane() {
   for target in $1; do
     local name=${target%:lse}; name=${name##*/}; name=${name%.py}
-    local options=(--device cuda -j "$share" --no-progress --cache-dir "$work/verdicts" --out-dir "$work/reports/$name")
+    local options=(--device "${DEVICE:-cuda}" -j "$share" --no-progress --cache-dir "$work/verdicts" --out-dir "$work/reports/$name")
     [[ $target == reference:lse ]] || options+=(--budget 100 --thorough-budget 300)
     local seconds; seconds=$(left); (( seconds < 30 )) && { echo "$name: not started (time)" >> "$log"; continue; }
     local start; start=$(date +%s)
