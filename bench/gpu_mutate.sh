@@ -4,7 +4,7 @@
 # corpus with 100 examples per mutant and survivors again with 300 (the CPU's default re-run: the
 # GPU's 2000 for twelve kernels would take hours of this machine's compiles).
 #
-#     [VERDICTS=verdicts.tar.gz] [LANES=4] [DEVICE=cuda] bash bench/gpu_mutate.sh OUT_DIR [TOTAL_SECONDS]
+#     [VERDICTS=verdicts.tar.gz] [LANES=4] [DEVICE=cuda] [SAME_BUDGETS=1] bash bench/gpu_mutate.sh OUT_DIR [TOTAL_SECONDS]
 #
 # The targets run in LANES parallel lanes (reference:lse alone in the first), each `mutate -j` a share
 # of the CPUs (compiles are the cost; the pool spreads each run's drivers over the visible GPUs).
@@ -47,7 +47,7 @@ run_lane() {
   for target in $1; do
     local name=${target%:lse}; name=${name##*/}; name=${name%.py}
     local options=(--device "${DEVICE:-cuda}" -j "$share" --no-progress --cache-dir "$work/verdicts" --out-dir "$work/reports/$name")
-    [[ $target == reference:lse ]] || options+=(--budget 100 --thorough-budget 300)
+    [[ $target == reference:lse && -z "${SAME_BUDGETS:-}" ]] || options+=(--budget 100 --thorough-budget 300)
     local seconds; seconds=$(left); (( seconds < 30 )) && { echo "$name: not started (time)" >> "$log"; continue; }
     local start; start=$(date +%s)
     timeout "$seconds" python3 -m fuzz mutate "$target" "${options[@]}" > "$work/reports/$name.log" 2>&1
