@@ -110,9 +110,14 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgument(f"--markdown={args.markdown!r}: the directory {str(Path(args.markdown).parent)!r} "
                               "does not exist.")
 
+    shown: set[str] = set()
+
     def progress(record: dict, done: int, total: int) -> None:
+        # A candidate shown twice was a suspect graded again alone (grading.batch): that record counts.
+        again = ", again alone" if record["candidate"] in shown else ""
+        shown.add(record["candidate"])
         if not args.quiet:
-            print(f"[{done}/{total}] {record['verdict']:<10} {record['candidate']} ({record['seconds']:.1f} s)"
+            print(f"[{done}/{total}] {record['verdict']:<10} {record['candidate']} ({record['seconds']:.1f} s{again})"
                   + (f": {record['check']}" if record.get("check") else ""), file=sys.stderr, flush=True)
 
     what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
@@ -123,6 +128,10 @@ def run(args: argparse.Namespace) -> int:
     result = grade(candidates, options, out=out, jobs=jobs, resume=args.resume, progress=progress,
                    executor=args.executor, ray_address=args.ray_address)
     for event in result.stray_signals:
+        if event.stopped is not None:  # a stop names no sender: only the time could have told
+            print(f"lse-fuzz: a process of this run {signals.describe_stops([event])}; no candidate could be tied to it",
+                  file=sys.stderr)
+            continue
         print(f"lse-fuzz: ignored {event.name} from pid {event.pid}, a process of this run that no candidate "
               "could be tied to", file=sys.stderr)
     if result.resumed:

@@ -4,7 +4,10 @@
 Ctrl-C (or SIGTERM) stops the drivers and their workers and returns with ``interrupted``; the
 report then holds every candidate finished so far, and ``--resume`` keeps those records whose
 options and file are unchanged. The same signals from a candidate's own processes are ignored and
-make its verdict a crash (:mod:`fuzz.isolation.signals`; the local executor).
+make its verdict a crash (:mod:`fuzz.isolation.signals`; the local executor), as does stopping
+the grading processes (the fork server, a driver, a neighbour's worker: :mod:`fuzz.isolation.pool`).
+What can only be told apart by time, when several candidates ran at that time, makes each of them
+a suspect: after the batch each suspect is graded again alone, and that record replaces the first.
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ def grade(
     records = dict(kept)
     pending = schedule(c for c in candidates if c.target not in kept)
     graded = 0
+    fresh: set[str] = set()  # graded in this run (a suspect graded again alone counts once)
     journal = Journal(out, options.key(), seal_with=key) if executor != "ray" else None
     suspects: list[Candidate] = []
     if journal is not None:
@@ -101,13 +105,20 @@ def grade(
         else:
             journal.clear()
     write_reports(out, records.values())
+
+    def withdraw(target: str) -> None:
+        """Take a record off the report while its candidate is graded again: should the grader die
+        meanwhile, --resume judges it as in flight then (grading.journal), not by the old record."""
+        records.pop(target, None)
+        write_reports(out, records.values())
+
     # Signals are told apart by sender only in the local executor: the tree is this machine's.
     guard = SignalGuard() if pending and executor != "ray" else None
     if executor == "ray":
         records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address)
     else:
         records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs, guard=guard,
-                                      journal=journal, alone={c.target for c in suspects})
+                                      journal=journal, alone={c.target for c in suspects}, withdraw=withdraw)
     interrupted = False
     stray: list[SignalEvent] = []
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending else None
@@ -118,7 +129,8 @@ def grade(
                     for record in stream:
                         record = seal(record, key)
                         records[record["target"]] = record
-                        graded += 1
+                        graded += record["target"] not in fresh
+                        fresh.add(record["target"])
                         write_reports(out, records.values())
                         if progress:
                             progress(record, len(records), len(candidates))
@@ -148,10 +160,14 @@ def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs:
 
 def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path,
                      jobs: int, guard: SignalGuard | None = None, journal: Journal | None = None,
-                     alone: frozenset[str] | set[str] = frozenset()) -> Callable[[], Iterator[dict]]:
+                     alone: frozenset[str] | set[str] = frozenset(),
+                     withdraw: Callable[[str], None] = lambda target: None) -> Callable[[], Iterator[dict]]:
     """The local executor: each candidate a job of a pool of ``jobs`` drivers; a candidate whose
-    processes signalled the grader (``guard``) crashes. Each start is written to ``journal``; the
-    candidates named in ``alone`` (suspects of the grader's death) run first, one at a time."""
+    processes signalled the grader or stopped its processes (``guard``) crashes. Each start is
+    written to ``journal``; the candidates named in ``alone`` (suspects of the grader's death) run
+    first, one at a time; the suspects of what ``guard`` could tie to no one run again alone last,
+    each once (its first record ``withdraw``n meanwhile), and their records come again
+    (:func:`_suspects`)."""
 
     def records() -> Iterator[dict]:
         baselines = None
@@ -167,13 +183,17 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
         environ = dict(os.environ, **journal.begin()) if journal is not None else None
         with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options), environ=environ,
                   gpus=spread_over(options.device)) as pool:
+            attackers: set[str] = set()  # convicted of an attack on the grading processes
             if guard is not None:
                 guard.in_flight = pool.in_flight
+                pool.report_stop = guard.add
 
             def judged(result) -> dict:
                 record = job_record(result, by_key[result.job.key], options)
-                if guard is not None:
-                    blame_signals(record, guard.claim(result.job.key, result.processes))
+                events = guard.claim(result.job.key, result.processes) if guard is not None else []
+                blame_signals(record, events)
+                if events or result.killed_fork_server or result.killed_its_driver:
+                    attackers.add(result.job.key)
                 return record
 
             def written_down(jobs_, *, by_itself: bool):
@@ -182,13 +202,31 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
                         journal.started(by_key[job.key], alone=by_itself)
                     yield job
 
-            for job in [j for j in work if j.key in alone]:
+            def by_itself(job) -> Iterator[dict]:
+                pool.wait_until_quiet()  # nothing else counts as in flight: what happens now is its doing
                 for result in pool.run(written_down([job], by_itself=True)):
                     yield judged(result)
+
+            for job in [j for j in work if j.key in alone]:
+                yield from by_itself(job)
             for result in pool.run(written_down([j for j in work if j.key not in alone], by_itself=False)):
                 yield judged(result)
+            if guard is not None:
+                for job in _suspects(guard, work, attackers):
+                    withdraw(job.key)
+                    yield from by_itself(job)
+                for key in attackers:  # what named an attacker among others needs no other culprit
+                    guard.explained_by(key)
 
     return records
+
+
+def _suspects(guard: SignalGuard, work: list, attackers: set[str]) -> list:
+    """The jobs to grade again alone, each once: those named by an event no job could be tied to
+    (a stop, or an orphan's signal, while several ran), but the ones already convicted of an
+    attack (their verdict stands). Alone, whatever it does again is its own (SignalGuard.claim)."""
+    named = set(guard.suspects())
+    return [job for job in work if job.key in named and job.key not in attackers]
 
 
 def _raise_interrupt(signum, frame) -> None:

@@ -22,7 +22,7 @@ from .._version import __version__
 from ..isolation.environment import default_memory_limit
 from ..isolation.pool import Job, JobResult, Pool
 from ..isolation.proxy import IsolatedImpl, LoadFailed
-from ..isolation.signals import SignalEvent, describe
+from ..isolation.signals import SignalEvent, describe, describe_stops
 from ..outcomes import HarnessError, ImplLost, Outcome, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
 from ..static_scan import Severity
@@ -271,15 +271,25 @@ def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -
 
 
 def blame_signals(record: dict, events: list[SignalEvent]) -> dict:
-    """A candidate whose processes signalled the grader (SIGTERM, SIGINT, ...; ignored, see
-    :mod:`fuzz.isolation.signals`) crashes, whatever its checks said: it attacked the grading."""
+    """A candidate whose processes signalled the grader (SIGTERM, SIGINT, ...; ignored) or stopped
+    the grading processes (continued; see :mod:`fuzz.isolation.signals`) crashes, whatever its
+    checks said: it attacked the grading."""
     if events:
         graded = f"{record['verdict']}: {record['reason']}"
+        what, first = _what_it_did(events), graded.splitlines()[0] if graded else ""
         record.update(verdict=Verdict.CRASH.value, check=None,
-                      reason=f"it attacked the grader: it {describe(events)}, which ignored it (graded anyway: "
-                             f"{graded.splitlines()[0] if graded else ''})",
-                      details=f"{describe(events)}; graded anyway: {graded}\n{record.get('details') or ''}".rstrip())
+                      reason=f"it attacked the grader: it {what} (graded anyway: {first})",
+                      details=f"{what}; graded anyway: {graded}\n{record.get('details') or ''}".rstrip())
     return record
+
+
+def _what_it_did(events: list[SignalEvent]) -> str:
+    """'sent SIGTERM to the grader (from pid 7), which ignored it, and stopped the fork server
+    (SIGSTOP), which was continued'."""
+    sent = [event for event in events if event.stopped is None]
+    stops = [event for event in events if event.stopped is not None]
+    parts = ([f"{describe(sent)}, which ignored it"] if sent else []) + ([describe_stops(stops)] if stops else [])
+    return ", and ".join(parts)
 
 
 def _record_lost(record: dict, lost: ImplLost) -> None:

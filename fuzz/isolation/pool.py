@@ -15,6 +15,12 @@ dies gives its job :attr:`Outcome.CRASHED` or :attr:`Outcome.EXITED`. Either way
 takes its place and the remaining jobs run: one bad job never stops the others. A driver tells
 the pool the pid of each worker it starts for its job (:attr:`JobResult.processes`), so that a
 signal sent to the grader from a worker's process tree is blamed on its job (:mod:`.signals`).
+
+A job's process can also stop (SIGSTOP) the fork server, a driver or another job's worker. The
+pool's process continues them all (the drivers leave it to the pool: ``RESUMED_BY_POOL_ENV``), so
+it hears of every stop, and hands each on (:attr:`Pool.report_stop`) as an event naming the jobs
+that were in flight at any moment between the last time that process was seen running and the
+moment it was found stopped (:class:`Timeline`): SIGSTOP names no sender, only the time does.
 """
 
 from __future__ import annotations
@@ -38,11 +44,17 @@ from ..outcomes import Outcome, describe_exit
 from . import signals, wire
 from .environment import RUN_ENV, worker_environment, worker_sys_path
 from .gpus import VISIBLE
-from .zygote import ZYGOTE_ADDRESS_ENV, Zygote, report_spawns, unwatch, watch, zygote_for
+from .signals import Sender, SignalEvent, Stopped
+from .zygote import (RESUMED_BY_POOL_ENV, ZYGOTE_ADDRESS_ENV, Zygote, report_spawns, report_stops, stop_reporting,
+                     sweep, unwatch, watch, zygote_for)
 
-__all__ = ["Job", "JobResult", "Pool", "driver_main"]
+__all__ = ["Job", "JobResult", "LINGER", "Pool", "Timeline", "driver_main", "stop_event"]
 
 DRIVER_ENTRY = "fuzz.isolation.pool:driver_main"
+LINGER = 1.0
+"""Seconds a job still counts as in flight after it ended: what its worker left behind (an
+orphan) lives until the fork server has killed it, a moment later, and may act meanwhile; and a
+process sent SIGSTOP stops only when the kernel next schedules it, a moment after the sending."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,48 @@ class JobResult:
     processes: tuple[int, ...] = ()  # the pids of the workers its driver started for it (to blame signals)
 
 
+class Timeline:
+    """When each job was in flight: which jobs could have done what happened in a window of time.
+
+    Times are ``time.monotonic()``. A job counts from the moment it is handed to a driver until
+    :data:`LINGER` after it ended; a job run again is in flight again.
+    """
+
+    def __init__(self, linger: float = LINGER) -> None:
+        self.linger = linger
+        self._spans: list[list] = []  # [key, start, end or None], in the order started
+
+    def started(self, key: str, at: float) -> None:
+        self._spans.append([key, at, None])
+
+    def ended(self, key: str, at: float) -> None:
+        for span in self._spans:
+            if span[0] == key and span[2] is None:
+                span[2] = at
+                return
+
+    def quiet_from(self) -> float:
+        """The moment from which no job handed so far counts as in flight (inf while one runs)."""
+        if any(end is None for _, _, end in self._spans):
+            return math.inf
+        return max((end + self.linger for _, _, end in self._spans), default=-math.inf)
+
+    def between(self, since: float, until: float) -> tuple[str, ...]:
+        """The keys of the jobs in flight at any moment from ``since`` to ``until`` (those that
+        started or ended meanwhile too), in the order they started."""
+        return tuple(dict.fromkeys(key for key, start, end in self._spans
+                                   if start <= until and (end is None or end + self.linger >= since)))
+
+
+def stop_event(kind: Stopped, pid: int, in_flight: tuple[str, ...], owner: str | None = None) -> SignalEvent | None:
+    """The event of the pool's process ``pid`` found stopped while the jobs ``in_flight`` ran
+    (``owner``: the job ``pid`` works for, if a worker); None when it is no attack: a job's own
+    worker, stopped while that job ran alone (by itself: no other process of the grading waited)."""
+    if owner is not None and in_flight == (owner,):
+        return None
+    return SignalEvent(signal.SIGSTOP, 0, Sender.UNNAMED, (), in_flight, kind, pid, owner)
+
+
 class _Driver:
     def __init__(self, zygote: Zygote, work_dir: Path, index: int, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -77,6 +131,7 @@ class _Driver:
         devnull = open(os.devnull, "wb")
         config = {"entry": DRIVER_ENTRY, "cwd": str(work_dir), "env": env, "sys_path": worker_sys_path(),
                   "args": {}}
+        since = time.monotonic()  # nothing can have stopped it before it existed
         try:
             self.pid = zygote.spawn(config, (theirs.fileno(), devnull.fileno(), log.fileno()))
         finally:
@@ -84,7 +139,7 @@ class _Driver:
             log.close()
             devnull.close()
         self.zygote = zygote
-        watch(self.pid)  # another job's process may stop it: it is continued (zygote.resume_if_stopped)
+        watch(self.pid, since)  # another job's process may stop it: it is continued (zygote.resume_if_stopped)
         self.gpu = env.get(VISIBLE)
         self.conn = Connection(ours.detach())
         self.job: Job | None = None
@@ -140,6 +195,13 @@ class Pool:
         self._drivers: list[_Driver] = []
         self._zygote: Zygote | None = None
         self._started = 0
+        # Who could have stopped a process of the pool (read by the resumer's thread, hence the lock).
+        self.report_stop: Callable[[SignalEvent], None] | None = None
+        self._lock = threading.Lock()
+        self._timeline = Timeline()
+        self._kinds: dict[int, Stopped] = {}  # pid -> which of the pool's processes it is
+        self._owners: dict[int, str] = {}  # a worker's pid -> the key of the job it works for
+        report_stops(self._found_stopped)
 
     def __enter__(self) -> Pool:
         return self
@@ -152,7 +214,10 @@ class Pool:
             # One fork server serves every run of this process: a run's token goes to its drivers
             # (and so to their workers), not into the fork server's key.
             self._zygote = zygote_for({k: v for k, v in self._env.items() if k != RUN_ENV})
-        env = dict(self._env, **{ZYGOTE_ADDRESS_ENV: self._zygote.address})
+            if self._zygote.pid is not None:
+                with self._lock:
+                    self._kinds[self._zygote.pid] = Stopped.FORK_SERVER
+        env = dict(self._env, **{ZYGOTE_ADDRESS_ENV: self._zygote.address, RESUMED_BY_POOL_ENV: "1"})
         if self._gpus:
             # A retired driver's replacement takes its GPU back, so the spread stays even.
             load = {gpu: 0 for gpu in self._gpus}
@@ -162,11 +227,50 @@ class Pool:
         driver = _Driver(self._zygote, self.work_dir, self._started, env)
         self._started += 1
         self._drivers.append(driver)
+        with self._lock:
+            self._kinds[driver.pid] = Stopped.DRIVER
         return driver
 
     def _retire(self, driver: _Driver) -> int | None:
         self._drivers.remove(driver)
+        with self._lock:
+            self._kinds.pop(driver.pid, None)
         return driver.kill()
+
+    def _handed(self, driver: _Driver, job: Job) -> bool:
+        """Hand ``job`` to ``driver``; False if the driver is gone (the job never reached it)."""
+        with self._lock:
+            self._timeline.started(job.key, time.monotonic())
+        try:
+            driver.send(job)
+        except OSError:
+            self._over(job, ())
+            return False
+        return True
+
+    def _over(self, job: Job, processes: Sequence[int]) -> None:
+        """``job`` ended (its workers are gone or going): a stop of a process of the pool found
+        from now on may still name it, for :data:`LINGER`, and its workers are no longer watched."""
+        sweep()  # a stop it did before it ended is found now, while it is still in flight
+        with self._lock:
+            self._timeline.ended(job.key, time.monotonic())
+            for pid in processes:
+                self._kinds.pop(pid, None)
+                self._owners.pop(pid, None)
+        for pid in processes:
+            unwatch(pid)
+
+    def _found_stopped(self, pid: int, since: float, found: float) -> None:
+        """A process found stopped between ``since`` and ``found`` and continued (the resumer's
+        thread calls this): an event for :attr:`report_stop` naming every job in flight then."""
+        with self._lock:
+            kind, owner = self._kinds.get(pid), self._owners.get(pid)
+            in_flight = self._timeline.between(since, found)
+        if kind is None:
+            return  # not one of this pool's (the caller's own worker, another pool's)
+        event, report = stop_event(kind, pid, in_flight, owner), self.report_stop
+        if event is not None and report is not None:
+            report(event)
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
         """Run ``jobs`` (started in the order given, each taken from the iterable only when a driver
@@ -207,9 +311,7 @@ class Pool:
                 while upcoming is not None and (idle or len(busy) < workers):
                     reused = bool(idle)
                     driver = idle.pop() if idle else self._new_driver()
-                    try:
-                        driver.send(upcoming)
-                    except OSError:
+                    if not self._handed(driver, upcoming):
                         # It died while idle (another job's process killed it, or its fork server
                         # died): the job never reached it, so it goes to the next driver, blameless.
                         # A driver started just now for it is retired the same way, once.
@@ -230,6 +332,7 @@ class Pool:
                     if result is None:
                         continue  # a notice: the job runs on
                     driver = busy.pop(conn)
+                    self._over(result.job, result.processes)
                     signals.forget(result.processes)  # its workers are gone: their pids may be reused
                     if result.outcome in (Outcome.RETURNED, Outcome.RAISED):
                         driver.job = None
@@ -248,12 +351,14 @@ class Pool:
                         del busy[conn]
                         job, seconds, tail = driver.job, now - driver.started, driver.log_tail()
                         self._retire(driver)
+                        self._over(job, driver.processes)
                         yield JobResult(job, Outcome.TIMED_OUT, None, seconds,
                                         f"no result within the time limit of {limit:g} s: its driver was killed"
                                         + _tail(tail), processes=tuple(driver.processes))
         finally:
             for driver in list(busy.values()):
                 self._retire(driver)
+                self._over(driver.job, driver.processes)
 
     def _receive(self, driver: _Driver) -> JobResult | None:
         """How the driver's job ended, or None for a notice (the pid of a worker it started)."""
@@ -270,19 +375,47 @@ class Pool:
                              processes=processes)
         seconds = time.monotonic() - driver.started
         if header.get("op") == "spawned":
-            driver.processes.append(int(header["pid"]))
-            signals.remember(driver.processes[-1])
+            self._spawned(driver, job, int(header["pid"]), header.get("since"))
             return None
         if header.get("op") == "raised":
             return JobResult(job, Outcome.RAISED, None, seconds, str(header.get("traceback", "")), processes=processes)
         return JobResult(job, Outcome.RETURNED, header.get("record"), seconds, processes=processes)
 
-    def in_flight(self) -> tuple[str, ...]:
-        """The keys of the jobs running now (read from another thread too: a snapshot)."""
+    def _spawned(self, driver: _Driver, job: Job, pid: int, since: float | None) -> None:
+        """The driver of ``job`` started the worker ``pid``: a signal from it is the job's, and this
+        process continues it when stopped (the driver leaves that to the pool)."""
+        driver.processes.append(pid)
+        signals.remember(pid)
+        with self._lock:
+            self._kinds[pid] = Stopped.WORKER
+            self._owners[pid] = job.key
+        # Not before its job started, whatever the driver said; nor later than now.
+        if not isinstance(since, (int, float)):
+            since = driver.started
+        watch(pid, min(max(since, driver.started), time.monotonic()))
+
+    def wait_until_quiet(self) -> None:
+        """Between runs: wait until no job counts as in flight any more (:data:`LINGER`), so that
+        the next one runs alone, also to whatever names the jobs in flight by time."""
+        with self._lock:
+            left = self._timeline.quiet_from() - time.monotonic()
+        if 0 < left < math.inf:
+            time.sleep(left)
+            # Every process seen running now: a stop found later happened later, and names no
+            # job that is over (a window opens at the last check, which may have come before).
+            sweep()
+
+    def in_flight(self, since: float | None = None) -> tuple[str, ...]:
+        """The keys of the jobs running now, or with ``since`` (a ``time.monotonic()``), of those in
+        flight at any moment from then until now (:class:`Timeline`). Read from other threads too."""
+        if since is not None:
+            with self._lock:
+                return self._timeline.between(since, time.monotonic())
         return tuple(driver.job.key for driver in list(self._drivers) if driver.job is not None)
 
     def close(self) -> None:
         """Kill every driver (and so the workers they started)."""
+        stop_reporting(self._found_stopped)
         for driver in list(self._drivers):
             self._retire(driver)
         if self._own_dir:
@@ -310,7 +443,7 @@ def driver_main(channel_fd: int, args: dict) -> int:
         with sending:
             wire.send_message(conn, header)
 
-    report_spawns(lambda pid: send({"op": "spawned", "pid": pid}))
+    report_spawns(lambda pid, since: send({"op": "spawned", "pid": pid, "since": since}))
     while True:
         try:
             header, _ = wire.recv_message(conn)

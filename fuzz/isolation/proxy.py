@@ -71,7 +71,7 @@ from .codec import decode_output, encode_input, write_back
 from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
 from .held_outputs import HeldOutputs
 from .shared_input import SharedInput
-from .zygote import Zygote, unwatch, watch, zygote_for
+from .zygote import Zygote, resumed_by_pool, unwatch, watch, zygote_for
 
 __all__ = ["CandidateRaised", "IsolatedImpl", "LoadFailed", "Noise", "RestartingImpl"]
 
@@ -258,7 +258,8 @@ class IsolatedImpl:
             theirs.close()
             stdout.close()
             stderr.close()
-        watch(self.pid)  # another candidate may stop it: it is continued (see zygote.resume_if_stopped)
+        if not resumed_by_pool():  # in a pool's driver, the pool's process continues it (the driver reports it)
+            watch(self.pid)  # another candidate may stop it: it is continued (see zygote.resume_if_stopped)
         self._conn = Connection(ours.detach())
         started = time.monotonic()
         if self.timeout is not None:

@@ -12,10 +12,16 @@ can (``si_pid``, ``si_code``). So, while a :class:`SignalGuard` is on (``with Si
   started, also after ``setsid`` or a double fork) is ignored and kept as a :class:`SignalEvent`,
   which the caller blames on the candidate whose worker is among the sender's ancestors, or, for
   an orphan (adopted by the fork server: nothing ties it to its worker any more), on the job
-  that was running alone at the time; otherwise on nobody (:meth:`SignalGuard.claim`);
+  that was running alone at the time (:meth:`SignalGuard.claim`); when several were, each is a
+  suspect (:meth:`SignalGuard.suspects`), which the grader runs again alone;
 * a signal from the kernel (the terminal's Ctrl-C, a hang-up: ``SI_KERNEL``) or from a process
   outside the tree (``kill -TERM`` from a shell or a CI runner) is handed to the main thread as
   if it had arrived there: Ctrl-C and SIGTERM interrupt the run, resumable, exactly as before.
+
+A process of the run found stopped (SIGSTOP: the fork server, a driver, a neighbour's worker)
+is continued by the pool's process, which keeps that too as an event (:meth:`SignalGuard.add`,
+see fuzz.isolation.pool): no sender, only the jobs in flight while it happened. Such an event is
+a job's, like an orphan's signal, only when that job was the only one in flight.
 
 The grader is a child subreaper meanwhile (``PR_SET_CHILD_SUBREAPER``): should the fork server
 die, what was below it is handed to the grader, not to init, and stays in the tree. Those
@@ -53,8 +59,8 @@ from dataclasses import dataclass
 
 from .child import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
 
-__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "describe", "forget", "hold", "kill_adopted", "lineage", "release",
-           "remember", "sender_of", "spare"]
+__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "Stopped", "describe", "describe_stops", "forget", "hold",
+           "kill_adopted", "lineage", "release", "remember", "sender_of", "spare"]
 
 # Linux only, like the fork server: elsewhere (no sigtimedwait, no real-time signals) nothing is
 # held or guarded and signals act as they always did.
@@ -88,18 +94,37 @@ class Sender(enum.Enum):
     OUTSIDE = "outside"  # a process outside the run's tree, or the grader itself: obeyed
     RUN = "run"  # a process of the run's tree: ignored, blamed on its candidate
     UNPROVEN = "unproven"  # a siginfo the sender wrote itself, or SIGIO: ignored
+    UNNAMED = "unnamed"  # a process of the run found stopped: a stop names no sender, blamed by time
+
+
+class Stopped(enum.Enum):
+    """Which process of the run was found stopped (a stop event's ``stopped``)."""
+
+    FORK_SERVER = "fork server"
+    DRIVER = "driver"
+    WORKER = "worker"  # a job's worker: an attack when another job stopped it
 
 
 @dataclass(frozen=True)
 class SignalEvent:
-    """A signal the guard ignored. ``lineage``: the sender and its ancestors below the grader, as
-    read when it was taken; ``in_flight``: the keys of the jobs running then."""
+    """A signal the guard ignored, or a process of the run found stopped (``stopped``; signum
+    SIGSTOP, no sender). ``lineage``: the sender and its ancestors below the grader, as read when
+    it was taken; ``in_flight``: the keys of every job in flight at any moment it may have been
+    sent in; ``owner``: the job whose own worker was found stopped (it may stop what is its own)."""
 
     signum: int
     pid: int
     sender: Sender
     lineage: tuple[int, ...]
     in_flight: tuple[str, ...] = ()
+    stopped: Stopped | None = None
+    stopped_pid: int = 0
+    owner: str | None = None
+
+    @property
+    def suspects(self) -> tuple[str, ...]:
+        """The jobs it would be an attack by, had they done it."""
+        return tuple(key for key in self.in_flight if key != self.owner)
 
     @property
     def name(self) -> str:
@@ -176,6 +201,20 @@ def describe(events: list[SignalEvent]) -> str:
     return f"sent {said} to the grader{source}"
 
 
+def describe_stops(events: list[SignalEvent]) -> str:
+    """'stopped the fork server and 2 grading drivers (SIGSTOP), which were continued': each
+    process once (a stop of the same one again adds nothing)."""
+    pids = {kind: sorted({event.stopped_pid for event in events if event.stopped is kind}) for kind in Stopped}
+    one = {Stopped.FORK_SERVER: "the fork server", Stopped.DRIVER: "a grading driver",
+           Stopped.WORKER: "a neighbour's worker"}
+    many = {Stopped.FORK_SERVER: "{} fork servers", Stopped.DRIVER: "{} grading drivers",
+            Stopped.WORKER: "{} neighbours' workers"}
+    parts = [one[kind] if len(found) == 1 else many[kind].format(len(found)) for kind, found in pids.items() if found]
+    said = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    continued = "which was continued" if sum(map(len, pids.values())) == 1 else "which were continued"
+    return f"stopped {said} (SIGSTOP), {continued}"
+
+
 def hold() -> None:
     """Block :data:`GUARDED` in this thread, before anything starts a thread that would inherit an
     unblocked mask: the command line's first step. :func:`release` (or the guard) undoes it."""
@@ -198,7 +237,9 @@ class SignalGuard:
         self.active = SUPPORTED and threading.current_thread() is threading.main_thread()
         self.root = os.getpid()
         self.events: list[SignalEvent] = []
-        self.in_flight: Callable[[], tuple[str, ...]] = tuple  # set by whoever runs the jobs
+        # Set by whoever runs the jobs: the keys of those in flight at any moment since a time
+        # (``time.monotonic()``), e.g. :meth:`fuzz.isolation.pool.Pool.in_flight`.
+        self.in_flight: Callable[[float], tuple[str, ...]] = lambda since: ()
         self._stop = threading.Event()
         self._handling = threading.Event()
         self._lock = threading.Lock()
@@ -210,9 +251,11 @@ class SignalGuard:
             info = signal.sigtimedwait(GUARDED, 0.2)
             if info is not None:
                 self._handling.set()
-                self._handle(info)
+                self._handle(info, time.monotonic())
 
-    def _handle(self, info) -> None:
+    def _handle(self, info, taken: float) -> None:
+        """Judge the signal ``info``, taken at ``taken``: it was sent a moment before, and its
+        sender is looked for (up to :data:`GRACE`) after: every job in flight since is named."""
         try:
             sender, chain = sender_of(info, root=self.root)
         except Exception:  # a bug here must not kill the thread: every later signal would stay blocked
@@ -221,12 +264,20 @@ class SignalGuard:
             self._obey(info.si_signo)
             return
         try:
-            in_flight = tuple(self.in_flight())
+            in_flight = tuple(self.in_flight(taken))
         except Exception:  # read while another thread changes it: no job named, no blame by time
             in_flight = ()
+        self.add(SignalEvent(info.si_signo, info.si_pid, sender, chain, in_flight))
+
+    def add(self, event: SignalEvent) -> None:
+        """Keep ``event`` to be claimed (a stop the pool found: fuzz.isolation.pool), from any thread.
+        One like an event kept already tells nothing new: a stopper found again and again, twice a
+        second, takes no room from the other candidates' events (:data:`MAX_EVENTS`)."""
+        if not self.active:  # nothing is ever claimed: it would only name suspects to no end
+            return
         with self._lock:
-            if len(self.events) < MAX_EVENTS:
-                self.events.append(SignalEvent(info.si_signo, info.si_pid, sender, chain, in_flight))
+            if len(self.events) < MAX_EVENTS and event not in self.events:
+                self.events.append(event)
 
     def _obey(self, signum: int) -> None:
         """What the signal would have done without the guard."""
@@ -249,17 +300,35 @@ class SignalGuard:
             time.sleep(0.01)
 
     def claim(self, key: str | None = None, processes: tuple[int, ...] = ()) -> list[SignalEvent]:
-        """The ignored signals of one job, taken off the list: those whose sender descends from one
-        of its ``processes`` (its workers), or sent while it was the only job running. With no
-        ``key``, every one (one candidate graded: all were its doing)."""
+        """The events of one job, taken off the list: the signals whose sender descends from one of
+        its ``processes`` (its workers), and the signals and stops of a time when it was the only
+        job in flight (but a stop of its own worker: that is its own business). With no ``key``,
+        every one (one candidate graded: all were its doing; or, at the end, the stray ones)."""
         if not self.active:
             return []
         self._settle()
         with self._lock:
-            mine = [event for event in self.events
-                    if key is None or set(event.lineage) & set(processes) or event.in_flight == (key,)]
+            mine = [event for event in self.events if key is None or _belongs(event, key, processes)]
             self.events = [event for event in self.events if event not in mine]
         return mine
+
+    def suspects(self) -> list[str]:
+        """The jobs that may have done what no job was tied to (each unclaimed event's jobs in
+        flight, but the owner of a worker found stopped), in the order first named: each, run
+        again alone, shows whether it was its doing."""
+        if not self.active:
+            return []
+        self._settle()
+        with self._lock:
+            return list(dict.fromkeys(key for event in self.events for key in event.suspects))
+
+    def explained_by(self, key: str) -> list[SignalEvent]:
+        """Take off the list the unclaimed events that name ``key`` among their suspects, once it is
+        convicted of an attack on the grading: they need no other culprit."""
+        with self._lock:
+            explained = [event for event in self.events if key in event.suspects]
+            self.events = [event for event in self.events if event not in explained]
+        return explained
 
     def __enter__(self) -> SignalGuard:
         if not self.active:
@@ -293,7 +362,14 @@ class SignalGuard:
         signal.signal(WAKE, self._previous_wake)
         signal.pthread_sigmask(signal.SIG_SETMASK, self._previous_mask)
         for info in late:
-            self._handle(info)
+            self._handle(info, time.monotonic())
+
+
+def _belongs(event: SignalEvent, key: str, processes: tuple[int, ...]) -> bool:
+    """Whether ``event`` is the doing of the job ``key``, whose workers are ``processes``."""
+    if set(event.lineage) & set(processes):
+        return True
+    return event.in_flight == (key,) and event.owner != key
 
 
 _SPARED: set[int] = set()  # this process's own fork servers: children it started, not adopted

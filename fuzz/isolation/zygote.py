@@ -36,7 +36,7 @@ class Zygote:
     """A connection to a fork server; owns it when this process started it."""
 
     def __init__(self, sock: socket.socket, *, process: subprocess.Popen | None = None,
-                 address: str | None = None, log: Path | None = None) -> None:
+                 address: str | None = None, log: Path | None = None, since: float | None = None) -> None:
         self.sock = sock
         self.process = process
         self.address = address
@@ -45,7 +45,7 @@ class Zygote:
         self.pid: int | None = None if process is None else process.pid
         if self.pid is not None:
             signals.spare(self.pid)  # a child started on purpose, not one adopted from a candidate
-        watch(self.pid)
+        watch(self.pid, since)  # (None for a connection: watched once its pid is known)
         self._replies: list[dict] = []
         # One request and its reply at a time: threads of one process share this connection (a
         # check runs its first part here while a pool's thread starts the drivers of the others).
@@ -56,6 +56,7 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         home = Path(tempfile.mkdtemp(prefix="lse-fuzz-zygote-home-"))
         log = home / "zygote.log"
+        since = time.monotonic()  # it cannot have been stopped before it existed
         with open(log, "wb") as log_file:
             process = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, str(theirs.fileno())],
@@ -63,7 +64,7 @@ class Zygote:
                 stdout=log_file, stderr=log_file, start_new_session=True,
             )
         theirs.close()
-        zygote = cls(ours, process=process, log=log)
+        zygote = cls(ours, process=process, log=log, since=since)
         try:
             hello = zygote._read(timeout)
         except EOFError:
@@ -83,9 +84,10 @@ class Zygote:
         try:  # the server's pid, from the kernel: to continue it if a candidate stops it
             zygote.pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                               struct.calcsize("3i")))[0]
-            watch(zygote.pid)
         except OSError:
             pass
+        if not resumed_by_pool():  # in a pool's driver the pool's process continues it (and tells of it)
+            watch(zygote.pid)
         return zygote
 
     def alive(self) -> bool:
@@ -117,11 +119,12 @@ class Zygote:
         if len(message) > MAX_SPAWN_MESSAGE:
             raise RuntimeError(f"a worker's configuration is {len(message)} bytes, more than "
                                f"{MAX_SPAWN_MESSAGE}: is the environment unusually large?")
+        since = time.monotonic()  # before it existed: nothing can have stopped it earlier
         with self._lock:
             pid = self._spawn(message, fds, timeout)
         signals.remember(pid)  # a signal from it is the run's, even once it is gone
         for listener in _SPAWN_LISTENERS:
-            listener(pid)
+            listener(pid, since)
         return pid
 
     def _spawn(self, message: bytes, fds: tuple[int, int, int], timeout: float) -> int:
@@ -173,7 +176,8 @@ def resume_if_stopped(pid: int | None) -> bool:
 
     Every process of a run shares one user with the candidates, so a candidate can stop any of
     them: the fork server, a driver grading a neighbour, a neighbour's worker. Each process that
-    starts or connects to one :func:`watch`es it, so that a stop costs a moment, not a hang.
+    starts or connects to one :func:`watch`es it, so that a stop costs a moment, not a hang;
+    under a pool, its process watches them all (:func:`resumed_by_pool`), to blame the stops.
     """
     if pid is None:
         return False
@@ -196,18 +200,28 @@ class _Resumer:
 
     A thread rather than checks where we wait: a process stopped halfway through sending a
     message leaves its reader blocked inside the read, where no check runs.
+
+    Each stop it finds is told to the listeners (:func:`report_stops`) with the window it happened
+    in: SIGSTOP names no sender, so when it happened is all there is to tell who sent it. The
+    window opens when the process was last seen running (or, for a process not checked yet, at
+    the time its watcher gave: before it existed) and closes once it has been continued.
     """
 
     def __init__(self) -> None:
         self._pids: dict[int, int] = {}  # pid -> how many watch it
+        self._clear: dict[int, float] = {}  # pid -> a time since which any stop of it is still to be found
+        self._listeners: list[Callable[[int, float, float], None]] = []
         self._lock = threading.Lock()
+        self._sweeping = threading.Lock()  # one sweep at a time: a stop is found, and told, once
         self._thread: threading.Thread | None = None
 
-    def watch(self, pid: int | None) -> None:
+    def watch(self, pid: int | None, since: float | None = None) -> None:
         if pid is None:
             return
+        since = time.monotonic() if since is None else since
         with self._lock:
             self._pids[pid] = self._pids.get(pid, 0) + 1
+            self._clear[pid] = min(self._clear.get(pid, since), since)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="lse-fuzz-resumer", daemon=True)
                 self._thread.start()
@@ -218,27 +232,69 @@ class _Resumer:
                 self._pids[pid] -= 1
                 if not self._pids[pid]:
                     del self._pids[pid]
+                    del self._clear[pid]
+
+    def listen(self, listener: Callable[[int, float, float], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unlisten(self, listener: Callable[[int, float, float], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def sweep(self) -> None:
+        """Continue every watched process found stopped now, and tell the listeners."""
+        with self._sweeping:
+            with self._lock:
+                watched = dict(self._clear)
+            for pid, since in watched.items():
+                checked = time.monotonic()  # it is read after this: a later stop is found next time
+                stopped = resume_if_stopped(pid)
+                found = time.monotonic()
+                with self._lock:
+                    if pid in self._clear:
+                        self._clear[pid] = checked
+                    listeners = list(self._listeners) if stopped else []
+                for listener in listeners:
+                    try:
+                        listener(pid, since, found)
+                    except Exception:  # a listener's bug must not end the thread: nothing would be continued
+                        pass
 
     def _run(self) -> None:
         while True:
             time.sleep(WAIT_SLICE)
-            with self._lock:
-                pids = list(self._pids)
-            for pid in pids:
-                resume_if_stopped(pid)
+            self.sweep()
 
 
 _RESUMER = _Resumer()
 watch = _RESUMER.watch
 unwatch = _RESUMER.unwatch
+sweep = _RESUMER.sweep
+report_stops = _RESUMER.listen
+"""Call ``listener(pid, since, found)`` for every watched process found stopped and continued:
+it was stopped between ``since`` and ``found`` (``time.monotonic()``, system-wide on Linux)."""
+stop_reporting = _RESUMER.unlisten
+
+RESUMED_BY_POOL_ENV = "LSE_FUZZ_RESUMED_BY_POOL"
+"""Set in a pool's drivers: the pool's process continues the fork server and the workers they
+start (it watches every pid they report), and hears of every stop, which is how a stop is blamed
+(fuzz.isolation.pool). A driver that continued one itself first would hide it from the pool."""
 
 
-_SPAWN_LISTENERS: list[Callable[[int], None]] = []
+def resumed_by_pool() -> bool:
+    """True in a pool's driver: whoever watches a process here leaves it to the pool's process."""
+    return bool(os.environ.get(RESUMED_BY_POOL_ENV))
 
 
-def report_spawns(listener: Callable[[int], None]) -> None:
-    """Call ``listener(pid)`` for every process this process has a fork server start (a grading
-    driver tells the pool the pids of its job's workers: see fuzz.isolation.signals)."""
+_SPAWN_LISTENERS: list[Callable[[int, float], None]] = []
+
+
+def report_spawns(listener: Callable[[int, float], None]) -> None:
+    """Call ``listener(pid, since)`` for every process this process has a fork server start,
+    ``since`` a ``time.monotonic()`` from before it existed (a grading driver tells the pool the
+    pids of its job's workers: see fuzz.isolation.signals and fuzz.isolation.pool)."""
     _SPAWN_LISTENERS.append(listener)
 
 

@@ -44,3 +44,11 @@ def kill_siblings(payload: dict) -> dict:
             if ppid == parent:
                 os.kill(int(entry), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def stop_fork_server(payload: dict) -> dict:
+    """A driver's parent is the fork server: stopped once, after ``wait`` seconds; then ``hold``."""
+    time.sleep(payload.get("wait", 0))
+    os.kill(os.getppid(), signal.SIGSTOP)
+    time.sleep(payload.get("hold", 0))
+    return {"stopped": os.getppid()}

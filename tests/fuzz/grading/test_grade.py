@@ -623,7 +623,8 @@ def test_the_private_seed_appears_in_no_output_even_to_a_candidate_that_looks(tm
 
 def test_a_candidate_that_stops_the_grading_processes_does_not_hang_the_batch(tmp_path):
     # It stops the fork server and every driver and worker beside it: each is continued by the
-    # process waiting on it, so every candidate is graded (before: nothing was, in 400 s).
+    # grader's process, so every candidate is graded (before: nothing was, in 400 s), and the
+    # stopper, run again alone, is blamed (test_grade_signals has the reason).
     batch_dir = tmp_path / "batch"
     batch_dir.mkdir()
     shutil.copy(ROOT / "tests" / "implementations" / "hostile" / "stops_the_grading_processes.py", batch_dir / "a_stopper.py")
@@ -633,6 +634,6 @@ def test_a_candidate_that_stops_the_grading_processes_does_not_hang_the_batch(tm
     started = time.monotonic()
     code, _, _ = run_cli("grade", str(batch_dir), "--budget", "10", "--max-elements", "1024", "-j", "2", "-q",
                          "--timeout", "120", "--out", str(out))
-    assert time.monotonic() - started < 100
-    assert code == 0 and {k: r["verdict"] for k, r in records_of(out).items()} == {
-        "a_stopper": "pass", "b_neighbour": "pass", "c_neighbour": "pass", "d_neighbour": "pass"}
+    assert time.monotonic() - started < 150
+    assert code == 1 and {k: r["verdict"] for k, r in records_of(out).items()} == {
+        "a_stopper": "crash", "b_neighbour": "pass", "c_neighbour": "pass", "d_neighbour": "pass"}

@@ -1,7 +1,8 @@
-"""A candidate that signals the grader (SIGTERM, then SIGINT) cannot stop the batch: the signals
-are ignored, the culprit crashes with a reason that says what it did, its neighbour passes; a
-signal from outside the run (the test's own, or ^C typed into the grader's terminal) still
-interrupts it, resumable. ``check`` too.
+"""A candidate that signals the grader (SIGTERM, then SIGINT) or stops its processes (SIGSTOP)
+cannot stop the batch: the signals are ignored, the stopped processes continued, the culprit
+crashes with a reason that says what it did, its neighbour passes; a signal from outside the run
+(the test's own, or ^C typed into the grader's terminal) still interrupts it, resumable.
+``check`` too.
 
 Each test runs the command as its own process, as a user would: a real signal to pytest's own
 process would go elsewhere."""
@@ -48,9 +49,11 @@ def batch(directory: Path, files: dict[str, Path]) -> Path:
 @pytest.mark.parametrize("attack, jobs", [
     ("signals_the_grader", "2"),
     ("signals_the_grader_from_a_new_session", "2"),
-    # Nothing ties an orphan to its worker but the time it ran: blamed when its candidate ran alone.
+    # Nothing ties an orphan to its worker but the time it ran: blamed when its candidate ran alone,
+    # at once, or (beside its neighbour, both suspects) when run again alone after the batch.
     ("signals_the_grader_from_an_orphan", "1"),
-], ids=["from_its_worker", "from_a_new_session", "from_an_orphan"])
+    ("signals_the_grader_from_an_orphan", "2"),
+], ids=["from_its_worker", "from_a_new_session", "from_an_orphan", "from_an_orphan_beside_its_neighbour"])
 def test_a_candidate_that_signals_the_grader_crashes_and_the_batch_finishes(tmp_path, attack, jobs):
     batch_dir = batch(tmp_path / "batch", {"a_attacker": IMPLEMENTATIONS / "hostile" / f"{attack}.py",
                                            "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
@@ -66,6 +69,27 @@ def test_a_candidate_that_signals_the_grader_crashes_and_the_batch_finishes(tmp_
     assert attacker["verdict"] == "crash"
     assert attacker["reason"].startswith("it attacked the grader: it sent SIGINT and SIGTERM to the grader (from pid")
     assert "graded anyway: pass" in attacker["reason"]
+    assert "no candidate could be tied" not in err
+
+
+@pytest.mark.parametrize("jobs", ["2", "1"])
+def test_a_candidate_that_stops_the_grading_processes_crashes_and_its_neighbour_passes(tmp_path, jobs):
+    # It stops the fork server and every driver and worker beside it. Each is continued; a stop
+    # names no sender, so whoever was in flight alone when it happened is blamed, and when both
+    # were, both run again alone after the batch: the stopper stops them again, the neighbour not.
+    batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_grading_processes.py",
+                                           "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
+    out = tmp_path / "out"
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out", str(out), cwd=tmp_path)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 1, err
+    records = records_of(out)
+    assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
+    stopper = records["a_stopper"]
+    assert stopper["verdict"] == "crash", stopper["reason"]
+    assert stopper["reason"].startswith("it attacked the grader: it stopped the fork server and ")
+    assert "grading driver" in stopper["reason"] and "(SIGSTOP), which were continued (graded anyway: pass" in stopper["reason"]
+    assert "no candidate could be tied" not in err  # what named both is explained by the stopper
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -151,3 +175,54 @@ def _read_available(fd: int) -> bytes:
             break
         data += chunk
     return data
+
+
+# Stops the fork server once beside its neighbour (so both are suspects), and kills the grader
+# (SIGKILL: nothing can block it) when it is graded again alone, in a new worker.
+STOPS_THEN_KILLS_WHEN_ALONE = '''
+import os
+import signal
+
+import torch
+
+MARK = {mark!r}
+
+
+def _grader():
+    pid = os.getppid()
+    while pid > 1:
+        with open(f"/proc/{{pid}}/cmdline", "rb") as f:
+            if b"grade" in f.read().split(b"\\0"):
+                return pid
+        with open(f"/proc/{{pid}}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    return None
+
+
+def lse(x):
+    if not os.path.exists(MARK):
+        with open(MARK, "w") as f:
+            f.write(str(os.getpid()))
+        os.kill(os.getppid(), signal.SIGSTOP)
+    elif open(MARK).read() != str(os.getpid()):
+        os.kill(_grader(), signal.SIGKILL)
+    return torch.logsumexp(x.to(torch.float64), dim=1).to(torch.float32)
+'''
+
+
+def test_a_suspect_that_kills_the_grader_when_graded_again_alone_is_convicted(tmp_path):
+    # Its first record is taken off the report while it runs again: --resume finds it in flight
+    # alone when the grader died (grading.journal), not passed.
+    batch_dir = batch(tmp_path / "batch", {"b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
+    (batch_dir / "a_sneak.py").write_text(STOPS_THEN_KILLS_WHEN_ALONE.format(mark=str(tmp_path / "mark")))
+    out = tmp_path / "out"
+    codes = []
+    for argv in ([], ["--resume"]):
+        process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out", str(out), *argv, cwd=tmp_path)
+        _, err = process.communicate(timeout=300)
+        codes.append(process.returncode)
+    assert codes == [-signal.SIGKILL, 1], err
+    records = records_of(out)
+    assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
+    assert records["a_sneak"]["verdict"] == "crash"
+    assert "the grader died while it ran alone" in records["a_sneak"]["reason"]

@@ -49,12 +49,13 @@ EXPECTED = {
     "returns_one_buffer": (("pass", "fail"), {"overwrites_output"}),
     "signals_the_grader": ("crash", set()),
     "signals_the_grader_from_a_new_session": ("crash", set()),
-    # At -j 2 an orphan's signal is ignored but cannot be tied to one of the two jobs in flight
-    # (README, threat model): the batch goes on and the orphan's own answers are right. When it
-    # runs alone (in flight when kills_the_grader struck, it runs alone on --resume), it is blamed.
-    "signals_the_grader_from_an_orphan": (("pass", "crash"), set()),
+    # At -j 2 an orphan's signal cannot be tied to one of the two jobs in flight: both are
+    # suspects, run again alone after the batch, where its orphan signals again (README, threat model).
+    "signals_the_grader_from_an_orphan": ("crash", set()),
     "skips_work_when_timed": ("pass", set()),  # no benchmark in this run (--no-bench): nothing to skip
-    "stops_the_grading_processes": ("pass", set()),  # stopped processes are continued; SIGSTOP names no sender
+    # Stopped processes are continued; a stop names no sender: blamed when it ran alone, or as a
+    # suspect run again alone after the batch (its neighbours then, alone, stop nothing).
+    "stops_the_grading_processes": ("crash", set()),
     "tampers_with_neighbours": ("pass", set()),  # its edits reach files, not what is graded
 }
 NEIGHBOURS = {"zz_torch_neighbour": CORRECT / "torch_float32.py", "zz_triton_neighbour": CORRECT / "two_pass.py"}
@@ -129,8 +130,9 @@ def test_attacks_on_the_grader_are_named_in_the_attackers_reason(graded):
     records = graded["records"]
     assert "killed the fork server" in records["kills_fork_server"]["reason"]
     assert "its grading driver died" in records["kills_siblings"]["reason"]
-    for name in ("signals_the_grader", "signals_the_grader_from_a_new_session"):
+    for name in ("signals_the_grader", "signals_the_grader_from_a_new_session", "signals_the_grader_from_an_orphan"):
         assert "sent SIGINT and SIGTERM to the grader" in records[name]["reason"]
+    assert "it stopped the fork server and " in records["stops_the_grading_processes"]["reason"]
 
 
 def test_the_neighbours_pass_on_the_bytes_submitted(graded):

@@ -172,3 +172,21 @@ def test_a_stopped_process_is_continued_by_whoever_waits_on_it():
         unwatch(sleeper.pid)
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_job_that_stops_the_fork_server_is_named_with_every_job_in_flight_then(tmp_path):
+    # The pool's process continues the fork server (its drivers leave that to it), so it hears of
+    # every stop: alone, the stopper is the one job named; beside another, both are.
+    from fuzz.isolation.signals import Stopped
+
+    events = []
+    with Pool(2, work_dir=tmp_path) as pool:
+        pool.report_stop = events.append
+        assert [r.outcome for r in pool.run([job("stopper", "stop_fork_server", hold=1.0)])] == [Outcome.RETURNED]
+        alone = list(events)
+        events.clear()
+        pool.wait_until_quiet()
+        results = list(pool.run([job("beside", "echo", hold=3.0), job("stopper", "stop_fork_server", wait=1.0, hold=1.0)]))
+        assert [r.outcome for r in results] == [Outcome.RETURNED] * 2
+    assert [(e.stopped, e.in_flight) for e in alone] == [(Stopped.FORK_SERVER, ("stopper",))]
+    assert [(e.stopped, e.in_flight) for e in events] == [(Stopped.FORK_SERVER, ("beside", "stopper"))]
