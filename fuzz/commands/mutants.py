@@ -152,7 +152,7 @@ class _Progress:
         if self.bar is None:
             return
         if phase not in self.tasks:
-            label = "gate" if phase == "gate" else "mutants"
+            label = phase if phase in ("gate", "mutants") else "again: survivors, timeouts"
             self.tasks[phase] = self.bar.add_task(label, total=total)
         self.bar.update(self.tasks[phase], completed=done)
 

@@ -26,6 +26,8 @@ YOUR_TESTS = "your-tests"
 """The test id of the ``--tests`` command in ``killedBy``."""
 
 LOOK_HERE = "look here: a real gap, or an equivalent mutant"
+RETRIED = ("its first run timed out, so it was run once more with a longer limit (fuzz.mutate.runner.RETRY_FACTOR); "
+           "this is the verdict of that second run")
 
 
 def stryker_report(report: MutateReport) -> dict:
@@ -42,6 +44,8 @@ def stryker_report(report: MutateReport) -> dict:
             killed_by.append(YOUR_TESTS)
         thorough = " (after the thorough re-run)" if mutant.name in report.thorough else ""
         reason = result.reason
+        if mutant.name in report.retried:
+            reason = f"{reason}\n{RETRIED}"
         if result.status is MutantStatus.SURVIVED:
             reason = f"{LOOK_HERE}{thorough}. {reason}"
         if tests is not None:
@@ -85,6 +89,7 @@ def stryker_report(report: MutateReport) -> dict:
             "reused_verdicts": report.reused,
             "judged_verdicts": report.judged,
             "thorough": sorted(report.thorough),
+            "retried_after_timeout": sorted(report.retried),
             "gate": [{"label": g.label, "must": g.must, "ok": g.ok, "status": g.cell.status.value,
                       "examples": g.cell.examples, "seconds": round(g.cell.wall_seconds, 2)} for g in report.gate],
             "your_tests": None if report.tests is None else {
@@ -145,7 +150,8 @@ def markdown_report(report: MutateReport) -> str:
     for r in report.results:
         m = r.mutant
         killed = f"`{r.cell.check}`" if r.status is MutantStatus.KILLED and r.cell.check else "—"
-        status = r.status.value + (" (thorough)" if m.name in report.thorough else "")
+        status = (r.status.value + (" (thorough)" if m.name in report.thorough else "")
+                  + (" (run again after a timeout)" if m.name in report.retried else ""))
         row = (f"| `{md_cell(m.name)}` | {m.operator} | {m.line} | {status} | {killed} | {r.examples} |")
         if report.tests is not None:
             verdict = report.tests.get(m.name)

@@ -71,6 +71,13 @@ and shrank its failure there again. One run stops at the first failure, shrinks 
 the same number of examples (on ``reference.lse`` the mutants that did not survive the first pass
 took 366 s of worker time in two parts, 252 s in one run, at the same load; and two mutants of the
 ``INT64`` path that only the survivors' re-run had killed fell in the first pass)."""
+RETRY_FACTOR = 4.0
+"""A mutant that timed out is run once more, with this many times its limit, before Timeout is its
+verdict. Stryker counts a Timeout as detected (an endless loop is a bug), so a timeout that only
+load caused is a kill the mutant never earned: on a GPU every mutant compiles its kernels anew, and
+with one run per core the compiles of its neighbours slow its own (on two H200s, two mutants of
+``two_pass.py`` the CPU had run to the end, one of them equivalent, timed out at three times the
+gate's run). The second run starts in the pool's second phase, beside the survivors' re-runs only."""
 TESTS_ENTRY = "fuzz.mutate.tests_job:run_tests_job"
 GATE_TIMEOUT = 900.0
 CACHE = object()  # the default cache directory: <cache>/mutate/verdicts
@@ -101,6 +108,7 @@ class MutateReport(MutationReport):
     kernel: Kernel | None = None
     tests: dict[str, TestsVerdict] | None = None  # mutant name -> the user's tests' verdict
     thorough: set[str] = field(default_factory=set)  # mutants graded again with lse-thorough
+    retried: set[str] = field(default_factory=set)  # mutants run again after a timeout (RETRY_FACTOR)
     reused: int = 0  # verdicts taken from the cache
     judged: int = 0  # verdicts decided in this run
     command: str = ""
@@ -194,7 +202,7 @@ def run_mutate(
             tests_limit = max(timeout_factor * tests_baseline, timeout_floor)
             mutation_started = time.perf_counter()
             reused_before = store.reused
-            cells, test_verdicts, thorough_names = _judge(
+            cells, test_verdicts, thorough_names, retried = _judge(
                 pool, kernel, mutants, options, thorough if thorough_budget else None, coverage, tests, root, env,
                 store, work, (fuzz_limit, tests_limit, limits), progress)
             reused = store.reused - reused_before
@@ -216,7 +224,7 @@ def run_mutate(
     return MutateReport(results=results, gate=gate, config=config, baseline_seconds=baseline,
                         timeout_seconds=fuzz_limit, gate_seconds=gate_seconds,
                         mutation_seconds=time.perf_counter() - mutation_started, setup_seconds=setup_seconds,
-                        kernel=kernel, tests=test_verdicts if tests else None, thorough=thorough_names,
+                        kernel=kernel, tests=test_verdicts if tests else None, thorough=thorough_names, retried=retried,
                         reused=reused, judged=total - reused, command=target)
 
 
@@ -331,27 +339,33 @@ def _gate(pool, kernel, options, tests, root, env, store, work, progress):
 
 
 def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env, store, work, timeouts, progress):
-    """(name -> (cell, status)), (name -> TestsVerdict), and the names graded again thoroughly."""
+    """(name -> (cell, status)), (name -> TestsVerdict), the names graded again thoroughly, and
+    those run again after a timeout."""
     fuzz_limit, tests_limit, limits = timeouts
     cells: dict[str, tuple[Cell, MutantStatus]] = {}
     test_verdicts: dict[str, TestsVerdict] = {}
     thorough_names: set[str] = set()
+    retried: set[str] = set()
     thorough_key = None if thorough is None else thorough.key()
     keys = {m.name: verdict_key("fuzz", m.key, kernel.digest, options.key(), thorough_key) for m in mutants}
-    # A survivor's first pass, kept apart from its verdict (the re-run decides that): a run stopped
-    # during the survivors' re-run (Ctrl-C, a lease that ends) starts there again, not from scratch.
+    # A survivor's or a timed-out mutant's first pass, kept apart from its verdict (the second run
+    # decides that): a run stopped in its second phase (Ctrl-C, a lease that ends) starts there again.
     first_keys = {m.name: verdict_key("first-pass", m.key, kernel.digest, options.key()) for m in mutants}
     tests_keys = {m.name: verdict_key("tests", m.key, kernel.digest, tests, str(root)) for m in mutants} if tests else {}
     by_name = {m.name: m for m in mutants}
     jobs: list[Job] = []
-    survivors = []
+    survivors: list[str] = []
+    timed_out: list[str] = []
     for mutant in mutants:
         kept = store.get(keys[mutant.name])
+        first = None if kept is not None else store.get(first_keys[mutant.name], reuse=False)
         if kept is not None:
             cells[mutant.name] = (Cell((), kept["record"], kept["wall"]), MutantStatus(kept["status"]))
-            if kept.get("thorough"):
-                thorough_names.add(mutant.name)
-        elif thorough is not None and store.get(first_keys[mutant.name], reuse=False) is not None:
+            thorough_names.update([mutant.name] if kept.get("thorough") else [])
+            retried.update([mutant.name] if kept.get("retried") else [])
+        elif first is not None and first.get("status") == MutantStatus.TIMEOUT.value:
+            timed_out.append(mutant.name)  # timed out in an earlier run's first pass: its second run is left
+        elif first is not None and thorough is not None:
             survivors.append(mutant.name)  # survived its first pass in an earlier run: the re-run is left
         elif not _covered(mutant, kernel, coverage, options.device):
             cells[mutant.name] = (_no_coverage_cell(), MutantStatus.NO_COVERAGE)
@@ -378,25 +392,44 @@ def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env,
         else:
             cell = Cell((), _record(result, options), result.seconds)
             cells[name] = (cell, cell.status)
-            if cell.status is MutantStatus.SURVIVED and thorough is not None:
-                survivors.append(name)
-                store.put(first_keys[name], {"record": cell.record, "wall": cell.wall_seconds})
+            if cell.status is MutantStatus.TIMEOUT or (cell.status is MutantStatus.SURVIVED and thorough is not None):
+                (timed_out if cell.status is MutantStatus.TIMEOUT else survivors).append(name)
+                store.put(first_keys[name], {"record": cell.record, "wall": cell.wall_seconds,
+                                             "status": cell.status.value})
             else:
                 store.put(keys[name], {"record": cell.record, "wall": cell.wall_seconds, "status": cell.status.value})
         if progress:
             progress("mutants", done, len(jobs))
-    if survivors:
-        scale = max(1.0, thorough.budget / max(1, options.budget))
-        again = [_grade_job(f"thorough:{name}", mutant_target(kernel, by_name[name]), thorough, work)
-                 for name in survivors]
-        limits.update({job.key: fuzz_limit * scale for job in again})
+    # The second phase, in rounds: a run that timed out is run once more with RETRY_FACTOR times its
+    # limit (a first pass or a survivor's re-run alike); a survivor is re-run thoroughly, with the
+    # patience its first pass needed. A verdict is kept when neither applies.
+    scale = max(1.0, thorough.budget / max(1, options.budget)) if thorough is not None else 1.0
+    pending = [(name, False, RETRY_FACTOR) for name in timed_out] + [(name, True, 1.0) for name in survivors]
+    rounds = 0
+    while pending:
+        rounds += 1
+        patience_of = {(name, deep): patience for name, deep, patience in pending}
+        again = [_grade_job(f"{'thorough' if deep else 'retry'}:{name}", mutant_target(kernel, by_name[name]),
+                            thorough if deep else options, work) for name, deep, _ in pending]
+        limits.update({job.key: fuzz_limit * patience * (scale if deep else 1.0)
+                       for job, (_, deep, patience) in zip(again, pending)})
+        pending = []
         for done, result in enumerate(pool.run(again), 1):
-            name = result.job.key.partition(":")[2]
-            cell = Cell((), _record(result, thorough), result.seconds)
+            kind, _, name = result.job.key.partition(":")
+            deep = kind == "thorough"
+            patience = patience_of[(name, deep)]
+            cell = Cell((), _record(result, thorough if deep else options), result.seconds)
             cells[name] = (cell, cell.status)
-            thorough_names.add(name)
-            store.put(keys[name], {"record": cell.record, "wall": cell.wall_seconds, "status": cell.status.value,
-                                   "thorough": True})
             if progress:
-                progress("thorough", done, len(again))
-    return cells, test_verdicts, thorough_names
+                progress("again" if rounds == 1 else f"again {rounds}", done, len(again))
+            if patience > 1.0 or cell.status is MutantStatus.TIMEOUT:
+                retried.add(name)
+            if cell.status is MutantStatus.TIMEOUT and patience < RETRY_FACTOR:
+                pending.append((name, deep, RETRY_FACTOR))
+            elif not deep and cell.status is MutantStatus.SURVIVED and thorough is not None:
+                pending.append((name, True, patience))
+            else:
+                thorough_names.update([name] if deep else [])
+                store.put(keys[name], {"record": cell.record, "wall": cell.wall_seconds,
+                                       "status": cell.status.value, "thorough": deep, "retried": name in retried})
+    return cells, test_verdicts, thorough_names, retried

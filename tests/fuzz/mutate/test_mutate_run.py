@@ -107,7 +107,7 @@ def _a_run_stopped_in_the_rerun_starts_there_again(project, cache):
     steps = []
     again = run_mutate(str(project / "tiny_lse.py"), only=[survivor], cache=cache,
                        progress=lambda step, done, total: steps.append((step, done, total)), **OPTIONS)
-    assert [step for step in steps if step[0] != "gate"] == [("thorough", 1, 1)]  # no first pass
+    assert [step for step in steps if step[0] != "gate"] == [("again", 1, 1)]  # no first pass
     assert (again.reused, again.judged) == (0, 1)
     assert again.thorough == {survivor} and again.results[0].status is MutantStatus.SURVIVED
 
@@ -119,6 +119,27 @@ def _editing_the_kernel_rejudges_its_mutants(project, cache):
     edited = run_mutate(str(source), only=chosen, cache=cache, **OPTIONS)
     assert (edited.reused, edited.judged) == (0, 2)
     assert [r.status for r in edited.results] == [MutantStatus.KILLED, MutantStatus.NO_COVERAGE]
+
+
+def test_a_timeout_is_confirmed_by_a_second_run_with_a_longer_limit(tmp_path, monkeypatch):
+    """Stryker counts a Timeout as detected, so one that only load caused would be a kill the mutant
+    never earned. Every run here is stopped after 1 s, which the equivalent mutant's 10 examples
+    take longer than; its second run gets 200 s: it survives, and is re-run thoroughly (also timed
+    out at first, and run again). A kill that comes within the second stays a kill. With no more
+    time the second time, a timeout stays a timeout."""
+    import fuzz.mutate.runner as runner
+
+    killed, equivalent = "mask_off_by_one@tiny_lse.py:43:68", "accumulator_half@tiny_lse.py:33:53"
+    options = {**OPTIONS, "timeout_factor": 0, "timeout_floor": 1}
+    monkeypatch.setattr(runner, "RETRY_FACTOR", 200.0)
+    report = run_mutate(str(TINY_DIR / "tiny_lse.py"), only=[killed, equivalent], cache=tmp_path / "v", **options)
+    assert {r.name: r.status for r in report.results} == {killed: MutantStatus.KILLED,
+                                                          equivalent: MutantStatus.SURVIVED}
+    assert equivalent in report.retried and report.thorough == {equivalent}
+    assert "Survived (thorough) (run again after a timeout)" in markdown_report(report)
+    monkeypatch.setattr(runner, "RETRY_FACTOR", 1.0)
+    again = run_mutate(str(TINY_DIR / "tiny_lse.py"), only=[equivalent], cache=None, **options)
+    assert [r.status for r in again.results] == [MutantStatus.TIMEOUT] and again.retried == {equivalent}
 
 
 @pytest.mark.parametrize("args, message", [
