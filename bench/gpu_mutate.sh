@@ -9,7 +9,8 @@
 # The targets run in LANES parallel lanes (reference:lse alone in the first), each `mutate -j` a share
 # of the CPUs (compiles are the cost; the pool spreads each run's drivers over the visible GPUs).
 # Verdicts go to one cache: VERDICTS, a tarball an earlier call wrote, continues from its verdicts
-# (a survivor stopped in its re-run starts at the re-run). Writes OUT_DIR/mutate.log (date,
+# (a survivor stopped in its re-run starts at the re-run). SAME_BUDGETS=1 gives reference:lse the
+# corpus's budgets too. DEVICE=cpu tries the script here. Writes OUT_DIR/mutate.log (date,
 # device, versions, each command and its exit) and OUT_DIR/mutate.tar.gz (each target's
 # mutation.json, mutation.md and log, and the verdict cache).
 set -uo pipefail
