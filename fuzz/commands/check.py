@@ -101,6 +101,7 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
 
     from .. import validate
     from ..grading import GradeOptions
+    from ..isolation.secret import scrub_from_proc
 
     memory_limit = None
     if args.memory_limit is not None:
@@ -119,7 +120,7 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
         except OSError as exc:
             raise InvalidArgument(f"--private-seed=file:{path}: cannot read it ({exc.strerror}).") from None
     if private_seed:
-        _scrub_from_proc(private_seed)
+        scrub_from_proc(private_seed)  # again: a value main() was given, not this process's argv
     return GradeOptions(
         budget=args.budget, seed=args.seed, private_seed=private_seed, contract=args.contract,
         dtypes=None if args.dtypes is None else tuple(part.strip() for part in args.dtypes.split(",")),
@@ -196,26 +197,4 @@ def run(args: argparse.Namespace) -> int:
     return CHECK_EXIT_CODES[verdict]
 
 
-def _scrub_from_proc(secret: str) -> None:
-    """Overwrite ``secret`` in the memory /proc/PID/environ and /proc/PID/cmdline read (the
-    strings this process started with), so that a candidate, which runs as the same user and can
-    read those files, does not find the private seed there. Linux only; a no-op elsewhere."""
-    import ctypes
-
-    try:
-        with open("/proc/self/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        # Fields 48-51 of stat(5) (the first after the command's ')' is field 3).
-        regions = [(int(fields[45]), int(fields[46])), (int(fields[47]), int(fields[48]))]
-    except (OSError, ValueError, IndexError):
-        return
-    needle = secret.encode()
-    for start, end in regions:
-        if not 0 < start < end:
-            continue
-        memory = ctypes.string_at(start, end - start)
-        found = memory.find(needle)
-        while found >= 0:
-            ctypes.memset(start + found, ord("*"), len(needle))
-            found = memory.find(needle, found + len(needle))
 

@@ -26,7 +26,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 HOSTILE = ROOT / "tests" / "implementations" / "hostile"
 CORRECT = ROOT / "tests" / "implementations" / "correct"
-SECRET = "hunter2-suite-private-seed-0xBADC0DE"
+# One per run of the suite: under xdist each worker that takes a test of this module runs the batch,
+# and a candidate of one batch may read the other grader's environment in the moment before it
+# wipes its seed (README, threat model); what must never leak is a run's own seed.
+SECRET_PREFIX = "hunter2-suite-private-seed-"
 GRADER_PEAK_LIMIT = 1 << 30  # bytes; the grader peaks near 0.3 GiB (torch imported), a 2 GiB answer would show
 
 # hostile candidate -> (verdict, flags it must carry). Why each verdict is the right one:
@@ -101,14 +104,15 @@ def graded(tmp_path_factory):
     # Every process of the run inherits this variable (TRITON_* reaches the workers): what still
     # carries it after the grade outlived it.
     marker = f"TRITON_LSE_SUITE_{uuid.uuid4().hex}"
-    env = dict(os.environ, LSE_TEST_SECRET=SECRET, **{marker: "1"})
+    secret = f"{SECRET_PREFIX}{uuid.uuid4().hex}"
+    env = dict(os.environ, LSE_TEST_SECRET=secret, **{marker: "1"})
     peak = tmp / "peak"
     runs = _grade_until_finished(batch, out, env, peak, "--memory-limit", "1", "--private-seed", "env:LSE_TEST_SECRET",
                                  "--markdown", str(tmp / "summary.md"))
     run = runs[-1]
     records = {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
     return {"run": run, "runs": runs, "records": records, "out": out, "tmp": tmp, "submitted": submitted, "marker": marker,
-            "evidence": evidence, "peak": int(peak.read_text())}
+            "evidence": evidence, "peak": int(peak.read_text()), "secret": secret}
 
 
 def test_the_batch_finishes_with_one_record_per_candidate(graded):
@@ -160,7 +164,7 @@ def test_nothing_a_candidate_started_outlives_the_grade(graded):
 def test_the_private_seed_appears_in_no_output(graded):
     texts = [text for run in graded["runs"] for text in (run.stdout, run.stderr)]
     texts += [p.read_text(errors="replace") for p in graded["tmp"].rglob("*") if p.is_file()]
-    assert not [text for text in texts if SECRET in text]
+    assert not [text for text in texts if graded["secret"] in text]
     assert len(graded["records"]["reads_the_secret"]["details"]) > 1000  # it did look
 
 

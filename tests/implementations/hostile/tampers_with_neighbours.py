@@ -1,9 +1,11 @@
-"""Finds the folder the grader was given (in the command line of a grading process of this user)
-and appends a line to every other candidate file there: a neighbour graded after it would then
-fail to load, or run whatever was appended. Its own file is left alone. It then passes itself.
+"""Finds the folder its grader was given (in the command line of one of its own ancestors, which
+a grading process is) and appends a line to every other candidate file there: a neighbour graded
+after it would then fail to load, or run whatever was appended. Its own file is left alone. It then
+passes itself.
 
-Only a folder that holds its own file (a name with "tamper" in it) is touched, so that running it
-cannot reach the files of other runs of the test suite on the same machine."""
+Only its own ancestors are searched, and only a folder that holds its own file (a name with
+"tamper" in it) is touched: another grading run on the same machine (the test suite runs several
+at once) is never reached. What it does to its own batch is what any search of the machine would."""
 
 import os
 
@@ -12,12 +14,21 @@ import torch
 SABOTAGE = b"\nraise ImportError('sabotaged by a neighbour')\n"
 
 
-def _batch_folders():
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+def _ancestors():
+    pid = os.getppid()
+    while pid > 1:
+        yield pid
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return
+
+
+def _batch_folders():
+    for pid in _ancestors():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
                 args = f.read().split(b"\0")
         except OSError:
             continue
