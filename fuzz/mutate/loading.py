@@ -76,9 +76,11 @@ def _wrapper(kernel: Kernel, body: str, extra: str = "") -> str:
 
 
 def coverage_target(kernel: Kernel, out: Path) -> str:
-    """A TARGET whose calls run the unmutated kernel with its lines traced into ``out``."""
+    """A TARGET whose calls run the unmutated kernel with its lines traced into ``out``, and every
+    kernel launch's specialization key recorded in :func:`launches_file` of ``out``."""
     files = sorted(kernel.paths.values())
-    extra = f"from fuzz.mutate.loading import traced\n\n_trace = traced({files!r}, {str(out)!r})"
+    extra = (f"from fuzz import specialization\nfrom fuzz.mutate.loading import traced\n\n"
+             f"specialization.install({str(launches_file(out))!r})\n_trace = traced({files!r}, {str(out)!r})")
     return f"{_write('coverage_shim.py', _wrapper(kernel, 'return _trace(_impl, x)', extra))}:{_attribute(kernel)}"
 
 
@@ -125,6 +127,31 @@ def traced(files: list[str], out: str) -> Callable:
                         written.setdefault(f, set()).update(lines)
 
     return trace
+
+
+def launches_file(coverage: Path) -> Path:
+    return coverage.with_name(coverage.stem + ".launches.jsonl")
+
+
+def read_launches(coverage: Path) -> dict[str, list[dict]]:
+    """Kernel function name -> the distinct constexpr values of its launches in the run that wrote
+    ``coverage`` (``{"PREFETCH": false, "BLOCK_N": 64, ...}`` each)."""
+    path = launches_file(coverage)
+    found: dict[str, list[dict]] = {}
+    if not path.is_file():
+        return found
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a worker that died mid-write
+        if not isinstance(record, dict) or "key" not in record:
+            continue
+        values = {entry[0]: entry[2] for entry in record["key"] if len(entry) == 3 and entry[1] == "constexpr"}
+        runs = found.setdefault(str(record["kernel"]).split("@")[0], [])
+        if values not in runs:
+            runs.append(values)
+    return found
 
 
 def read_coverage(path: Path) -> dict[str, set[int]]:

@@ -44,7 +44,7 @@ from ..outcomes import MutantStatus
 from ..profiles import PROFILES
 from ..strategies import default_max_elements
 from .cache import VerdictCache, verdict_key
-from .loading import broken_target, coverage_target, mutant_target, read_coverage
+from .loading import broken_target, coverage_target, mutant_target, read_coverage, read_launches
 from .sites import Kernel, Mutant, discover, generate
 
 __all__ = ["CPU_THOROUGH_BUDGET", "DEFAULT_BUDGET", "GPU_THOROUGH_BUDGET", "MutateReport", "TestsVerdict",
@@ -121,15 +121,38 @@ class MutateReport(MutationReport):
         return sum(v.status.detected for v in (self.tests or {}).values())
 
 
-def _no_coverage_cell() -> Cell:
-    record = {"verdict": "pass", "examples": 0, "check": None, "reason": "", "details": "",
+@dataclass
+class Coverage:
+    """What the gate's run of the unmutated kernel reached: the lines that ran, per file, and the
+    constexpr values of each kernel's launches (see :func:`_covered`)."""
+
+    lines: dict[str, set[int]]
+    launches: dict[str, list[dict]]
+
+
+LINE_NOT_RUN = "the mutated line never ran on any generated input (coverage of the unmutated kernel's gate run)"
+
+
+def _no_coverage_cell(mutant: Mutant, device: str) -> Cell:
+    reason = LINE_NOT_RUN
+    if mutant.kernel and not device.startswith("cpu"):
+        wanted = " and ".join(f"{name}={want}" for name, want in mutant.guards)
+        reason = (f"its static branch never ran: no launch of {mutant.function} in the unmutated kernel's gate "
+                  f"run had {wanted} (compiled kernels have no line coverage; their constexprs say this)")
+    record = {"verdict": "pass", "examples": 0, "check": None, "reason": reason, "details": "",
               "counterexample": None, "reproducer": None, "replay": None}
     return Cell((), record, 0.0)
 
 
-def _covered(mutant: Mutant, kernel: Kernel, coverage: dict[str, set[int]], device: str) -> bool:
+def _covered(mutant: Mutant, kernel: Kernel, coverage: dict[str, set[int]], device: str,
+             launches: dict[str, list[dict]] | None = None) -> bool:
     if mutant.kernel and not device.startswith("cpu"):
-        return True  # compiled kernels run no Python lines: unknown, so run it
+        # A compiled kernel runs no Python lines; but a site in a static branch (`if PREFETCH:`) of a
+        # launched kernel ran only if some launch of the gate's run gave that constexpr the value.
+        runs = (launches or {}).get(mutant.function)
+        if not mutant.guards or not runs:
+            return True  # unknown (a helper function, or no launch recorded): run it
+        return any(all(bool(run.get(name)) == want for name, want in mutant.guards) for run in runs)
     lines = coverage.get(os.path.realpath(kernel.paths[mutant.file]), set())
     first, last = mutant.statement
     return any(line in lines for line in range(first, last + 1))
@@ -246,7 +269,7 @@ def _thorough_source(scaled: bool, device: str) -> str:
 
 def _reason(cell: Cell, status: MutantStatus) -> str:
     if status is MutantStatus.NO_COVERAGE:
-        return "the mutated line never ran on any generated input (coverage of the unmutated kernel's gate run)"
+        return cell.record.get("reason") or LINE_NOT_RUN
     return cell.reason
 
 
@@ -313,7 +336,8 @@ def _gate(pool, kernel, options, tests, root, env, store, work, progress):
     if kept is None:
         covered = read_coverage(coverage_file)
         kept = {"correct": records["gate-correct"], "broken": records["gate-broken"],
-                "coverage": {f: sorted(lines) for f, lines in covered.items()}}
+                "coverage": {f: sorted(lines) for f, lines in covered.items()},
+                "launches": read_launches(coverage_file)}
     gate = [GateResult("the unmutated kernel", kernel.target, "pass", Cell((), kept["correct"], 0.0)),
             GateResult("the kernel + 1", kernel.target, "fail", Cell((), kept["broken"], 0.0))]
     for entry in gate:
@@ -334,8 +358,9 @@ def _gate(pool, kernel, options, tests, root, env, store, work, progress):
         store.put(tests_key, record)
         tests_baseline = verdict.seconds
     coverage = {f: set(lines) for f, lines in kept["coverage"].items()}
+    coverage_of = Coverage(coverage, kept.get("launches") or {})
     baseline = gate[0].cell.wall_seconds
-    return gate, coverage, baseline, tests_baseline, time.perf_counter() - started
+    return gate, coverage_of, baseline, tests_baseline, time.perf_counter() - started
 
 
 def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env, store, work, timeouts, progress):
@@ -367,8 +392,8 @@ def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env,
             timed_out.append(mutant.name)  # timed out in an earlier run's first pass: its second run is left
         elif first is not None and thorough is not None:
             survivors.append(mutant.name)  # survived its first pass in an earlier run: the re-run is left
-        elif not _covered(mutant, kernel, coverage, options.device):
-            cells[mutant.name] = (_no_coverage_cell(), MutantStatus.NO_COVERAGE)
+        elif not _covered(mutant, kernel, coverage.lines, options.device, coverage.launches):
+            cells[mutant.name] = (_no_coverage_cell(mutant, options.device), MutantStatus.NO_COVERAGE)
             store.put(keys[mutant.name], {"record": cells[mutant.name][0].record, "wall": 0.0,
                                           "status": MutantStatus.NO_COVERAGE.value})
         else:

@@ -80,6 +80,10 @@ class Mutant:
     statement: tuple[int, int]  # the lines whose execution runs the site (coverage)
     patch: Patch = field(repr=False)
     sources: dict[str, str] = field(repr=False, compare=False, hash=False)
+    # The static branches of a kernel the site lies in: (a tl.constexpr parameter of the function,
+    # the truth value it must have), from `if NAME:`, `if not NAME:` and their `else`. A compiled
+    # kernel has no line coverage; the constexprs of its launches say whether such a branch ran.
+    guards: tuple[tuple[str, bool], ...] = ()
 
     @property
     def name(self) -> str:
@@ -245,6 +249,8 @@ class _Walker:
 
     def walk_function(self, function: cst.FunctionDef, kernel: bool) -> None:
         params = [p.name.value for p in function.params.params]
+        self._constexprs = {p.name.value for p in function.params.params if p.annotation is not None
+                            and self.wrapper.module.code_for_node(p.annotation.annotation).endswith("constexpr")}
         length = next((name for name in _ROW_LENGTH if name in params), None)
         ctx = SiteContext(kernel=kernel, module=self.wrapper.module, row_length=length)
         self._walk(function.body, ctx, function.name.value)
@@ -280,6 +286,20 @@ class _Walker:
             return (span.start.line, span.end.line)
         return (span.start.line, end_line)
 
+    def _guards(self, node: cst.CSTNode) -> tuple[tuple[str, bool], ...]:
+        """The constexpr branches ``node`` lies in (see :attr:`Mutant.guards`), outermost first."""
+        guards = []
+        child, parent = node, self.parents.get(node)
+        while parent is not None and not isinstance(parent, cst.FunctionDef):
+            if isinstance(parent, cst.If) and child is not parent.test:
+                test, want = parent.test, True
+                if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                    test, want = test.expression, False
+                if isinstance(test, cst.Name) and test.value in self._constexprs:
+                    guards.append((test.value, want if child is parent.body else not want))
+            child, parent = parent, self.parents.get(parent)
+        return tuple(reversed(guards))
+
     def _emit(self, operator: Operator, node: cst.CSTNode, new: cst.CSTNode, ctx: SiteContext, function: str) -> None:
         # The whole file rendered with the node replaced (libcst keeps indentation, comments and
         # spacing), then the smallest span that differs, widened to whole words: the edit itself.
@@ -297,7 +317,8 @@ class _Walker:
         self.found.append(Mutant(
             operator=operator.name, file=self.key, function=function, kernel=ctx.kernel, start=start, end=end_old,
             original=original, replacement=replacement, line=line, column=column, end_line=end_line,
-            end_column=end_column, statement=statement, patch=patch, sources=self.sources))
+            end_column=end_column, statement=statement, patch=patch, sources=self.sources,
+            guards=self._guards(node) if ctx.kernel else ()))
 
 
 def _word(char: str) -> bool:
