@@ -23,7 +23,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mutants._patch import cache_dir
@@ -133,19 +133,25 @@ def launches_file(coverage: Path) -> Path:
     return coverage.with_name(coverage.stem + ".launches.jsonl")
 
 
-def read_launches(coverage: Path) -> dict[str, list[dict]]:
-    """Kernel function name -> the distinct constexpr values of its launches in the run that wrote
-    ``coverage`` (``{"PREFETCH": false, "BLOCK_N": 64, ...}`` each)."""
-    path = launches_file(coverage)
-    found: dict[str, list[dict]] = {}
+def _records(path: Path) -> Iterator[dict]:
+    """The JSON objects of a JSON-lines file a worker appended to (none when it is missing)."""
     if not path.is_file():
-        return found
+        return
     for line in path.read_text().splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue  # a line cut short by a worker that died mid-write
-        if not isinstance(record, dict) or "key" not in record:
+        if isinstance(record, dict):
+            yield record
+
+
+def read_launches(coverage: Path) -> dict[str, list[dict]]:
+    """Kernel function name -> the distinct constexpr values of its launches in the run that wrote
+    ``coverage`` (``{"PREFETCH": false, "BLOCK_N": 64, ...}`` each)."""
+    found: dict[str, list[dict]] = {}
+    for record in _records(launches_file(coverage)):
+        if "key" not in record:
             continue
         values = {entry[0]: entry[2] for entry in record["key"] if len(entry) == 3 and entry[1] == "constexpr"}
         runs = found.setdefault(str(record["kernel"]).split("@")[0], [])
@@ -157,12 +163,6 @@ def read_launches(coverage: Path) -> dict[str, list[dict]]:
 def read_coverage(path: Path) -> dict[str, set[int]]:
     """Absolute file -> the lines that ran, from a :func:`traced` output file."""
     covered: dict[str, set[int]] = {}
-    if not path.is_file():
-        return covered
-    for line in path.read_text().splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a worker that died mid-write
+    for entry in _records(path):
         covered.setdefault(entry["file"], set()).update(entry["lines"])
     return covered
