@@ -386,8 +386,10 @@ def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env,
         first = None if kept is not None else store.get(first_keys[mutant.name], reuse=False)
         if kept is not None:
             cells[mutant.name] = (Cell((), kept["record"], kept["wall"]), MutantStatus(kept["status"]))
-            thorough_names.update([mutant.name] if kept.get("thorough") else [])
-            retried.update([mutant.name] if kept.get("retried") else [])
+            if kept.get("thorough"):
+                thorough_names.add(mutant.name)
+            if kept.get("retried"):
+                retried.add(mutant.name)
         elif first is not None and first.get("status") == MutantStatus.TIMEOUT.value:
             timed_out.append(mutant.name)  # timed out in an earlier run's first pass: its second run is left
         elif first is not None and thorough is not None:
@@ -454,7 +456,8 @@ def _judge(pool, kernel, mutants, options, thorough, coverage, tests, root, env,
             elif not deep and cell.status is MutantStatus.SURVIVED and thorough is not None:
                 pending.append((name, True, patience))
             else:
-                thorough_names.update([name] if deep else [])
+                if deep:
+                    thorough_names.add(name)
                 store.put(keys[name], {"record": cell.record, "wall": cell.wall_seconds,
                                        "status": cell.status.value, "thorough": deep, "retried": name in retried})
     return cells, test_verdicts, thorough_names, retried
