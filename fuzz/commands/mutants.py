@@ -52,6 +52,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="comma-separated checks of the suite (default: all; the gate uses the same)")
     parser.add_argument("--max-elements", type=int, default=None, metavar="N",
                         help="largest M*N drawn (default 4194304 on CUDA, 65536 on the CPU)")
+    parser.add_argument("--parts", type=int, default=None, metavar="N",
+                        help="split each mutant's examples into N runs of seeds derived from --seed; the gate runs "
+                             "a correct kernel's parts side by side, a mutant runs them in turn (default: 1 on the "
+                             "CPU, 4 on a GPU, where a cold gate is bound by compiling)")
     parser.add_argument("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")
     parser.add_argument("--out-dir", default=str(DEFAULT_OUT_DIR), metavar="DIR",
                         help=f"where mutation.json, mutation.md and reproducers go (default {DEFAULT_OUT_DIR}/)")
@@ -94,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     validate.number(args.timeout_floor, name="--timeout-floor", low=1)
     if args.max_elements is not None:
         validate.integer(args.max_elements, name="--max-elements", low=1)
+    if args.parts is not None:
+        validate.integer(args.parts, name="--parts", low=1)
     if args.checks:
         validate_checks(args.checks, name="--checks")
     errors = Console(stderr=True)
@@ -103,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 args.names or None, jobs=args.jobs, budget=args.budget, seed=args.seed, device=args.device,
                 contract=args.contract, timeout_factor=args.timeout_factor, timeout_floor=args.timeout_floor,
                 matrix=args.matrix, checks=args.checks.split(",") if args.checks else None,
-                out_dir=args.out_dir, max_elements=args.max_elements, progress=update,
+                out_dir=args.out_dir, max_elements=args.max_elements, parts=args.parts, progress=update,
             )
         except GateFailure as failure:
             update.stop()

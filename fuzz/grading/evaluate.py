@@ -31,7 +31,7 @@ from .candidates import Candidate
 from .fit import fit_shapes
 from .gpu_lock import GpuLock
 from .options import GradeOptions, torch_threads, use_torch_threads
-from .parts import merge_parts, part_count, split
+from .parts import decided, merge_parts, part_count, split
 from .snapshot import materialize, restore_paths
 
 __all__ = ["GRADE_ENTRY", "RUNTIME_FLAGS", "blame_signals", "evaluate", "evaluate_replay", "grade_job", "grading_job",
@@ -170,8 +170,14 @@ def evaluate(
     parts = part_count(options)
     if parts > 1:
         each = split(options, parts, max_elements=max_elements)
-        run = _side_by_side if side_by_side and (os.cpu_count() or 1) > 1 else _one_after_another
-        merge_parts(record, run(candidate, each, reproducer_dir=reproducer_dir, on_loaded=on_loaded))
+        if side_by_side and (os.cpu_count() or 1) > 1:
+            records = _side_by_side(candidate, each, reproducer_dir=reproducer_dir, on_loaded=on_loaded)
+        else:
+            records = _one_after_another(candidate, each, reproducer_dir=reproducer_dir, on_loaded=on_loaded,
+                                         guard=guard)
+        merge_parts(record, decided(records))
+        if record["verdict"] == Verdict.PASS.value and _benches(options):
+            _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
         record["seconds"] = round(time.monotonic() - started, 3)
         return record
     try:
@@ -199,29 +205,55 @@ def evaluate(
         impl.close()
         raise
     verdict = _record_result(record, result)
-    if verdict is Verdict.PASS and options.bench and options.device.startswith("cuda"):
-        try:
-            with exclusive() if exclusive else contextlib.nullcontext():
-                record["bench"] = bench_candidate(impl, options, baselines)
-        except ImplLost as lost:
-            record["bench"] = {"error": f"{lost.outcome.value}: {lost.detail}"}
-        except Exception as exc:
-            record["bench"] = {"error": f"{type(exc).__name__}: {exc}"}
-        if record["bench"].get("impossible"):
-            record["flags"].append({"flag": "impossible_speed", "severity": RUNTIME_FLAGS["impossible_speed"][0].value,
-                                    "message": record["bench"]["impossible"], "lines": []})
+    if verdict is Verdict.PASS and _benches(options):
+        _bench(impl, options, record, exclusive=exclusive, baselines=baselines)
     _finish(record, started, impl, verdict=verdict)
     return record
 
 
+def _benches(options: GradeOptions) -> bool:
+    return options.bench and options.device.startswith("cuda")
+
+
+def _bench(impl: IsolatedImpl, options: GradeOptions, record: dict, *, exclusive, baselines: dict | None) -> None:
+    try:
+        with exclusive() if exclusive else contextlib.nullcontext():
+            record["bench"] = bench_candidate(impl, options, baselines)
+    except ImplLost as lost:
+        record["bench"] = {"error": f"{lost.outcome.value}: {lost.detail}"}
+    except Exception as exc:
+        record["bench"] = {"error": f"{type(exc).__name__}: {exc}"}
+    if record["bench"].get("impossible"):
+        record["flags"].append({"flag": "impossible_speed", "severity": RUNTIME_FLAGS["impossible_speed"][0].value,
+                                "message": record["bench"]["impossible"], "lines": []})
+
+
+def _bench_alone(candidate: Candidate, options: GradeOptions, record: dict, *, guard, exclusive,
+                 baselines: dict | None) -> None:
+    """The bandwidth of a candidate whose parts all passed, in a worker of its own (each part's
+    worker is gone): one more load of the target, a second or two beside a run of minutes."""
+    try:
+        impl = _isolated(candidate.target, options, guard)
+        impl.start()
+    except (InvalidArgument, ImplLost, LoadFailed, HarnessError) as exc:
+        record["bench"] = {"error": f"loading the target again to measure it failed: {exc}"}
+        return
+    try:
+        _bench(impl, options, record, exclusive=exclusive, baselines=baselines)
+    finally:
+        impl.close()
+
+
 def _one_after_another(candidate: Candidate, each: list[GradeOptions], *, reproducer_dir: Path | str,
-                       on_loaded: Callable[[], None] | None) -> list[dict]:
+                       on_loaded: Callable[[], None] | None, guard=None) -> list[dict]:
+    """Each part in turn, up to the first that does not pass (the later ones cannot change the
+    verdict, see :func:`.parts.decided`)."""
     records = []
     for options in each:
-        records.append(evaluate(candidate, options, reproducer_dir=reproducer_dir, on_loaded=on_loaded))
+        records.append(evaluate(candidate, options, reproducer_dir=reproducer_dir, on_loaded=on_loaded, guard=guard))
         on_loaded = None
-        if records[-1]["verdict"] == Verdict.LOAD_ERROR.value:
-            break  # the other parts would not load either
+        if records[-1]["verdict"] != Verdict.PASS.value:
+            break
     return records
 
 

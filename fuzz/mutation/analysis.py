@@ -14,6 +14,10 @@ Steps:
    (:class:`GateFailure`). The gate uses the mutants' budget, seed and checks: Hypothesis then
    draws the same examples for a mutant as for the correct kernel up to the mutant's first
    failure, so every example a mutant failed on (before shrinking) is one the unmutated kernel passed.
+   On a GPU the examples come in :data:`fuzz.grading.parts.GPU_PARTS` parts of derived seeds
+   (:func:`gate_parts`): the gate runs each part of a correct implementation as a job of its own,
+   side by side, so its compiles (most of a cold gate) share the host's cores; a mutant runs the
+   same parts one after another in its job and stops at the first that fails.
 2. Every mutant is graded exactly like a candidate of ``lse-fuzz grade`` (the same job of the one
    worker pool, :func:`fuzz.grading.evaluate.grade_job`: the mutant in an isolated worker, the
    fuzzer in a driver). A job that runs past ``max(timeout_factor * baseline, timeout_floor)``
@@ -41,7 +45,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from mutants import MUTANTS, UNMUTATED_TARGET, Mutant
@@ -49,9 +53,10 @@ from reference.errors import InvalidArgument
 
 from .. import defaults, validate
 from ..checks import validate_checks
-from ..grading.evaluate import GRADE_ENTRY, job_record
+from ..grading.evaluate import GRADE_ENTRY, base_record, job_record
 from ..grading.candidates import Candidate
 from ..grading.options import GradeOptions
+from ..grading.parts import decided, merge_parts, part_count, split
 from ..isolation.gpus import spread_over
 from ..isolation.pool import Job, Pool
 from ..strategies import Contract
@@ -65,6 +70,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_FLOOR",
     "GATE_BROKEN",
     "GATE_CORRECT",
+    "gate_parts",
     "run_mutation_analysis",
 ]
 
@@ -85,6 +91,15 @@ GATE_BROKEN: tuple[tuple[str, str], ...] = (
     ("reference.lse + 1", "fuzz.mutation.gate:lse_plus_one"),
 )
 """(label, target) of the deliberately broken implementations the suite must catch."""
+
+
+def gate_parts(options: GradeOptions) -> int:
+    """The parts a mutant's examples come in: one on the CPU, where the pool runs the gate's correct
+    implementations on a core each already and a run is bound by the interpreter; the device's
+    default on a GPU, where a cold gate is bound by compiles (see :mod:`fuzz.grading.parts`)."""
+    if options.device.startswith("cpu"):
+        return 1
+    return part_count(replace(options, parts=None))
 
 
 def _resolve_mutants(mutants) -> list:
@@ -140,6 +155,7 @@ def run_mutation_analysis(
     checks: Iterable[str] | None = None,
     out_dir: Path | str | None = DEFAULT_OUT_DIR,
     max_elements: int | None = None,
+    parts: int | None = None,
     gate_correct: Sequence[tuple[str, str]] = GATE_CORRECT,
     gate_broken: Sequence[tuple[str, str]] = GATE_BROKEN,
     progress: Callable[[str, int, int], None] | None = None,
@@ -151,7 +167,8 @@ def run_mutation_analysis(
     ``contract``, ``checks``, ``max_elements``: the fuzzer's options for every job (the gate's
     too). A job is stopped after ``max(timeout_factor * baseline_seconds, timeout_floor)``
     seconds, the baseline being the slowest correct run of the gate. ``matrix``: each selected
-    check alone against every mutant. ``out_dir``: where the reproducers of the counterexamples
+    check alone against every mutant. ``parts``: the runs of derived seeds a mutant's examples
+    come in (default :func:`gate_parts`: one on the CPU, four on a GPU). ``out_dir``: where the reproducers of the counterexamples
     go (``out_dir/reproducers``; None: a temporary directory, removed afterwards).
     ``gate_correct``/``gate_broken``: (label, target) pairs the suite must pass / catch.
     ``progress(phase, done, total)`` is called as jobs finish. Raises :class:`GateFailure` when
@@ -168,18 +185,21 @@ def run_mutation_analysis(
     device = str(validate.device(device))
     if max_elements is not None:
         validate.integer(max_elements, name="max_elements", low=1)
+    if parts is not None:
+        validate.integer(parts, name="parts", low=1)
     selected = validate_checks(checks)
     if not gate_correct or not gate_broken:
         raise InvalidArgument("the gate needs at least one correct and one broken implementation.")
     options = GradeOptions(budget=budget, seed=seed, contract=contract, checks=None if checks is None else selected,
                            device=device, max_elements=max_elements, jobs=jobs,
                            fit_shapes=False, parts=1).validated()  # every mutant meets the same examples
+    options = replace(options, parts=min(parts, budget) if parts is not None else gate_parts(options))
 
     keep = out_dir is not None
     base = (Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="lse-mutants-"))).resolve()
     base.mkdir(parents=True, exist_ok=True)
     reproducers = base / "reproducers"
-    config = {"budget": budget, "seed": seed, "device": device, "contract": contract, "jobs": jobs,
+    config = {"budget": budget, "seed": seed, "device": device, "contract": contract, "jobs": jobs, "parts": options.parts,
               "timeout_factor": timeout_factor, "timeout_floor": timeout_floor, "matrix": matrix,
               "max_elements": max_elements, "checks": list(selected)}
 
@@ -187,13 +207,22 @@ def run_mutation_analysis(
     gate_entries += [(label, resolve_target(target), "fail") for label, target in gate_broken]
     cells = [(name,) for name in selected] if matrix else [None]
 
-    def job(key: str, target: str, only: tuple[str, ...] | None) -> Job:
-        job_options = options if only is None else GradeOptions(**{**asdict(options), "checks": only})
+    def job(key: str, target: str, only: tuple[str, ...] | None, job_options: GradeOptions = options) -> Job:
+        if only is not None:
+            job_options = GradeOptions(**{**asdict(job_options), "checks": only})
         candidate = Candidate.of_target(target)
         return Job(key, GRADE_ENTRY, {"candidate": asdict(candidate), "options": job_options.to_wire(),
                                       "reproducer_dir": str(reproducers), "lock_dir": None, "baselines": None})
 
-    gate_jobs = [job(f"gate{i}", target, None) for i, (_, target, _) in enumerate(gate_entries)]
+    # A correct implementation's parts run side by side, as jobs of their own ("gate0p1"); a broken
+    # one, like a mutant, runs its parts in turn and stops at the first failure.
+    each = split(options, options.parts, max_elements=max_elements) if options.parts > 1 else [options]
+    gate_jobs = []
+    for i, (_, target, must) in enumerate(gate_entries):
+        if must == "pass" and len(each) > 1:
+            gate_jobs += [job(f"gate{i}p{k}", target, None, part) for k, part in enumerate(each)]
+        else:
+            gate_jobs.append(job(f"gate{i}", target, None))
     mutant_jobs = [job(f"m{i}-{k}", resolve_target(m.target), only)
                    for i, m in enumerate(chosen) for k, only in enumerate(cells)]
     limits = _Limits()
@@ -219,7 +248,7 @@ def run_mutation_analysis(
                     if progress:
                         progress("gate", done_gate, len(gate_jobs))
                     if done_gate == len(gate_jobs):
-                        gate = [GateResult(label, target, must, results[f"gate{i}"])
+                        gate = [GateResult(label, target, must, _gate_cell(results, i, len(each), target, options))
                                 for i, (label, target, must) in enumerate(gate_entries)]
                         gate_ended = time.perf_counter()
                         if not all(entry.ok for entry in gate):
@@ -239,3 +268,14 @@ def run_mutation_analysis(
     return MutationReport(results=outcome, gate=gate, config=config, baseline_seconds=baseline,
                           timeout_seconds=limits.mutant, gate_seconds=gate_ended - gate_started,
                           mutation_seconds=mutation_seconds, setup_seconds=setup_seconds, matrix=matrix)
+
+
+def _gate_cell(results: dict[str, Cell], index: int, parts: int, target: str, options: GradeOptions) -> Cell:
+    """The gate's cell of entry ``index``: its job's, or its parts' jobs merged into one record; its
+    wall seconds are the parts' sum, the time a mutant that runs them in turn needs (the baseline
+    of the mutants' time limit)."""
+    if f"gate{index}" in results:
+        return results[f"gate{index}"]
+    cells = [results[f"gate{index}p{k}"] for k in range(parts)]
+    record = merge_parts(base_record(Candidate.of_target(target), options), decided([c.record for c in cells]))
+    return Cell(cells[0].checks, record, sum(cell.wall_seconds for cell in cells))

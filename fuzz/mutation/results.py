@@ -51,7 +51,11 @@ class Cell:
 
     @property
     def seconds(self) -> float:
-        """Seconds the checks ran (the time to kill, for a killed mutant); wall time otherwise."""
+        """Seconds the checks ran (the time to kill, for a killed mutant; of every part run, for a
+        run in parts); wall time otherwise."""
+        parts = self.record.get("parts")
+        if parts and all(part.get("check_seconds") is not None for part in parts):
+            return float(sum(part["check_seconds"] for part in parts))
         result = self.record.get("result") or {}
         return float(result.get("seconds") or self.wall_seconds)
 

@@ -112,6 +112,17 @@ def test_each_copy_of_a_candidate_differs_inside_every_function_body():
     assert distinct_copy("def f(:\n", "copy 0").startswith("# copy 0\n")  # unparsable stays unparsable
 
 
+def test_a_batch_of_a_given_count_takes_the_triton_files_in_turn(tmp_path):
+    scale = _load("grade_at_scale")
+    correct = ROOT / "tests" / "implementations" / "correct"
+    triton = scale.sources(correct, triton_only=True)
+    assert triton and "torch_native.py" not in {p.name for p in triton} and "two_pass.py" in {p.name for p in triton}
+    batch = scale.build_batch(tmp_path / "batch", 1, correct, count=len(triton) + 2, triton_only=True)
+    assert len(batch) == len(set(batch)) == len(triton) + 2
+    assert [p.name for p in batch[-2:]] == [f"{triton[0].stem}_copy1.py", f"{triton[1].stem}_copy1.py"]
+    assert batch[0].read_text() != batch[len(triton)].read_text()  # two copies of one file differ
+
+
 def test_profile_check_reports_the_pace_the_compiles_and_the_hot_functions(tmp_path):
     run = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "profile_check.py"), "--device", "cpu", "--budget", "5", "--top", "3",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from fuzz.grading import GradeOptions
 from fuzz.grading.evaluate import evaluate
-from fuzz.grading.parts import CPU_PARTS, MIN_PART_BUDGET, merge_parts, part_count, split
+from fuzz.grading.parts import CPU_PARTS, GPU_PARTS, MIN_PART_BUDGET, decided, merge_parts, part_count, split
 from fuzz.grading.reports import format_record, well_formed
 from reference.errors import InvalidArgument
 
@@ -21,10 +22,13 @@ BUGGY = f"{IMPLEMENTATIONS / 'candidates' / 'buggy_no_max.py'}:lse"
     ({}, CPU_PARTS),
     ({"budget": CPU_PARTS * MIN_PART_BUDGET - 1}, 1),
     ({"budget": 5}, 1),
-    ({"device": "cuda"}, 1),
+    ({"device": "cuda"}, GPU_PARTS),
+    ({"device": "cuda:1", "budget": 2 * MIN_PART_BUDGET}, 2),
+    ({"device": "cuda", "budget": 5}, 1),
     ({"parts": 3}, 3),
     ({"parts": 8, "budget": 5}, 5),
-], ids=["cpu_default", "small_budget", "tiny_budget", "gpu", "explicit", "never_more_than_the_budget"])
+], ids=["cpu_default", "small_budget", "tiny_budget", "gpu", "gpu_small_budget", "gpu_tiny_budget", "explicit",
+        "never_more_than_the_budget"])
 def test_how_many_parts(options, expected):
     assert part_count(GradeOptions(**options)) == expected
 
@@ -73,6 +77,13 @@ def test_the_first_failing_part_in_part_order_decides():
     assert [p["verdict"] for p in record["parts"]] == ["pass", "fail", "crash"]
 
 
+def test_the_parts_that_decide_end_at_the_first_that_did_not_pass():
+    passed, failed, crashed = _part("pass", 100), _part("fail", 12), _part("crash", 3)
+    assert decided([passed, failed, crashed]) == [passed, failed]
+    assert decided([crashed, passed]) == [crashed]
+    assert decided([passed, passed]) == [passed, passed]
+
+
 def test_passing_parts_add_up_and_flags_are_not_repeated():
     flag = {"flag": "environment", "message": "reads os.environ"}
     record = merge_parts(_base(), [_part("pass", 100, flags=[flag]), _part("pass", 100, flags=[flag])])
@@ -99,9 +110,46 @@ def test_side_by_side_gives_what_one_after_another_gives(tmp_path):
     assert [(p["verdict"], p["check"], p["examples"]) for p in apart["parts"]] == \
            [(p["verdict"], p["check"], p["examples"]) for p in together["parts"]]
     assert apart["counterexample"]["description"] == together["counterexample"]["description"]
+    # The first part fails: one after another stops there, and side by side reports the same.
+    assert [p["verdict"] for p in together["parts"]] == ["fail"] and together["examples"] == apart["examples"]
+
+
+def test_one_after_another_stops_at_the_first_failing_part(tmp_path, monkeypatch):
+    evaluate_module = sys.modules[evaluate.__module__]  # the package's name "evaluate" is the function
+    ran = []
+    real = evaluate_module.evaluate
+
+    def counting(candidate, options, **kwargs):
+        ran.append(options.effective_seed)
+        return real(candidate, options, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "evaluate", counting)
+    record = counting(BUGGY, GradeOptions(budget=30, parts=3).validated(), reproducer_dir=tmp_path)
+    assert record["verdict"] == "fail" and len(record["parts"]) == 1
+    assert len(ran) == 2  # the run, then its first part only: the other two never started
 
 
 def test_a_target_that_does_not_load_is_one_load_error(tmp_path):
     record = evaluate(f"{IMPLEMENTATIONS / 'candidates' / 'import_error.py'}:lse",
                       GradeOptions(budget=12, parts=2).validated(), reproducer_dir=tmp_path, side_by_side=False)
     assert record["verdict"] == "load_error" and len(record["parts"]) == 1
+
+
+def test_a_run_in_parts_measures_bandwidth_once_after_all_passed(tmp_path, monkeypatch):
+    # On CUDA only (what is measured is stubbed here): no part measures, the run does once, in a
+    # worker of its own that has loaded the target.
+    evaluate_module = sys.modules[evaluate.__module__]
+    measured = []
+
+    def bench(impl, options, baselines):
+        measured.append((impl.pid is not None, options.parts))
+        return {"gbps": 1.0}
+
+    monkeypatch.setattr(evaluate_module, "_benches", lambda options: options.bench)
+    monkeypatch.setattr(evaluate_module, "bench_candidate", bench)
+    options = GradeOptions(budget=12, parts=2, bench=True).validated()
+    record = evaluate(CORRECT, options, reproducer_dir=tmp_path)
+    assert record["verdict"] == "pass" and record["bench"] == {"gbps": 1.0}
+    assert measured == [(True, 2)]
+    failing = evaluate(BUGGY, GradeOptions(budget=12, parts=2, bench=True).validated(), reproducer_dir=tmp_path)
+    assert failing["verdict"] == "fail" and failing["bench"] is None and len(measured) == 1

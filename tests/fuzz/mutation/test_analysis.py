@@ -94,6 +94,27 @@ def test_the_gate_refuses_to_score_when_the_suite_cannot_tell_right_from_wrong(t
     assert len(failure.value.gate) == 2
 
 
+def test_in_parts_the_gate_runs_a_correct_kernels_parts_side_by_side(tmp_path):
+    # What a GPU run does by default (parts=4 there): here forced on the CPU, with two parts.
+    report = run_mutation_analysis(["no_max_added", "nan_ignored"], jobs=2, budget=2 * BUDGET, parts=2,
+                                   out_dir=tmp_path)
+    assert report.config["parts"] == 2
+    correct = [g for g in report.gate if g.must == "pass"]
+    assert len(correct) == 2 and all(g.ok for g in correct)
+    for entry in correct:
+        assert [p["verdict"] for p in entry.cell.record["parts"]] == ["pass", "pass"]
+        assert entry.cell.examples == 2 * BUDGET
+        assert entry.cell.wall_seconds == pytest.approx(sum(p["seconds"] for p in entry.cell.record["parts"]), rel=0.2)
+    assert report.baseline_seconds == max(g.cell.wall_seconds for g in correct)
+    broken = next(g for g in report.gate if g.must == "fail")
+    assert broken.ok and len(broken.cell.record["parts"]) == 1  # caught in its first part: the second never ran
+    for result in report.results:
+        assert result.status is MutantStatus.KILLED, result.reason[:300]
+        ran = result.cell.record["parts"]
+        assert ran[-1]["verdict"] == "fail" and all(p["verdict"] == "pass" for p in ran[:-1])
+        assert result.seconds == pytest.approx(sum(p["check_seconds"] for p in ran))
+
+
 def test_the_kill_matrix_runs_every_check_alone(tmp_path):
     chosen = ["agreement", "input_unchanged", "determinism"]
     report = run_mutation_analysis(["input_as_scratch"], jobs=2, budget=8, matrix=True,
@@ -125,11 +146,12 @@ def test_cli_lists_the_mutants(capsys):
     (["no_such_mutant"], "lse-fuzz: error: mutant 'no_such_mutant' is not in mutants.MUTANTS; choose from: "),
     (["--budget", "0"], "lse-fuzz: error: --budget=0; expected an int >= 1."),
     (["--jobs", "0"], "lse-fuzz: error: --jobs=0; expected an int >= 1."),
+    (["--parts", "0"], "lse-fuzz: error: --parts=0; expected an int >= 1."),
     (["--timeout-floor", "0"], "lse-fuzz: error: --timeout-floor=0.0; expected a number >= 1."),
     (["no_max_added", "no_max_added"], "lse-fuzz: error: mutants: no_max_added given twice"),
     (["--checks", "agreement,nope"], "lse-fuzz: error: --checks=['agreement', 'nope']: unknown 'nope'; choose from"),
     (["--show", "nope"], "lse-fuzz: error: --show='nope' is not a mutant; choose from: no_max_added"),
-], ids=["unknown mutant", "budget", "jobs", "timeout floor", "duplicate", "unknown check", "show unknown"])
+], ids=["unknown mutant", "budget", "jobs", "parts", "timeout floor", "duplicate", "unknown check", "show unknown"])
 def test_cli_bad_arguments_exit_2_with_one_line(args, message, capsys, tmp_path):
     from fuzz.cli import main
 
@@ -153,7 +175,7 @@ def test_cli_gate_failure_exits_2_with_the_gate_report(monkeypatch, capsys):
     monkeypatch.setattr("fuzz.mutation.run_mutation_analysis", fail)
     args = SimpleNamespace(list=False, show=None, names=[], jobs=1, budget=1, seed=0, device=None, contract="strict",
                            timeout_factor=1.0, timeout_floor=1.0, matrix=False, checks=None, out_dir=".",
-                           max_elements=None, show_progress=False)
+                           max_elements=None, parts=None, show_progress=False)
     assert command.run(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("lse-fuzz: error: the fuzz suite failed the gate, so no mutant was scored:")
