@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The fuzzer's speed on a CUDA host, in one command: the measurements of issue "speed and scale".
 #
-#     [STEPS="fuzzer cold grade1 grade2"] [COUNT=100] [CPUS1=16] bash bench/gpu_speed.sh OUT_DIR
+#     [STEPS="cold fuzzer grade1 grade2"] [COUNT=100] [CPUS1=16] [FUZZER_LIMIT=560] bash bench/gpu_speed.sh OUT_DIR
 #
-# Steps (each writes OUT_DIR/STEP.log, starting with the date, the device and the versions):
-#   fuzzer  bench/bench_fuzzer.py on one GPU: check, mutants and grade, each cold (an empty Triton
-#           cache) and warm; also writes OUT_DIR/bench-fuzzer.{md,jsonl}
+# Steps, in this order (each writes OUT_DIR/STEP.log, starting with the date, the device and the versions):
 #   cold    lse-fuzz check of correct Triton kernels of the corpus, each alone, one GPU, an empty
 #           Triton cache each: wall time and binaries compiled
+#   fuzzer  bench/bench_fuzzer.py on one GPU: check, mutants and grade, each cold (an empty Triton
+#           cache) and warm, stopped after FUZZER_LIMIT seconds; writes OUT_DIR/bench-fuzzer.{md,jsonl}
 #   grade1  grading COUNT correct Triton candidates (the corpus's Triton files copied in turn, each
 #           copy a distinct source, so nothing comes from the cache) on one GPU
 #   grade2  the same batch on every GPU of the host
@@ -19,7 +19,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-steps=${STEPS:-fuzzer cold grade1 grade2}
+steps=${STEPS:-cold fuzzer grade1 grade2}
 count=${COUNT:-100}
 cpus1=${CPUS1:-16}
 all_cpus=$(nproc)
@@ -38,14 +38,6 @@ header() {
 header | tee "$out/header.txt"
 wants() { [[ " $steps " == *" $1 "* ]]; }
 
-if wants fuzzer; then
-  echo "== bench_fuzzer (one GPU)"
-  { cat "$out/header.txt"; echo "# ${one[*]} python3 bench/bench_fuzzer.py --device cuda -j $jobs1 --out OUT/bench-fuzzer"; } > "$out/fuzzer.log"
-  "${one[@]}" timeout 560 python3 bench/bench_fuzzer.py --device cuda -j "$jobs1" --out "$out/bench-fuzzer" >> "$out/fuzzer.log" 2>&1
-  echo "exit $?" >> "$out/fuzzer.log"
-  tail -16 "$out/fuzzer.log"
-fi
-
 if wants cold; then
   echo "== cold check, each kernel alone (one GPU)"
   { cat "$out/header.txt"; echo "# per target: TRITON_CACHE_DIR=EMPTY ${one[*]} python3 -m fuzz check TARGET --device cuda (defaults)"; } > "$out/cold.log"
@@ -61,6 +53,14 @@ if wants cold; then
     echo "$target rc=$rc wall=$wall s compiled=$compiled | $result" | tee -a "$out/cold.log"
     rm -rf "$cache" "$hyp"
   done
+fi
+
+if wants fuzzer; then
+  echo "== bench_fuzzer (one GPU)"
+  { cat "$out/header.txt"; echo "# ${one[*]} python3 bench/bench_fuzzer.py --device cuda -j $jobs1 --out OUT/bench-fuzzer"; } > "$out/fuzzer.log"
+  "${one[@]}" timeout "${FUZZER_LIMIT:-560}" python3 bench/bench_fuzzer.py --device cuda -j "$jobs1" --out "$out/bench-fuzzer" >> "$out/fuzzer.log" 2>&1
+  echo "exit $?" >> "$out/fuzzer.log"
+  tail -16 "$out/fuzzer.log"
 fi
 
 grade() {  # grade NAME JOBS PREFIX...
