@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The fuzzer's speed on a CUDA host, in one command: the measurements of issue "speed and scale".
 #
-#     [STEPS="cold fuzzer grade1 grade2"] [COUNT=100] [CPUS1=16] [FUZZER_LIMIT=560] bash bench/gpu_speed.sh OUT_DIR
+#     [STEPS="probe mutants cold fuzzer grade1 grade2"] [COUNT=100] [CPUS1=16] [FUZZER_LIMIT=560] [COLD=TARGETS]
+#     [TREE=COMMIT] bash bench/gpu_speed.sh OUT_DIR
 #
 # Steps, in this order (each writes OUT_DIR/STEP.log, starting with the date, the device and the versions):
-#   cold    lse-fuzz check of correct Triton kernels of the corpus, each alone, one GPU, an empty
-#           Triton cache each: wall time and binaries compiled
+#   probe   seconds to import torch and triton and to start a CUDA context, in a new process
+#   mutants lse-fuzz mutants on one GPU from an empty Triton cache (and mutation.json)
+#   cold    lse-fuzz check of COLD (default: four correct Triton kernels of the corpus), each alone,
+#           one GPU, an empty Triton cache each: wall time and binaries compiled
 #   fuzzer  bench/bench_fuzzer.py on one GPU: check, mutants and grade, each cold (an empty Triton
 #           cache) and warm, stopped after FUZZER_LIMIT seconds; writes OUT_DIR/bench-fuzzer.{md,jsonl}
 #   grade1  grading COUNT correct Triton candidates (the corpus's Triton files copied in turn, each
@@ -19,7 +22,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-steps=${STEPS:-cold fuzzer grade1 grade2}
+steps=${STEPS:-probe mutants cold fuzzer grade1 grade2}
 count=${COUNT:-100}
 cpus1=${CPUS1:-16}
 all_cpus=$(nproc)
@@ -27,7 +30,7 @@ all_cpus=$(nproc)
 one=(env CUDA_VISIBLE_DEVICES=0 taskset -c "0-$(( cpus1 - 1 ))")
 jobs1=$(( cpus1 - 2 ))
 jobs_all=$(( all_cpus - 4 ))
-tree=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+tree=${TREE:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 
 header() {
   date -u +"%Y-%m-%dT%H:%M:%SZ"
@@ -38,10 +41,36 @@ header() {
 header | tee "$out/header.txt"
 wants() { [[ " $steps " == *" $1 "* ]]; }
 
+if wants probe; then
+  echo "== process start-up costs on this host"
+  { cat "$out/header.txt"
+    nvidia-smi --query-gpu=persistence_mode --format=csv,noheader | head -1 | sed 's/^/persistence mode: /'
+    for code in "import torch" "import torch, triton" "import torch; torch.cuda.init()" \
+                "import torch; torch.cuda.init(); torch.empty(1, device='cuda')"; do
+      start=$(date +%s.%N); python3 -c "$code"
+      echo "python3 -c \"$code\": $(python3 -c "import time; print(f'{time.time() - $start:.2f}')") s"
+    done
+  } > "$out/probe.log" 2>&1
+  tail -5 "$out/probe.log"
+fi
+
+if wants mutants; then
+  echo "== mutants, cold (one GPU)"
+  cache=$(mktemp -d)
+  { cat "$out/header.txt"; echo "# TRITON_CACHE_DIR=EMPTY ${one[*]} python3 -m fuzz mutants --device cuda -j $jobs1 --no-progress"; } > "$out/mutants.log"
+  start=$(date +%s)
+  TRITON_CACHE_DIR="$cache" "${one[@]}" timeout 300 python3 -m fuzz mutants --device cuda -j "$jobs1" --no-progress \
+    --out-dir /tmp/lse-mutants >> "$out/mutants.log" 2>&1
+  echo "exit $? after $(( $(date +%s) - start )) s; compiled $(find "$cache" -name '__grp__*.json' | wc -l)" >> "$out/mutants.log"
+  cp /tmp/lse-mutants/mutation.json "$out/mutation.json" 2>/dev/null
+  rm -rf "$cache"
+  tail -3 "$out/mutants.log"
+fi
+
 if wants cold; then
   echo "== cold check, each kernel alone (one GPU)"
   { cat "$out/header.txt"; echo "# per target: TRITON_CACHE_DIR=EMPTY ${one[*]} python3 -m fuzz check TARGET --device cuda (defaults)"; } > "$out/cold.log"
-  for target in tests/implementations/correct/{exp2_based,multi_row,online_single_pass,autotuned}.py:lse; do
+  for target in ${COLD:-tests/implementations/correct/{exp2_based,multi_row,online_single_pass,autotuned}.py:lse}; do
     cache=$(mktemp -d) hyp=$(mktemp -d)
     start=$(date +%s.%N)
     TRITON_CACHE_DIR="$cache" HYPOTHESIS_STORAGE_DIRECTORY="$hyp" "${one[@]}" timeout 300 \

@@ -17,7 +17,7 @@ from pathlib import Path
 from reference.errors import InvalidArgument
 
 from .. import static_scan
-from ..gpu_memory import gpu_name
+from ..gpu_memory import gpu_name, init_cuda_meanwhile
 from .._version import __version__
 from ..isolation.environment import default_memory_limit
 from ..isolation.pool import Job, JobResult, Pool
@@ -145,8 +145,9 @@ def evaluate(
     ``guard`` wraps each call of the candidate (grading shares a GPU: calls hold a shared lock),
     ``exclusive`` the benchmark (which must have the GPU to itself). ``on_loaded`` is called once
     the target has loaded in its worker, before fuzzing starts. A run of several parts (see
-    :mod:`fuzz.grading.parts`) runs them one after the other, or, with ``side_by_side``, each
-    beyond the first in a driver of its own, as many at once as the machine has cores.
+    :mod:`fuzz.grading.parts`) runs them one after the other in one worker, or, with
+    ``side_by_side``, each beyond the first in a driver of its own, as many at once as the machine
+    has cores.
     """
     started = time.monotonic()
     if isinstance(candidate, str):
@@ -157,6 +158,7 @@ def evaluate(
             _finish(record, started, None, verdict=Verdict.LOAD_ERROR, reason=str(exc))
             return record
     record = base_record(candidate, options)
+    init_cuda_meanwhile(options.device)  # while the scan, the worker's start and its load go on
     if candidate.path:
         try:
             record["flags"] = [f.to_dict() for f in static_scan.scan(candidate.path)]
@@ -168,14 +170,10 @@ def evaluate(
         if fit is not None:
             record["shape_fit"], max_elements = fit.to_dict(), fit.max_elements
     parts = part_count(options)
-    if parts > 1:
-        each = split(options, parts, max_elements=max_elements)
-        if side_by_side and (os.cpu_count() or 1) > 1:
-            records = _side_by_side(candidate, each, reproducer_dir=reproducer_dir, on_loaded=on_loaded)
-        else:
-            records = _one_after_another(candidate, each, reproducer_dir=reproducer_dir, on_loaded=on_loaded,
-                                         guard=guard)
-        merge_parts(record, decided(records))
+    each = split(options, parts, max_elements=max_elements) if parts > 1 else None
+    if each and side_by_side and (os.cpu_count() or 1) > 1:
+        merge_parts(record, decided(_side_by_side(candidate, each, reproducer_dir=reproducer_dir,
+                                                  on_loaded=on_loaded)))
         if record["verdict"] == Verdict.PASS.value and _benches(options):
             _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
         record["seconds"] = round(time.monotonic() - started, 3)
@@ -190,10 +188,10 @@ def evaluate(
     if on_loaded is not None:
         on_loaded()
     try:
-        result = check(impl, budget=options.budget, seed=options.effective_seed, device=options.device,
-                       contract=options.declared(), checks=options.checks, profile=options.profile,
-                       reproducer_dir=reproducer_dir, huge_offsets=options.huge_offsets,
-                       max_elements=max_elements, time_limit=options.time_limit, target=candidate.target)
+        if each:
+            verdict = _in_turn(impl, candidate, each, record, reproducer_dir=reproducer_dir)
+        else:
+            verdict = _record_result(record, _fuzz(impl, candidate, options, max_elements, reproducer_dir))
     except ImplLost as lost:
         _record_lost(record, lost)
         _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))
@@ -204,11 +202,41 @@ def evaluate(
     except BaseException:  # Ctrl-C, or a bug here: do not leave the worker behind
         impl.close()
         raise
-    verdict = _record_result(record, result)
     if verdict is Verdict.PASS and _benches(options):
         _bench(impl, options, record, exclusive=exclusive, baselines=baselines)
     _finish(record, started, impl, verdict=verdict)
     return record
+
+
+def _fuzz(impl: IsolatedImpl, candidate: Candidate, options: GradeOptions, max_elements: int | None,
+          reproducer_dir: Path | str) -> CheckResult:
+    return check(impl, budget=options.budget, seed=options.effective_seed, device=options.device,
+                 contract=options.declared(), checks=options.checks, profile=options.profile,
+                 reproducer_dir=reproducer_dir, huge_offsets=options.huge_offsets,
+                 max_elements=max_elements, time_limit=options.time_limit, target=candidate.target)
+
+
+def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: dict, *,
+             reproducer_dir: Path | str) -> Verdict:
+    """The parts' runs one after another in ``impl``'s worker, up to the first that does not pass
+    (the later ones cannot change the verdict, see :func:`.parts.decided`), merged into ``record``.
+    One worker serves them all, as it serves every example of one run: a part costs no start of
+    its own (on a GPU a worker's start and its CUDA context cost seconds)."""
+    records = []
+    for options in each:
+        part, began = base_record(candidate, options), time.monotonic()
+        try:
+            part["verdict"] = _record_result(part, _fuzz(impl, candidate, options, options.max_elements,
+                                                          reproducer_dir)).value
+        except ImplLost as lost:  # the worker is gone: this part decides
+            _record_lost(part, lost)
+            part["verdict"] = verdict_of(outcome=lost.outcome).value
+        part["seconds"] = round(time.monotonic() - began, 3)
+        records.append(part)
+        if part["verdict"] != Verdict.PASS.value:
+            break
+    merge_parts(record, records)
+    return Verdict(record["verdict"])
 
 
 def _benches(options: GradeOptions) -> bool:
@@ -244,23 +272,11 @@ def _bench_alone(candidate: Candidate, options: GradeOptions, record: dict, *, g
         impl.close()
 
 
-def _one_after_another(candidate: Candidate, each: list[GradeOptions], *, reproducer_dir: Path | str,
-                       on_loaded: Callable[[], None] | None, guard=None) -> list[dict]:
-    """Each part in turn, up to the first that does not pass (the later ones cannot change the
-    verdict, see :func:`.parts.decided`)."""
-    records = []
-    for options in each:
-        records.append(evaluate(candidate, options, reproducer_dir=reproducer_dir, on_loaded=on_loaded, guard=guard))
-        on_loaded = None
-        if records[-1]["verdict"] != Verdict.PASS.value:
-            break
-    return records
-
-
 def _side_by_side(candidate: Candidate, each: list[GradeOptions], *, reproducer_dir: Path | str,
                   on_loaded: Callable[[], None] | None) -> list[dict]:
     """Part 0 here (so ``on_loaded`` is called as the target loads), the others at the same time in
-    the drivers of a pool run from a thread: the same records, in part order, as one after another."""
+    the drivers of a pool run from a thread, each in a worker of its own: the same parts, in part
+    order, as one after another."""
     later = each[1:]
     jobs = [grading_job(str(index), candidate, options.to_wire(), Path(reproducer_dir).resolve())
             for index, options in enumerate(later, start=1)]

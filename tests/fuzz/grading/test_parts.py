@@ -114,25 +114,31 @@ def test_side_by_side_gives_what_one_after_another_gives(tmp_path):
     assert [p["verdict"] for p in together["parts"]] == ["fail"] and together["examples"] == apart["examples"]
 
 
-def test_one_after_another_stops_at_the_first_failing_part(tmp_path, monkeypatch):
+def test_one_after_another_the_parts_share_one_worker_and_stop_at_the_first_failure(tmp_path, monkeypatch):
     evaluate_module = sys.modules[evaluate.__module__]  # the package's name "evaluate" is the function
-    ran = []
-    real = evaluate_module.evaluate
+    workers, seeds = set(), []
+    real = evaluate_module.check
 
-    def counting(candidate, options, **kwargs):
-        ran.append(options.effective_seed)
-        return real(candidate, options, **kwargs)
+    def counting(impl, **kwargs):
+        workers.add(impl.pid)
+        seeds.append(kwargs["seed"])
+        return real(impl, **kwargs)
 
-    monkeypatch.setattr(evaluate_module, "evaluate", counting)
-    record = counting(BUGGY, GradeOptions(budget=30, parts=3).validated(), reproducer_dir=tmp_path)
-    assert record["verdict"] == "fail" and len(record["parts"]) == 1
-    assert len(ran) == 2  # the run, then its first part only: the other two never started
+    monkeypatch.setattr(evaluate_module, "check", counting)
+    passing = evaluate(CORRECT, GradeOptions(budget=12, parts=3).validated(), reproducer_dir=tmp_path)
+    assert passing["verdict"] == "pass" and len(passing["parts"]) == 3
+    assert len(workers) == 1 and len(seeds) == 3 and len(set(seeds)) == 3  # three runs, one worker
+    assert passing["calls"] > 0 and passing["examples"] == 12
+    seeds.clear()
+    failing = evaluate(BUGGY, GradeOptions(budget=30, parts=3).validated(), reproducer_dir=tmp_path)
+    assert failing["verdict"] == "fail" and len(failing["parts"]) == 1
+    assert len(seeds) == 1  # the first part failed: the other two never ran
 
 
 def test_a_target_that_does_not_load_is_one_load_error(tmp_path):
     record = evaluate(f"{IMPLEMENTATIONS / 'candidates' / 'import_error.py'}:lse",
                       GradeOptions(budget=12, parts=2).validated(), reproducer_dir=tmp_path, side_by_side=False)
-    assert record["verdict"] == "load_error" and len(record["parts"]) == 1
+    assert record["verdict"] == "load_error" and "parts" not in record  # no part ran
 
 
 def test_a_run_in_parts_measures_bandwidth_once_after_all_passed(tmp_path, monkeypatch):
