@@ -70,7 +70,9 @@ fi
 if wants cold; then
   echo "== cold check, each kernel alone (one GPU)"
   { cat "$out/header.txt"; echo "# per target: TRITON_CACHE_DIR=EMPTY ${one[*]} python3 -m fuzz check TARGET --device cuda (defaults)"; } > "$out/cold.log"
-  for target in ${COLD:-tests/implementations/correct/{exp2_based,multi_row,online_single_pass,autotuned}.py:lse}; do
+  read -r -a targets <<< "${COLD:-}"
+  (( ${#targets[@]} )) || targets=(tests/implementations/correct/{exp2_based,multi_row,online_single_pass,autotuned}.py:lse)
+  for target in "${targets[@]}"; do
     cache=$(mktemp -d) hyp=$(mktemp -d)
     start=$(date +%s.%N)
     TRITON_CACHE_DIR="$cache" HYPOTHESIS_STORAGE_DIRECTORY="$hyp" "${one[@]}" timeout 300 \
