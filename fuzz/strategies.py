@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from reference.errors import InvalidArgument
 
 from .contract import DTYPES, Contract, Values
-from .layouts import Layout, LayoutKind
+from .layouts import COLUMN_STEP_STORAGE, COLUMN_STEPS, Layout, LayoutKind
 
 __all__ = ["DTYPES", "LEVELS", "RECIPES", "Contract", "Generator", "LseInput", "Recipe", "RowSpec", "default_device",
            "default_max_elements", "default_max_rows", "dtypes", "layouts", "lse_inputs", "row_recipes",
@@ -179,7 +179,7 @@ def layouts(*, huge_offsets: bool = True, kinds: tuple[LayoutKind, ...] | None =
         LayoutKind.PADDED: st.builds(Layout, kind=st.just(LayoutKind.PADDED), pad=st.integers(1, 67)),
         LayoutKind.TRANSPOSED: st.builds(Layout, kind=st.just(LayoutKind.TRANSPOSED), pad=st.integers(0, 5)),
         LayoutKind.COLUMN_STEP: st.builds(Layout, kind=st.just(LayoutKind.COLUMN_STEP),
-                                          step=st.integers(2, 4), pad=st.integers(0, 3)),
+                                          step=st.sampled_from(COLUMN_STEPS), pad=st.integers(0, 3)),
         LayoutKind.OFFSET: st.builds(Layout, kind=st.just(LayoutKind.OFFSET), offset=st.integers(1, 131)),
         LayoutKind.HUGE_OFFSET: st.builds(Layout, kind=st.just(LayoutKind.HUGE_OFFSET),
                                           pad=st.integers(0, 3), offset=st.integers(0, 7)),
@@ -581,6 +581,8 @@ def lse_inputs(
             cols = min(cols, max(1, max_elements // rows))
             if chosen_dtype.itemsize > 4:
                 chosen_dtype = huge_dtype or torch.float32
+        elif chosen_layout.kind is LayoutKind.COLUMN_STEP:
+            cols = min(cols, max(1, COLUMN_STEP_STORAGE * max_elements // (max(rows, 1) * chosen_layout.step)))
         specs = tuple(draw(st.lists(specs_strategy, min_size=1, max_size=max(1, min(rows, 6)))))
         seed = draw(st.integers(0, 2**32 - 1))
         values = row_values(specs, rows, cols, chosen_dtype, seed)

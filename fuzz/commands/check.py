@@ -51,8 +51,8 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
     group.add_argument("--max-elements", type=int, default=None, metavar="N",
                        help="largest M*N drawn (default 65536 on the CPU, 2**22 on CUDA)")
     group.add_argument("--parts", type=int, default=None, metavar="N",
-                       help="split the examples into N runs of seeds derived from --seed (default: 2 on the CPU "
-                            "for a budget of 100 or more, else 1); check runs them side by side, one per core")
+                       help="split the examples into N runs of seeds derived from --seed (default: 2 on the CPU, 4 "
+                            "on a GPU, each part at least 50 examples); check runs them side by side, one per core")
     group.add_argument("--no-huge-offsets", dest="huge_offsets", action="store_false",
                        help="do not draw inputs whose elements lie 2**31 or more elements into their storage "
                             "(drawn by default: they expose 32-bit index math)")

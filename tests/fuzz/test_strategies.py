@@ -11,7 +11,7 @@ import torch
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from fuzz.layouts import Layout, LayoutKind
+from fuzz.layouts import COLUMN_STEP_STORAGE, Layout, LayoutKind
 from fuzz.strategies import (
     DTYPES,
     RECIPES,
@@ -59,6 +59,21 @@ def test_shapes_shrink_to_one_by_one():
 @pytest.mark.parametrize("kind", [k for k in LayoutKind if k is not LayoutKind.HUGE_OFFSET])
 def test_layouts_reach_every_kind(kind):
     find(layouts(), lambda layout: layout.kind is kind, settings=SEARCH)
+
+
+def test_a_column_stride_divisible_by_16_is_drawn_on_purpose():
+    # Triton specializes integer arguments divisible by 16: a binary of its own, so a class to cover.
+    find(layouts(), lambda layout: layout.kind is LayoutKind.COLUMN_STEP and layout.step % 16 == 0, settings=SEARCH)
+
+
+@FAST
+@given(lse_inputs(max_elements=4096, layout=st.just(Layout(LayoutKind.COLUMN_STEP, step=16, pad=3))))
+def test_a_wide_column_steps_storage_stays_within_a_few_times_the_element_cap(example):
+    rows, cols = example.x.shape
+    assert example.x.stride() == (cols * 16 + 3, 16)
+    storage = example.x.untyped_storage().nbytes() // example.x.element_size()
+    assert storage <= COLUMN_STEP_STORAGE * 4096 + 4 * max(rows, 1)  # and the pad after each row
+    assert rows * cols <= 4096
 
 
 def test_huge_offsets_are_drawn_by_default_and_can_be_left_out():
