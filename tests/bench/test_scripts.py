@@ -168,3 +168,12 @@ def test_profile_check_counts_a_cache_miss_as_a_compile_and_a_hit_not(tmp_path):
         pytest.skip("this Triton install has no ptxas to compile for sm_90 with")
     assert run.returncode == 0, run.stderr
     assert run.stdout.split()[-1] == "1"
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("*.sh")))
+def test_each_gpu_script_parses_and_names_its_usage_without_an_output_folder(script, tmp_path):
+    # They run on a lent GPU machine, one call each: a syntax error there costs the whole call.
+    path = ROOT / "bench" / script
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True).returncode == 0
+    bare = subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert bare.returncode != 0 and "usage" in bare.stderr
