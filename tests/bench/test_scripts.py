@@ -172,7 +172,7 @@ def test_profile_check_counts_a_cache_miss_as_a_compile_and_a_hit_not(tmp_path):
 
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("*.sh")))
 def test_each_gpu_script_parses_and_names_its_usage_without_an_output_folder(script, tmp_path):
-    # They run on a lent GPU machine, one call each: a syntax error there costs the whole call.
+    # They run on a rented GPU machine in one command each: a syntax error there costs the whole run.
     path = ROOT / "bench" / script
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True).returncode == 0
     bare = subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
