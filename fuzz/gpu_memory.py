@@ -18,7 +18,6 @@ import gc
 import os
 import re
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,27 +27,7 @@ import torch
 
 T = TypeVar("T")
 
-__all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "gpu_name", "init_cuda_meanwhile", "with_memory_retry"]
-
-def init_cuda_meanwhile(device: str) -> threading.Thread | None:
-    """Start this process's CUDA context in a thread of its own, when ``device`` is a GPU and none
-    exists yet, and return the thread. A first CUDA call takes seconds (on an H200 host a process's
-    first context took up to 9 s); a fuzz run needs one here and one in the candidate's worker,
-    and would otherwise wait for them one after the other. A failure here is left for the first
-    real CUDA call to report."""
-    if not device.startswith("cuda") or not torch.cuda.is_available() or torch.cuda.is_initialized():
-        return None
-
-    def init() -> None:
-        try:
-            torch.cuda.init()
-        except Exception:  # noqa: BLE001 - reported by the first real CUDA call, in the main thread
-            pass
-
-    thread = threading.Thread(target=init, name="lse-fuzz-cuda-init", daemon=True)
-    thread.start()
-    return thread
-
+__all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "gpu_name", "with_memory_retry"]
 
 HUGE_INPUT_BYTES = (2**32 + 2**20) * 4
 """The largest huge-offset storage (2**32 elements of 4 bytes and a little)."""

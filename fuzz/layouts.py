@@ -26,10 +26,10 @@ HUGE_OFFSET = 2**31
 _POISON = float("nan")
 
 COLUMN_STEPS = (2, 3, 4, 16)
-"""Column strides the fuzzer draws for ``column_step`` views. Triton specializes a kernel on each integer argument
-being 1, divisible by 16 or neither (a different binary each), so 16 is here on purpose: before it,
-only a transposed view whose M + pad happened to be a multiple of 16 gave a column stride of that
-class, and the default run (seed 0) of every kernel surveyed never drew one."""
+"""Column strides the fuzzer draws for ``column_step`` views. Triton specializes a kernel on each
+integer argument being 1, divisible by 16 or neither (a different binary each), so 16 is here on
+purpose: before it, only a transposed view whose M + pad happened to be a multiple of 16 gave a
+column stride of that class, and the default run (seed 0) of every kernel surveyed never drew one."""
 
 COLUMN_STEP_STORAGE = 4
 """A ``column_step`` view's storage holds at most this many times ``max_elements`` (its columns are

@@ -17,7 +17,7 @@ from pathlib import Path
 from reference.errors import InvalidArgument
 
 from .. import static_scan
-from ..gpu_memory import gpu_name, init_cuda_meanwhile
+from ..gpu_memory import gpu_name
 from .._version import __version__
 from ..isolation.environment import default_memory_limit
 from ..isolation.pool import Job, JobResult, Pool
@@ -158,7 +158,6 @@ def evaluate(
             _finish(record, started, None, verdict=Verdict.LOAD_ERROR, reason=str(exc))
             return record
     record = base_record(candidate, options)
-    init_cuda_meanwhile(options.device)  # while the scan, the worker's start and its load go on
     if candidate.path:
         try:
             record["flags"] = [f.to_dict() for f in static_scan.scan(candidate.path)]

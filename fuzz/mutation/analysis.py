@@ -15,7 +15,7 @@ Steps:
    draws the same examples for a mutant as for the correct kernel up to the mutant's first
    failure, so every example a mutant failed on (before shrinking) is one the unmutated kernel passed.
    On a GPU the examples come in :data:`fuzz.grading.parts.GPU_PARTS` parts of derived seeds
-   (:func:`gate_parts`): the gate runs each part of a correct implementation as a job of its own,
+   (:func:`_gate_parts`): the gate runs each part of a correct implementation as a job of its own,
    side by side, so its compiles (most of a cold gate) share the host's cores; a mutant runs the
    same parts one after another in its job and stops at the first that fails.
 2. Every mutant is graded exactly like a candidate of ``lse-fuzz grade`` (the same job of the one
@@ -70,7 +70,6 @@ __all__ = [
     "DEFAULT_TIMEOUT_FLOOR",
     "GATE_BROKEN",
     "GATE_CORRECT",
-    "gate_parts",
     "run_mutation_analysis",
 ]
 
@@ -93,7 +92,7 @@ GATE_BROKEN: tuple[tuple[str, str], ...] = (
 """(label, target) of the deliberately broken implementations the suite must catch."""
 
 
-def gate_parts(options: GradeOptions) -> int:
+def _gate_parts(options: GradeOptions) -> int:
     """The parts a mutant's examples come in: one on the CPU, where the pool runs the gate's correct
     implementations on a core each already and a run is bound by the interpreter; the device's
     default on a GPU, where a cold gate is bound by compiles (see :mod:`fuzz.grading.parts`)."""
@@ -168,8 +167,8 @@ def run_mutation_analysis(
     too). A job is stopped after ``max(timeout_factor * baseline_seconds, timeout_floor)``
     seconds, the baseline being the slowest correct run of the gate. ``matrix``: each selected
     check alone against every mutant. ``parts``: the runs of derived seeds a mutant's examples
-    come in (default :func:`gate_parts`: one on the CPU, four on a GPU). ``out_dir``: where the reproducers of the counterexamples
-    go (``out_dir/reproducers``; None: a temporary directory, removed afterwards).
+    come in (default: one on the CPU, four on a GPU). ``out_dir``: where the reproducers of the
+    counterexamples go (``out_dir/reproducers``; None: a temporary directory, removed afterwards).
     ``gate_correct``/``gate_broken``: (label, target) pairs the suite must pass / catch.
     ``progress(phase, done, total)`` is called as jobs finish. Raises :class:`GateFailure` when
     the gate fails, InvalidArgument for bad arguments.
@@ -185,21 +184,21 @@ def run_mutation_analysis(
     device = str(validate.device(device))
     if max_elements is not None:
         validate.integer(max_elements, name="max_elements", low=1)
-    if parts is not None:
-        validate.integer(parts, name="parts", low=1)
     selected = validate_checks(checks)
     if not gate_correct or not gate_broken:
         raise InvalidArgument("the gate needs at least one correct and one broken implementation.")
     options = GradeOptions(budget=budget, seed=seed, contract=contract, checks=None if checks is None else selected,
                            device=device, max_elements=max_elements, jobs=jobs,
-                           fit_shapes=False, parts=1).validated()  # every mutant meets the same examples
-    options = replace(options, parts=min(parts, budget) if parts is not None else gate_parts(options))
+                           fit_shapes=False, parts=parts).validated()  # every mutant meets the same examples
+    if parts is None:
+        options = replace(options, parts=_gate_parts(options))
+    count = part_count(options)
 
     keep = out_dir is not None
     base = (Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix="lse-mutants-"))).resolve()
     base.mkdir(parents=True, exist_ok=True)
     reproducers = base / "reproducers"
-    config = {"budget": budget, "seed": seed, "device": device, "contract": contract, "jobs": jobs, "parts": options.parts,
+    config = {"budget": budget, "seed": seed, "device": device, "contract": contract, "jobs": jobs, "parts": count,
               "timeout_factor": timeout_factor, "timeout_floor": timeout_floor, "matrix": matrix,
               "max_elements": max_elements, "checks": list(selected)}
 
@@ -216,7 +215,7 @@ def run_mutation_analysis(
 
     # A correct implementation's parts run side by side, as jobs of their own ("gate0p1"); a broken
     # one, like a mutant, runs its parts in turn and stops at the first failure.
-    each = split(options, options.parts, max_elements=max_elements) if options.parts > 1 else [options]
+    each = split(options, count, max_elements=max_elements) if count > 1 else [options]
     gate_jobs = []
     for i, (_, target, must) in enumerate(gate_entries):
         if must == "pass" and len(each) > 1:

@@ -75,18 +75,3 @@ def test_on_a_cpu_nothing_is_tried_twice():
     with pytest.raises(torch.OutOfMemoryError):
         with_memory_retry(make, torch.device("cpu"))
     assert len(attempts) == 1
-
-
-def test_cuda_is_initialised_meanwhile_only_for_a_gpu_that_has_no_context_yet(monkeypatch):
-    assert gpu_memory.init_cuda_meanwhile("cpu") is None
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert gpu_memory.init_cuda_meanwhile("cuda") is None
-    started = []
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    monkeypatch.setattr(torch.cuda, "init", lambda: started.append(True))
-    thread = gpu_memory.init_cuda_meanwhile("cuda:1")
-    thread.join(5)
-    assert started == [True] and thread.daemon
-    monkeypatch.setattr(torch.cuda, "init", lambda: (_ for _ in ()).throw(RuntimeError("no driver")))
-    gpu_memory.init_cuda_meanwhile("cuda").join(5)  # a failure stays in its thread: the first real call reports it
