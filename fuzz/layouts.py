@@ -20,6 +20,8 @@ import torch
 
 from reference.errors import InvalidArgument
 
+from .gpu_memory import huge_storage
+
 HUGE_OFFSET = 2**31
 """Element offsets at or past this value overflow 32-bit index math."""
 
@@ -30,6 +32,11 @@ COLUMN_STEPS = (2, 3, 4, 16)
 integer argument being 1, divisible by 16 or neither (a different binary each), so 16 is here on
 purpose: before it, only a transposed view whose M + pad happened to be a multiple of 16 gave a
 column stride of that class, and the default run (seed 0) of every kernel surveyed never drew one."""
+
+HUGE_MAX_ROWS = 64
+"""A ``huge_offset`` view has at most this many rows (and at least 3). Three rows already put the
+last one past 2**31 with a row stride that fits an int32; each row more backs another page or two
+of the span, and at thousands of rows the whole 8-16 GiB would be backed."""
 
 COLUMN_STEP_STORAGE = 4
 """A ``column_step`` view's storage holds at most this many times ``max_elements`` (its columns are
@@ -111,17 +118,20 @@ class Layout:
     def materialize(self, values: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
         """A view laid out like this holding ``values`` (M, N), on ``device`` (default: values').
 
-        Storage outside the view holds NaN, except for ``huge_offset``: its storage is allocated
-        with ``torch.empty`` and only the view's elements are written, so the untouched gigabytes
-        are never backed by memory on a CPU (they are on a GPU).
+        Storage outside the view holds NaN, except for ``huge_offset``: its storage comes from
+        :func:`fuzz.gpu_memory.huge_storage` and only the view's elements are written, so the
+        untouched gigabytes are never backed by memory (on a GPU that pages on demand; on
+        any other GPU they are).
         """
         if values.dim() != 2:
             raise InvalidArgument(f"values.shape={tuple(values.shape)}; expected a 2-D (M, N) tensor.")
         device = values.device if device is None else torch.device(device)
         rows, cols = values.shape
         strides, offset, size = self.strides(rows, cols)
-        storage = torch.empty(size, dtype=values.dtype, device=device)
-        if not self.is_huge:
+        if self.is_huge:
+            storage = huge_storage(size, values.dtype, device)
+        else:
+            storage = torch.empty(size, dtype=values.dtype, device=device)
             storage.fill_(_POISON)
         view = storage.as_strided((rows, cols), strides, offset)
         view.copy_(values)

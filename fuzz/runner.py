@@ -28,7 +28,7 @@ from . import autotune, defaults, validate
 from .checks import METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
 from .failures import CheckFailure, ImplError
-from .gpu_memory import HugeInputSlots, with_memory_retry
+from .gpu_memory import HugeInputSlots, sparse_huge_inputs, with_memory_retry
 from .outcomes import HarnessError, ImplLost, Status, run_status
 from .profiles import PROFILES, database_for, profile_settings
 from .reproducer import load_reproducer, replay_command, save_reproducer
@@ -258,7 +258,9 @@ def check(
     inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
                         huge_offsets=huge_offsets)
     tuning = _tuning(impl)
-    slots = HugeInputSlots(device) if device.type == "cuda" and huge_offsets else None
+    # Dense huge inputs take a slot each; sparse ones are megabytes and need none.
+    dense = device.type == "cuda" and huge_offsets and not sparse_huge_inputs(device)
+    slots = HugeInputSlots(device) if dense else None
     state = _RunState()
 
     @settings(base, max_examples=budget, database=db)
@@ -267,7 +269,7 @@ def check(
     def run_one(example: LseInput, plan: Plan) -> None:
         state.examples += 1
         on_gpu = example.layout.is_huge and example.device.type == "cuda"
-        with slots.hold() if on_gpu and slots is not None else contextlib.nullcontext():
+        with slots.hold() if on_gpu and dense else contextlib.nullcontext():
             try:
                 if on_gpu:
                     _materialize(example)
@@ -276,10 +278,11 @@ def check(
                 raise _HarnessStop(exc) from None
             finally:
                 if on_gpu:
+                    example.release()
+                if on_gpu and dense:
                     # Gigabytes of device memory, in this process and the implementation's worker:
                     # given back before the slot, so the next holder finds them free (a launch
                     # leaves reference cycles holding its arguments: collect them first).
-                    example.release()
                     getattr(impl, "release_input", lambda: None)()
                     gc.collect()
                     torch.cuda.empty_cache()

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from reference.errors import InvalidArgument
 
 from .contract import DTYPES, Contract, Values
-from .layouts import COLUMN_STEP_STORAGE, COLUMN_STEPS, Layout, LayoutKind
+from .layouts import COLUMN_STEP_STORAGE, COLUMN_STEPS, HUGE_MAX_ROWS, Layout, LayoutKind
 
 __all__ = ["DTYPES", "LEVELS", "RECIPES", "Contract", "Generator", "LseInput", "Recipe", "RowSpec", "default_device",
            "default_max_elements", "default_max_rows", "dtypes", "layouts", "lse_inputs", "row_recipes",
@@ -577,7 +577,8 @@ def lse_inputs(
         if chosen_layout.is_huge:
             # Three rows or more: the row stride then stays below 2**31 (an int32 kernel argument)
             # while the last row lies past 2**31, so 32-bit `row * stride_row` really wraps.
-            rows = max(rows, 3)
+            # At most HUGE_MAX_ROWS: only the pages the rows touch are backed (fuzz.gpu_memory).
+            rows = min(max(rows, 3), HUGE_MAX_ROWS)
             cols = min(cols, max(1, max_elements // rows))
             if chosen_dtype.itemsize > 4:
                 chosen_dtype = huge_dtype or torch.float32

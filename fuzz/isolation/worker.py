@@ -38,7 +38,7 @@ import torch
 
 from .. import autotune, specialization
 from ..failures import exception_chain
-from ..gpu_memory import MEMORY_WAIT, with_memory_retry
+from ..gpu_memory import MEMORY_WAIT, huge_storage, sparse_huge_inputs, with_memory_retry
 from .appearance import look_ordinary
 from .op_record import OpRecord, recording
 from .shared_input import receive_descriptor
@@ -225,7 +225,7 @@ class _WorkerState:
         else:
             self.flat.fill_(0xFF)
         self.key = self.flat = self.x = self.sent = None
-        if huge:
+        if huge and not sparse_huge_inputs(self.device):
             # A launch in Triton's interpreter leaves reference cycles that hold its arguments (and
             # so the storage) until the cycle collector runs: collect now, or the next huge input
             # is allocated beside this one (and runs into the address-space limit).
@@ -271,8 +271,8 @@ class _WorkerState:
                 self.x = torch.empty(0, dtype=dtype, device=self.device).set_(
                     self.flat.untyped_storage(), offset, size, stride)
             else:
-                # Huge storage: torch.empty touches no memory; only the view's elements are written.
-                self.flat = torch.empty(int(spec["storage_elements"]), dtype=dtype, device=self.device)
+                # Huge storage, backed only where touched; only the view's elements are written.
+                self.flat = huge_storage(int(spec["storage_elements"]), dtype, self.device)
                 self.x = self.flat.as_strided(size, stride, offset)
             self.key = key
             self.shared = bool(spec.get("shared"))

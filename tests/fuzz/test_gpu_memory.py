@@ -10,6 +10,7 @@ import torch
 
 from fuzz import gpu_memory
 from fuzz.gpu_memory import HugeInputSlots, with_memory_retry
+from fuzz.layouts import HUGE_MAX_ROWS, Layout, LayoutKind
 
 
 def _hold(directory, count, seconds, queue):
@@ -75,3 +76,54 @@ def test_on_a_cpu_nothing_is_tried_twice():
     with pytest.raises(torch.OutOfMemoryError):
         with_memory_retry(make, torch.device("cpu"))
     assert len(attempts) == 1
+
+
+def test_on_a_cpu_huge_storage_is_plain_lazily_backed_memory():
+    storage = gpu_memory.huge_storage(2**32, torch.float32, "cpu")
+    assert storage.shape == (2**32,) and storage.device.type == "cpu"
+    assert gpu_memory.sparse_huge_inputs("cpu")
+
+
+@pytest.mark.gpu
+def test_a_huge_view_on_a_gpu_backs_only_the_pages_its_rows_touch():
+    assert gpu_memory.sparse_huge_inputs("cuda"), "this GPU does not page managed memory on demand"
+    values = torch.randn(HUGE_MAX_ROWS, 1024)
+    torch.cuda.synchronize()
+    free_before, _ = torch.cuda.mem_get_info()
+    x = Layout(LayoutKind.HUGE_OFFSET).materialize(values, "cuda")
+    torch.cuda.synchronize()
+    free_after, _ = torch.cuda.mem_get_info()
+    assert x.untyped_storage().nbytes() > 8 * 2**30  # the span is all there...
+    assert free_before - free_after < 1 << 30  # ...but not backed
+    assert torch.equal(x.cpu(), values)
+    assert torch.equal(torch.logsumexp(x, dim=1).cpu(), torch.logsumexp(values.cuda(), dim=1).cpu())
+
+
+@pytest.mark.gpu
+def test_an_untouched_page_of_a_huge_storage_reads_as_zeros_and_freeing_gives_the_memory_back():
+    storage = gpu_memory.huge_storage(2**32, torch.float32, "cuda")
+    assert storage[2**31 + 12345].item() == 0.0  # where a wrapped int32 offset lands
+    storage[2**32 - 1] = 7.0
+    assert storage[2**32 - 1].item() == 7.0
+    del storage
+    torch.cuda.synchronize()
+    # Sixty of them at once would be 960 GiB if any were dense.
+    many = [gpu_memory.huge_storage(2**32, torch.float32, "cuda") for _ in range(60)]
+    for storage in many:
+        storage[2**31] = 1.0
+    assert sum(storage[2**31].item() for storage in many) == 60.0
+
+
+@pytest.mark.gpu
+def test_a_kernel_whose_32_bit_row_offsets_wrap_reads_zeros_from_a_sparse_huge_view_not_a_fault():
+    from mutants.patched import int32_offsets  # the reference kernel with int32 row offsets
+    from reference import lse
+
+    values = torch.randn(3, 8) + 5.0
+    x = Layout(LayoutKind.HUGE_OFFSET).materialize(values, "cuda")
+    wrong = int32_offsets(x).cpu()
+    torch.cuda.synchronize()  # no illegal address: the wrapped row landed on a page that reads zeros
+    right = lse(x).cpu()
+    assert torch.allclose(right, torch.logsumexp(values.double(), dim=1).float())
+    assert torch.allclose(wrong[-1], torch.logsumexp(torch.zeros(8), dim=0))  # the last row read zeros
+    assert not torch.allclose(wrong, right)

@@ -11,7 +11,7 @@ import torch
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from fuzz.layouts import COLUMN_STEP_STORAGE, Layout, LayoutKind
+from fuzz.layouts import COLUMN_STEP_STORAGE, HUGE_MAX_ROWS, Layout, LayoutKind
 from fuzz.strategies import (
     DTYPES,
     RECIPES,
@@ -74,6 +74,20 @@ def test_a_wide_column_steps_storage_stays_within_a_few_times_the_element_cap(ex
     storage = example.x.untyped_storage().nbytes() // example.x.element_size()
     assert storage <= COLUMN_STEP_STORAGE * 4096 + 4 * max(rows, 1)  # and the pad after each row
     assert rows * cols <= 4096
+
+
+@FAST
+@given(lse_inputs(device="cpu", max_elements=2**20, max_rows=None, layout=st.just(Layout(LayoutKind.HUGE_OFFSET))))
+def test_a_huge_offset_view_has_between_3_and_64_rows(example):
+    # Three put the last row past 2**31; more than 64 would back much of the span on a GPU.
+    rows, cols = example.shape
+    assert 3 <= rows <= HUGE_MAX_ROWS == 64
+    assert rows * cols <= 2**20
+
+
+def test_a_huge_offset_view_can_have_the_most_rows():
+    find(lse_inputs(device="cpu", max_elements=2**20, max_rows=None, layout=st.just(Layout(LayoutKind.HUGE_OFFSET))),
+         lambda example: example.shape[0] == HUGE_MAX_ROWS, settings=SEARCH)
 
 
 def test_huge_offsets_are_drawn_by_default_and_can_be_left_out():
