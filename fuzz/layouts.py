@@ -34,9 +34,10 @@ purpose: before it, only a transposed view whose M + pad happened to be a multip
 column stride of that class, and the default run (seed 0) of every kernel surveyed never drew one."""
 
 HUGE_MAX_ROWS = 64
-"""A ``huge_offset`` view has at most this many rows (and at least 3). Three rows already put the
-last one past 2**31 with a row stride that fits an int32; each row more backs another page or two
-of the span, and at thousands of rows the whole 8-16 GiB would be backed."""
+"""A ``huge_offset`` view has at most this many rows (and at least 3), a ``huge_column_stride`` view
+as many columns. Three already put the last row (column) past 2**31 with a stride that fits an
+int32; each one more backs another page or two of the span, and at thousands the whole 8-16 GiB
+would be backed."""
 
 COLUMN_STEP_STORAGE = 4
 """A ``column_step`` view's storage holds at most this many times ``max_elements`` (its columns are
@@ -52,6 +53,7 @@ class LayoutKind(str, enum.Enum):
     COLUMN_STEP = "column_step"  # stride (N * step + pad, step): every step-th element of a wider row
     OFFSET = "offset"  # contiguous, but the view starts `offset` elements into its storage
     HUGE_OFFSET = "huge_offset"  # some element lies >= 2**31 elements from the storage start
+    HUGE_COLUMN_STRIDE = "huge_column_stride"  # column-major, the last column >= 2**31 elements on
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,8 @@ class Layout:
 
     @property
     def is_huge(self) -> bool:
-        return self.kind is LayoutKind.HUGE_OFFSET
+        """A storage of about 2**32 elements, lazily backed (see :func:`fuzz.gpu_memory.huge_storage`)."""
+        return self.kind in (LayoutKind.HUGE_OFFSET, LayoutKind.HUGE_COLUMN_STRIDE)
 
     def strides(self, rows: int, cols: int) -> tuple[tuple[int, int], int, int]:
         """((row_stride, col_stride), storage_offset, storage_size) for an (rows, cols) view."""
@@ -101,10 +104,16 @@ class Layout:
             # the base pointer by the caller and would hide that bug).
             row_stride = max(cols, -(-HUGE_OFFSET // (rows - 1))) + self.pad if rows > 1 else cols + self.pad
             strides = (row_stride, 1)
+        elif kind is LayoutKind.HUGE_COLUMN_STRIDE:
+            # The same for `col * stride_col`: with three columns or more the column stride fits
+            # an int32 while the last column lies past 2**31. The rows of a column are adjacent,
+            # so each column touches a page or two of the storage.
+            column_stride = max(rows + self.pad, -(-HUGE_OFFSET // (cols - 1))) if cols > 1 else rows + self.pad
+            strides = (1, column_stride)
         else:
             strides = (cols + self.pad, 1)
         offset = self.offset
-        if kind is LayoutKind.HUGE_OFFSET:
+        if self.is_huge:
             # The view starts 2**31 elements into its storage, so a row offset that wraps in 32-bit
             # math (to true - 2**32, at least -2**31) still lands inside the allocation: the buggy
             # kernel reads untouched pages (zeros) and fails a check instead of crashing.
@@ -114,6 +123,25 @@ class Layout:
         last = offset + (rows - 1) * strides[0] + (cols - 1) * strides[1]
         # The padding continues past the last row, so reading beyond it also hits poison.
         return strides, offset, last + 1 + self.pad
+
+    def fit(self, rows: int, cols: int, max_elements: int) -> tuple[int, int]:
+        """The drawn (rows, cols) cut to what this layout needs and affords.
+
+        A huge row stride needs three rows or more: the row stride then fits an int32 kernel
+        argument while the last row lies past 2**31, so 32-bit ``row * stride_row`` really wraps;
+        at most :data:`HUGE_MAX_ROWS`, as only the pages the rows touch are backed. A huge column
+        stride, the same with columns. A column step's storage stays within
+        :data:`COLUMN_STEP_STORAGE` times ``max_elements``.
+        """
+        if self.kind is LayoutKind.HUGE_OFFSET:
+            rows = min(max(rows, 3), HUGE_MAX_ROWS)
+            cols = min(cols, max(1, max_elements // rows))
+        elif self.kind is LayoutKind.HUGE_COLUMN_STRIDE:
+            cols = min(max(cols, 3), HUGE_MAX_ROWS)
+            rows = min(rows, max(1, max_elements // cols))
+        elif self.kind is LayoutKind.COLUMN_STEP:
+            cols = min(cols, max(1, COLUMN_STEP_STORAGE * max_elements // (max(rows, 1) * self.step)))
+        return rows, cols
 
     def materialize(self, values: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
         """A view laid out like this holding ``values`` (M, N), on ``device`` (default: values').

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from reference.errors import InvalidArgument
 
 from .contract import DTYPES, Contract, Values
-from .layouts import COLUMN_STEP_STORAGE, COLUMN_STEPS, HUGE_MAX_ROWS, Layout, LayoutKind
+from .layouts import COLUMN_STEPS, Layout, LayoutKind
 
 __all__ = ["DTYPES", "LEVELS", "RECIPES", "Contract", "Generator", "LseInput", "Recipe", "RowSpec", "default_device",
            "default_max_elements", "default_max_rows", "dtypes", "layouts", "lse_inputs", "row_recipes",
@@ -163,15 +163,16 @@ def shapes(*, max_elements: int = _CPU_MAX_ELEMENTS, max_rows: int | None = None
 
 def layouts(*, huge_offsets: bool = True, kinds: tuple[LayoutKind, ...] | None = None) -> st.SearchStrategy[Layout]:
     """Contiguous, padded row stride, column-major, column step > 1, nonzero storage offset, and
-    views whose elements lie >= 2**31 elements into the storage (lazily allocated; see
-    :class:`fuzz.layouts.Layout`) unless ``huge_offsets`` is False.
+    views whose elements lie >= 2**31 elements into the storage, through a huge row stride or a
+    huge column stride (lazily allocated; see :class:`fuzz.layouts.Layout`) unless
+    ``huge_offsets`` is False.
 
     ``kinds`` keeps only those layouts (a declared contract's, see :class:`fuzz.contract.Layouts`).
     A kernel with 32-bit index math may crash the process on a huge offset, so run candidates in an
     isolated process (``lse-fuzz check`` does).
     """
     allowed = tuple(LayoutKind) if kinds is None else kinds
-    kinds = [kind for kind in LayoutKind if kind in allowed and (huge_offsets or kind is not LayoutKind.HUGE_OFFSET)]
+    kinds = [kind for kind in LayoutKind if kind in allowed and (huge_offsets or not Layout(kind).is_huge)]
     if not kinds:
         raise InvalidArgument(f"kinds={allowed!r} leaves no layout to draw.")
     by_kind = {
@@ -183,11 +184,15 @@ def layouts(*, huge_offsets: bool = True, kinds: tuple[LayoutKind, ...] | None =
         LayoutKind.OFFSET: st.builds(Layout, kind=st.just(LayoutKind.OFFSET), offset=st.integers(1, 131)),
         LayoutKind.HUGE_OFFSET: st.builds(Layout, kind=st.just(LayoutKind.HUGE_OFFSET),
                                           pad=st.integers(0, 3), offset=st.integers(0, 7)),
+        LayoutKind.HUGE_COLUMN_STRIDE: st.builds(Layout, kind=st.just(LayoutKind.HUGE_COLUMN_STRIDE),
+                                                 pad=st.integers(0, 3), offset=st.integers(0, 7)),
     }
-    # Every other kind twice, a huge offset once: it is there to expose 32-bit index math, which one
-    # example in a dozen does, and each costs gigabytes of address space (on a GPU, of memory).
-    weighted = [kind for kind in kinds if kind is not LayoutKind.HUGE_OFFSET for _ in range(2)]
-    weighted += [kind for kind in kinds if kind is LayoutKind.HUGE_OFFSET]
+    # Every other kind twice, each huge kind once: they are there to expose 32-bit index math (row
+    # and column offsets), which one example in a dozen of each does, and each spans gigabytes of
+    # address space.
+    huge = (LayoutKind.HUGE_OFFSET, LayoutKind.HUGE_COLUMN_STRIDE)
+    weighted = [kind for kind in kinds if kind not in huge for _ in range(2)]
+    weighted += [kind for kind in kinds if kind in huge]
     return st.sampled_from(weighted).flatmap(lambda kind: by_kind[kind])
 
 
@@ -574,16 +579,9 @@ def lse_inputs(
         chosen_dtype = draw(dtype_strategy)
         rows, cols = draw(shape_strategy)
         chosen_layout = draw(layout_strategy)
-        if chosen_layout.is_huge:
-            # Three rows or more: the row stride then stays below 2**31 (an int32 kernel argument)
-            # while the last row lies past 2**31, so 32-bit `row * stride_row` really wraps.
-            # At most HUGE_MAX_ROWS: only the pages the rows touch are backed (fuzz.gpu_memory).
-            rows = min(max(rows, 3), HUGE_MAX_ROWS)
-            cols = min(cols, max(1, max_elements // rows))
-            if chosen_dtype.itemsize > 4:
-                chosen_dtype = huge_dtype or torch.float32
-        elif chosen_layout.kind is LayoutKind.COLUMN_STEP:
-            cols = min(cols, max(1, COLUMN_STEP_STORAGE * max_elements // (max(rows, 1) * chosen_layout.step)))
+        rows, cols = chosen_layout.fit(rows, cols, max_elements)
+        if chosen_layout.is_huge and chosen_dtype.itemsize > 4:
+            chosen_dtype = huge_dtype or torch.float32
         specs = tuple(draw(st.lists(specs_strategy, min_size=1, max_size=max(1, min(rows, 6)))))
         seed = draw(st.integers(0, 2**32 - 1))
         values = row_values(specs, rows, cols, chosen_dtype, seed)

@@ -124,7 +124,7 @@ _MUTANT_LIST = (
     _mutant("online_no_rescale",
             "online loop does not rescale the running sum when the running max grows",
             "Milakov & Gimelshein 2018, 'Online normalizer calculation for softmax', alg. 3; Dao et al. 2022",
-            "permutation_invariance"),
+            "agreement"),
     _mutant("input_dtype_accumulation",
             "running sum kept in the input dtype (float16/bfloat16) instead of float32",
             "Micikevicius et al. 2018, 'Mixed Precision Training' (accumulate in float32)",

@@ -225,7 +225,8 @@ class _WorkerState:
         else:
             self.flat.fill_(0xFF)
         self.key = self.flat = self.x = self.sent = None
-        if huge and not sparse_huge_inputs(self.device):
+        # Managed memory on a GPU backs only a few pages of a huge storage: nothing to hurry.
+        if huge and not (self.device.type == "cuda" and sparse_huge_inputs(self.device)):
             # A launch in Triton's interpreter leaves reference cycles that hold its arguments (and
             # so the storage) until the cycle collector runs: collect now, or the next huge input
             # is allocated beside this one (and runs into the address-space limit).
@@ -295,7 +296,7 @@ class _WorkerState:
         if self.mode == "storage":
             now = self.flat.cpu() if self.flat.device.type != "cpu" else self.flat
         else:
-            now = bits(self.x).cpu().contiguous().view(torch.uint8).reshape(-1)
+            now = bits(self.x).cpu().reshape(-1).contiguous().view(torch.uint8)
         if torch.equal(now, self.sent):
             return None
         return memoryview(now.contiguous().numpy())

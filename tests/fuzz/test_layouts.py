@@ -41,7 +41,7 @@ def test_storage_outside_the_view_is_poisoned_with_nan():
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0)])
-@pytest.mark.parametrize("kind", [k for k in LayoutKind if k is not LayoutKind.HUGE_OFFSET])
+@pytest.mark.parametrize("kind", [k for k in LayoutKind if not Layout(k).is_huge])
 def test_empty_shapes_materialize(kind, shape):
     x = Layout(kind, step=2 if kind is LayoutKind.COLUMN_STEP else 1).materialize(torch.zeros(shape))
     assert x.shape == shape
@@ -61,6 +61,20 @@ def test_huge_offset_puts_an_element_past_2_31_without_touching_the_storage(rows
     assert torch.equal(x, values)
     assert x.untyped_storage().nbytes() >= HUGE_OFFSET * 4
     assert _max_rss_mib() - before < 256, "the lazily allocated storage was written to"
+
+
+@pytest.mark.parametrize("cols", [3, 4, 64])
+def test_a_huge_column_stride_puts_the_last_column_past_2_31_with_a_stride_that_fits_an_int32(cols):
+    values = torch.randn(5, cols)
+    before = _max_rss_mib()
+    x = Layout(LayoutKind.HUGE_COLUMN_STRIDE, pad=2).materialize(values)
+    assert x.stride(0) == 1 and 5 + 2 <= x.stride(1) < 2**31
+    assert (cols - 1) * x.stride(1) >= HUGE_OFFSET  # `col * stride_col` wraps in int32
+    assert x.storage_offset() >= HUGE_OFFSET  # and a wrapped offset still lands in the storage
+    assert torch.equal(x, values)
+    assert _max_rss_mib() - before < 256, "the lazily allocated storage was written to"
+    assert Layout(LayoutKind.HUGE_COLUMN_STRIDE).describe(5, 3) == \
+        "huge_column_stride(strides=(1, 1073741824), storage_offset=2147483648)"
 
 
 def test_huge_offset_rows_are_each_past_the_last():
@@ -104,19 +118,31 @@ import sys
 sys.path.insert(0, {doubles!r})
 import fuzz
 from doubles import int32_index
-result = fuzz.check(int32_index.lse, budget=120, seed=0, huge_offsets=True, checks=["agreement"],
+result = fuzz.check(int32_index.{function}, budget=120, seed=0, huge_offsets={huge}, checks=["agreement"],
                     reproducer_dir={out!r})
-print(result.status.value, result.check)
+print(result.status.value, result.check, result.counterexample.layout.kind.value if result.counterexample else "-")
 """
 
 
-def test_huge_offsets_catch_32_bit_index_math_without_crashing(tmp_path):
-    """A wrapped 32-bit row offset lands inside the (lazily allocated) storage: a check fails."""
+def _wrap_run(tmp_path, function: str, huge: bool = True) -> list[str]:
     import subprocess
     import sys
     from pathlib import Path
 
-    script = _WRAP_SCRIPT.format(doubles=str(Path(__file__).parents[1] / "implementations"), out=str(tmp_path))
+    script = _WRAP_SCRIPT.format(doubles=str(Path(__file__).parents[1] / "implementations"), out=str(tmp_path),
+                                 function=function, huge=huge)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["failed", "agreement"]
+    return proc.stdout.split()
+
+
+def test_huge_offsets_catch_32_bit_index_math_without_crashing(tmp_path):
+    """A wrapped 32-bit row offset lands inside the (lazily allocated) storage: a check fails."""
+    status, check, kind = _wrap_run(tmp_path, "lse")
+    assert (status, check) == ("failed", "agreement") and kind.startswith("huge_")
+
+
+def test_only_a_huge_column_stride_catches_64_bit_rows_with_32_bit_columns(tmp_path):
+    """The half-fix passes a huge row stride; a wrapped column offset still lands in the storage."""
+    assert _wrap_run(tmp_path, "lse_int32_columns") == ["failed", "agreement", "huge_column_stride"]
+    assert _wrap_run(tmp_path, "lse_int32_columns", huge=False) == ["passed", "None", "-"]

@@ -85,6 +85,21 @@ def test_a_huge_offset_view_has_between_3_and_64_rows(example):
     assert rows * cols <= 2**20
 
 
+@FAST
+@given(lse_inputs(device="cpu", max_elements=2**20, max_rows=None,
+                  layout=st.just(Layout(LayoutKind.HUGE_COLUMN_STRIDE))))
+def test_a_huge_column_stride_view_has_between_3_and_64_columns_of_4_byte_elements_at_most(example):
+    rows, cols = example.shape
+    assert 3 <= cols <= HUGE_MAX_ROWS
+    assert rows * cols <= 2**20
+    assert example.dtype.itemsize <= 4 and example.x.stride(1) * (cols - 1) >= 2**31
+
+
+def test_both_huge_kinds_are_drawn_by_default():
+    for kind in (LayoutKind.HUGE_OFFSET, LayoutKind.HUGE_COLUMN_STRIDE):
+        find(layouts(), lambda layout, kind=kind: layout.kind is kind, settings=SEARCH)
+
+
 def test_a_huge_offset_view_can_have_the_most_rows():
     find(lse_inputs(device="cpu", max_elements=2**20, max_rows=None, layout=st.just(Layout(LayoutKind.HUGE_OFFSET))),
          lambda example: example.shape[0] == HUGE_MAX_ROWS, settings=SEARCH)

@@ -365,6 +365,9 @@ RUNTIME = {
                               {"runtime_library_lse"}),
     "returns_one_buffer": ("fail", {"overwrites_output"}, set()),
 }
+# Overwriting an earlier answer fails only a shift_invariance example (the one metamorphic check
+# whose second answer differs from the first): at seed 0 the tenth.
+BUDGET = {"returns_one_buffer": 16}
 
 
 @pytest.mark.parametrize("name", sorted(RUNTIME))
@@ -372,7 +375,7 @@ def test_what_a_candidate_does_while_it_runs_is_flagged_beside_the_verdict(tmp_p
     from fuzz.grading import evaluate
 
     verdict, required, forbidden = RUNTIME[name]
-    options = GradeOptions(budget=8, max_elements=1024).validated()
+    options = GradeOptions(budget=BUDGET.get(name, 8), max_elements=1024).validated()
     record = evaluate(f"{HOSTILE / name}.py:lse", options, reproducer_dir=tmp_path)
     assert record["verdict"] == verdict, record["reason"]
     flags = {f["flag"]: f for f in record["flags"]}

@@ -110,6 +110,26 @@ def test_huge_offset_inputs_travel_as_their_view_and_stay_lazily_allocated():
         assert torch.equal(impl(x), expected(x))
 
 
+@pytest.mark.parametrize("shape", [(3, 4), (0, 8), (5, 0)])
+@pytest.mark.parametrize("kind", [LayoutKind.HUGE_OFFSET, LayoutKind.HUGE_COLUMN_STRIDE], ids=lambda k: k.value)
+def test_huge_views_of_any_shape_travel_and_come_back_unchanged(kind, shape):
+    # An empty view with a column stride far from 1 once broke the worker's own input check.
+    x = Layout(kind).materialize(torch.randn(shape))
+    with IsolatedImpl(target("torch_float64"), memory_limit=0) as impl:
+        assert torch.equal(impl(x), expected(x))
+        assert impl.input_changes == 0
+
+
+def test_an_interpreted_kernel_meets_one_huge_input_after_another_within_the_address_space_limit():
+    # The interpreter's launches leave cycles that hold a huge storage: the worker collects them
+    # before it builds the next one, or the second lands beside the first past the limit.
+    with IsolatedImpl("reference:lse") as impl:
+        for kind in (LayoutKind.HUGE_OFFSET, LayoutKind.HUGE_COLUMN_STRIDE, LayoutKind.HUGE_OFFSET):
+            values = torch.randn(3, 5)
+            out = impl(Layout(kind).materialize(values))
+            assert torch.allclose(out, torch.logsumexp(values, dim=1))
+
+
 def test_empty_inputs_travel(correct):
     assert correct(torch.empty(0, 5)).shape == (0,)
     assert torch.equal(correct(torch.empty(3, 0)), torch.full((3,), -math.inf))

@@ -87,7 +87,7 @@ CASES = [
     ("log2_unscaled", None, [("log", "log2")]),
     ("log2_unscaled", EXP2_KERNEL, [(" * LN2", "")]),
     ("accumulator_half", None, [("float32", "float16")] * 4),
-    ("int64_promotion_removed", None, [(".to(tl.int64)", "")]),
+    ("int64_promotion_removed", None, [(".to(tl.int64)", "")] * 3),
     ("int64_promotion_removed", HOST_KERNEL, [("x.numel() >= 2**31", "False"), ('cfg["int64"]', "False")]),
     ("row_stride_as_length", None, [("stride_row", "N"), ("stride(0)", "shape[1]")]),
     ("column_stride_dropped", None, [(" * stride_col", "")] * 2 + [("x.stride(1)", "1")]),

@@ -1,8 +1,8 @@
 """A small, correct LSE kernel for the tests of ``lse-fuzz mutate``: every operator has a site here.
 
 Two programs' worth of rows per program (``ROWS``; the grid is a ``cdiv``), two passes over
-``BLOCK``-wide tiles (the row max, then the sum of exp(x - max)), 64-bit row offsets, any strides,
-float32 accumulation, -inf rows by a ``tl.where`` guard. Contract: finite values (-inf included),
+``BLOCK``-wide tiles (the row max, then the sum of exp(x - max)), 64-bit row and column offsets,
+any strides, float32 accumulation, -inf rows by a ``tl.where`` guard. Contract: finite values (-inf included),
 float32/float16/bfloat16 input, float32 output. The ``WIDE`` branch (rows past 4096 columns) is
 never reached by the tests' small inputs: the mutants there are NoCoverage.
 """
@@ -32,14 +32,14 @@ def _tiny_kernel(x_ptr, out_ptr, M, N, stride_row, stride_col,
             row_ptr = x_ptr + row.to(tl.int64) * stride_row
             row_max = tl.full([], -float("inf"), tl.float32)
             for start in range(0, N, BLOCK):
-                cols = start + tl.arange(0, BLOCK)
+                cols = (start + tl.arange(0, BLOCK)).to(tl.int64)
                 x = tl.load(row_ptr + cols * stride_col, mask=cols < N, other=-float("inf")).to(tl.float32)
                 row_max = tl.maximum(row_max, tl.max(x, axis=0))
             # An all -inf row has no finite shift: shift by 0 (exp(-inf) = 0 and log(0) = -inf).
             shift = tl.where(row_max == -float("inf"), 0.0, row_max)
             row_sum = tl.zeros([], tl.float32)
             for start in range(0, N, BLOCK):
-                cols = start + tl.arange(0, BLOCK)
+                cols = (start + tl.arange(0, BLOCK)).to(tl.int64)
                 x = tl.load(row_ptr + cols * stride_col, mask=cols < N, other=-float("inf")).to(tl.float32)
                 if WIDE:
                     row_sum += tl.sum(tl.exp(x - shift), axis=0)
