@@ -127,3 +127,19 @@ def test_a_kernel_whose_32_bit_row_offsets_wrap_reads_zeros_from_a_sparse_huge_v
     assert torch.allclose(right, torch.logsumexp(values.double(), dim=1).float())
     assert torch.allclose(wrong[-1], torch.logsumexp(torch.zeros(8), dim=0))  # the last row read zeros
     assert not torch.allclose(wrong, right)
+
+
+@pytest.mark.gpu
+def test_a_kernel_whose_32_bit_column_offsets_wrap_reads_zeros_from_a_huge_column_stride_view():
+    from doubles import int32_index  # 64-bit row offsets, 32-bit column offsets
+
+    values = torch.randn(4, 3) + 5.0
+    x = Layout(LayoutKind.HUGE_COLUMN_STRIDE).materialize(values, "cuda")
+    assert x.stride(1) * 2 >= 2**31
+    wrong = int32_index.lse_int32_columns(x).cpu()
+    torch.cuda.synchronize()  # no fault: the wrapped column landed on pages that read zeros
+    right = torch.logsumexp(values.double(), dim=1).float()
+    with_zeros = torch.logsumexp(torch.cat([values[:, :2], torch.zeros(4, 1)], dim=1).double(), dim=1).float()
+    assert torch.allclose(wrong, with_zeros) and not torch.allclose(wrong, right)
+    assert torch.allclose(int32_index.lse_int32_columns(Layout(LayoutKind.HUGE_OFFSET).materialize(values, "cuda")).cpu(),
+                          right)
