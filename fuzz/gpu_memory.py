@@ -193,8 +193,8 @@ def huge_storage(elements: int, dtype: torch.dtype, device: torch.device | str) 
     ``torch.empty`` on a CPU (the kernel backs pages on first touch), CUDA managed memory on a
     GPU that pages it on demand, and a dense ``torch.empty`` on any other GPU."""
     device = torch.device(device)
-    if device.type != "cuda" or not _pages_on_demand(_index(device)):
+    index = _index(device) if device.type == "cuda" else None
+    if index is None or not _pages_on_demand(index):
         return torch.empty(elements, dtype=dtype, device=device)
     itemsize = torch.empty(0, dtype=dtype).element_size()
-    raw = torch.as_tensor(_Managed(elements * itemsize, _index(device)), device=device)
-    return raw.view(dtype)
+    return torch.as_tensor(_Managed(elements * itemsize, index), device=device).view(dtype)

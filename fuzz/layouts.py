@@ -56,6 +56,10 @@ class LayoutKind(str, enum.Enum):
     HUGE_COLUMN_STRIDE = "huge_column_stride"  # column-major, the last column >= 2**31 elements on
 
 
+HUGE_KINDS = (LayoutKind.HUGE_OFFSET, LayoutKind.HUGE_COLUMN_STRIDE)
+"""The kinds whose storage spans about 2**32 elements (:attr:`Layout.is_huge`)."""
+
+
 @dataclass(frozen=True)
 class Layout:
     """One storage arrangement of an (M, N) input.
@@ -89,7 +93,7 @@ class Layout:
     @property
     def is_huge(self) -> bool:
         """A storage of about 2**32 elements, lazily backed (see :func:`fuzz.gpu_memory.huge_storage`)."""
-        return self.kind in (LayoutKind.HUGE_OFFSET, LayoutKind.HUGE_COLUMN_STRIDE)
+        return self.kind in HUGE_KINDS
 
     def strides(self, rows: int, cols: int) -> tuple[tuple[int, int], int, int]:
         """((row_stride, col_stride), storage_offset, storage_size) for an (rows, cols) view."""
@@ -146,7 +150,7 @@ class Layout:
     def materialize(self, values: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
         """A view laid out like this holding ``values`` (M, N), on ``device`` (default: values').
 
-        Storage outside the view holds NaN, except for ``huge_offset``: its storage comes from
+        Storage outside the view holds NaN, except for the huge kinds: their storage comes from
         :func:`fuzz.gpu_memory.huge_storage` and only the view's elements are written, so the
         untouched gigabytes are never backed by memory (on a GPU that pages on demand; on
         any other GPU they are).

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from reference.errors import InvalidArgument
 
 from .contract import DTYPES, Contract, Values
-from .layouts import COLUMN_STEPS, Layout, LayoutKind
+from .layouts import COLUMN_STEPS, HUGE_KINDS, Layout, LayoutKind
 
 __all__ = ["DTYPES", "LEVELS", "RECIPES", "Contract", "Generator", "LseInput", "Recipe", "RowSpec", "default_device",
            "default_max_elements", "default_max_rows", "dtypes", "layouts", "lse_inputs", "row_recipes",
@@ -172,7 +172,7 @@ def layouts(*, huge_offsets: bool = True, kinds: tuple[LayoutKind, ...] | None =
     isolated process (``lse-fuzz check`` does).
     """
     allowed = tuple(LayoutKind) if kinds is None else kinds
-    kinds = [kind for kind in LayoutKind if kind in allowed and (huge_offsets or not Layout(kind).is_huge)]
+    kinds = [kind for kind in LayoutKind if kind in allowed and (huge_offsets or kind not in HUGE_KINDS)]
     if not kinds:
         raise InvalidArgument(f"kinds={allowed!r} leaves no layout to draw.")
     by_kind = {
@@ -190,9 +190,8 @@ def layouts(*, huge_offsets: bool = True, kinds: tuple[LayoutKind, ...] | None =
     # Every other kind twice, each huge kind once: they are there to expose 32-bit index math (row
     # and column offsets), which one example in a dozen of each does, and each spans gigabytes of
     # address space.
-    huge = (LayoutKind.HUGE_OFFSET, LayoutKind.HUGE_COLUMN_STRIDE)
-    weighted = [kind for kind in kinds if kind not in huge for _ in range(2)]
-    weighted += [kind for kind in kinds if kind in huge]
+    weighted = [kind for kind in kinds if kind not in HUGE_KINDS for _ in range(2)]
+    weighted += [kind for kind in kinds if kind in HUGE_KINDS]
     return st.sampled_from(weighted).flatmap(lambda kind: by_kind[kind])
 
 
