@@ -11,8 +11,6 @@ import argparse
 import importlib
 import sys
 
-from reference.errors import InvalidArgument
-
 from ._version import __version__
 from .isolation import signals
 from .outcomes import ExitCode
@@ -41,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         sub = module.add_parser(subparsers)
-        sub.set_defaults(_run=module.run, _takes_signals=getattr(module, "TAKES_SIGNALS", False))
+        sub.set_defaults(_run=module.run, _takes_signals=getattr(module, "TAKES_SIGNALS", False),
+                         _uses_workers=getattr(module, "uses_workers", None))
     return parser
 
 
@@ -53,6 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return ExitCode.USAGE
+    if args._uses_workers is not None and args._uses_workers(args):
+        # The workers' fork server imports torch and Triton (seconds): started now, before this
+        # process imports them too, the two imports run side by side.
+        from .isolation.environment import expected_worker_environment
+        from .isolation.zygote import prestart
+
+        prestart(expected_worker_environment())
+    from reference.errors import InvalidArgument  # imports torch: after the early start
+
     try:
         return int(args._run(args))
     except InvalidArgument as exc:

@@ -37,13 +37,16 @@ def _finish(row_max, row_sum):
     return tl.where(row_sum != row_sum, float("nan"), result)
 
 
-@triton.jit
-def _lse_combine_kernel(part_max_ptr, part_sum_ptr, out_ptr, M,
-                        SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr):
+# The split count is a runtime argument, not a constexpr: each value was another compile, and
+# the BLOCK_S-wide tile (its next power of two) already fixes the code. Neither it nor M is
+# specialized (== 1, divisible by 16): they only bound the lanes and index the partials.
+@triton.jit(do_not_specialize=["M", "num_splits"])
+def _lse_combine_kernel(part_max_ptr, part_sum_ptr, out_ptr, M, num_splits,
+                        BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     splits = tl.arange(0, BLOCK_S)
-    mask = (rows < M)[:, None] & (splits < SPLITS)[None, :]
-    offsets = rows[:, None] * SPLITS + splits[None, :]
+    mask = (rows < M)[:, None] & (splits < num_splits)[None, :]
+    offsets = rows[:, None] * num_splits + splits[None, :]
     # Padding partials are (-inf, 0): the identity of the merge.
     part_max = tl.load(part_max_ptr + offsets, mask=mask, other=-float("inf"))
     part_sum = tl.load(part_sum_ptr + offsets, mask=mask, other=0.0)

@@ -54,7 +54,12 @@ def _cols(start, BLOCK_N: tl.constexpr, INT64: tl.constexpr):
     return cols
 
 
-@triton.jit
+# Triton compiles one binary per class of each integer argument (== 1, divisible by 16, other).
+# M, N, stride_row and splits stay out of that: the alignment the loads need comes in ROW_ALIGN and
+# COL_ALIGN, and M and splits only bound rows and index partials. Each class was another compile
+# (about a second on the host) for no faster code: a third of the binaries a mutation analysis
+# compiled. stride_col stays: == 1 is what makes a row contiguous.
+@triton.jit(do_not_specialize=["M", "N", "stride_row", "splits"])
 def _lse_kernel(
     x_ptr, out_ptr, part_max_ptr, part_sum_ptr,
     M, N, stride_row, stride_col, cols_per_split, splits,
@@ -179,6 +184,6 @@ def _run_kernels(x, out, part_max, part_sum, cfg: LaunchConfig) -> None:
     if cfg.splits > 1:
         block_rows = 16
         _lse_combine_kernel[(triton.cdiv(rows, block_rows),)](
-            part_max, part_sum, out, rows,
-            SPLITS=cfg.splits, BLOCK_M=block_rows, BLOCK_S=triton.next_power_of_2(cfg.splits),
+            part_max, part_sum, out, rows, cfg.splits,
+            BLOCK_M=block_rows, BLOCK_S=triton.next_power_of_2(cfg.splits),
         )

@@ -154,6 +154,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def uses_workers(args: argparse.Namespace) -> bool:
+    """Whether this run starts isolated workers (the CLI then starts their fork server early)."""
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import sys

@@ -66,6 +66,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def uses_workers(args: argparse.Namespace) -> bool:
+    """Whether this run starts isolated workers (the CLI then starts their fork server early)."""
+    return not args.list and args.show is None
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 

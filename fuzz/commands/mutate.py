@@ -83,6 +83,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def uses_workers(args: argparse.Namespace) -> bool:
+    """Whether this run starts isolated workers (the CLI then starts their fork server early)."""
+    return not args.list and args.show is None and not args.operators_list and args.target is not None
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 

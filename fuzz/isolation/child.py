@@ -44,6 +44,19 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 
 
+def _hash_triton() -> None:
+    """Compute Triton's own key (a hash of its compiler's sources, part of every cache key) here,
+    once, when kernels will be compiled: each forked worker inherits it instead of hashing those
+    files again before its first kernel (a few tenths of a second each, measured on an H200 host)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    try:
+        from triton.runtime.cache import triton_key
+        triton_key()
+    except Exception:  # another Triton's layout: each worker computes it, as it would anyway
+        pass
+
+
 def zygote_main(lifeline_fd: int) -> None:
     """Serve spawn requests until the parent that started us goes away.
 
@@ -66,6 +79,7 @@ def zygote_main(lifeline_fd: int) -> None:
             __import__(name)
         except Exception:  # a broken optional module must not stop the zygote; workers re-import
             pass
+    _hash_triton()
     address = os.path.join(tempfile.mkdtemp(prefix="lse-fuzz-zygote-"), "socket")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from pathlib import Path
@@ -84,3 +85,24 @@ def default_memory_limit(device: str, *, jobs: int = 1, total: int | None = None
         except (ValueError, OSError):
             total = 16 << 30
     return max(MEMORY_FLOOR, min(MEMORY_CAP, total // (2 * max(1, jobs))))
+
+
+def expected_worker_environment() -> dict[str, str]:
+    """The environment a pool's fork server will get (:func:`worker_environment`, without the run's
+    token), known before torch is imported: importing the project's kernels turns on Triton's
+    interpreter where torch sees no CUDA device (``reference._device.ensure_interpreter``), which
+    this foresees from the CUDA driver alone. A wrong guess costs only the time of an early start."""
+    env = {k: v for k, v in worker_environment().items() if k != RUN_ENV}
+    if "TRITON_INTERPRET" not in os.environ and not _cuda_device_present():
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def _cuda_device_present() -> bool:
+    """Whether the CUDA driver sees a device (what torch.cuda.is_available() asks it), in milliseconds."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return driver.cuInit(0) == 0 and driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0

@@ -53,6 +53,11 @@ class Zygote:
 
     @classmethod
     def start(cls, env: dict[str, str], *, timeout: float = DEFAULT_START_TIMEOUT) -> Zygote:
+        return cls.launch(env).ready(timeout)
+
+    @classmethod
+    def launch(cls, env: dict[str, str]) -> Zygote:
+        """Start a fork server and return at once; :meth:`ready` waits until it serves."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         home = Path(tempfile.mkdtemp(prefix="lse-fuzz-zygote-home-"))
         log = home / "zygote.log"
@@ -64,17 +69,22 @@ class Zygote:
                 stdout=log_file, stderr=log_file, start_new_session=True,
             )
         theirs.close()
-        zygote = cls(ours, process=process, log=log, since=since)
+        return cls(ours, process=process, log=log, since=since)
+
+    def ready(self, timeout: float = DEFAULT_START_TIMEOUT) -> Zygote:
+        """This fork server once it serves (its imports done); RuntimeError if it never does."""
+        if self.address is not None:
+            return self
         try:
-            hello = zygote._read(timeout)
+            hello = self._read(timeout)
         except EOFError:
             hello = None
         if hello is None or hello.get("op") != "hello":
-            process.kill()
-            text = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            self.process.kill()
+            text = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
             raise RuntimeError(f"the worker fork server did not start: {text}")
-        zygote.address = hello["address"]
-        return zygote
+        self.address = hello["address"]
+        return self
 
     @classmethod
     def connect(cls, address: str) -> Zygote:
@@ -163,6 +173,8 @@ class Zygote:
             self.sock.close()
         finally:
             if self.process is not None:
+                if self.address is None:  # started early and never used: still importing, no need to wait
+                    self.process.kill()
                 try:
                     self.process.wait(timeout=5)
                 except subprocess.TimeoutExpired:
@@ -312,9 +324,26 @@ def zygote_for(env: dict[str, str]) -> Zygote:
     with _ZYGOTES_LOCK:
         zygote = _ZYGOTES.get(key)
         if zygote is None or not zygote.alive():
-            zygote = Zygote.connect(address) if address else Zygote.start(env)
+            zygote = Zygote.connect(address) if address else Zygote.launch(env)
             _ZYGOTES[key] = zygote
-        return zygote
+        try:
+            return zygote.ready()
+        except RuntimeError:
+            del _ZYGOTES[key]
+            raise
+
+
+def prestart(env: dict[str, str]) -> None:
+    """Start the fork server :func:`zygote_for` ``(env)`` will return, now, without waiting for it:
+    its imports (torch, Triton, seconds of them) then run while the caller does its own. One that
+    is never asked for is stopped at exit. Nothing happens in a grading driver (it connects to its
+    parent's) or when one for ``env`` exists already."""
+    if os.environ.get(ZYGOTE_ADDRESS_ENV):
+        return
+    key = json.dumps(sorted(env.items()))
+    with _ZYGOTES_LOCK:
+        if key not in _ZYGOTES:
+            _ZYGOTES[key] = Zygote.launch(env)
 
 
 @atexit.register

@@ -7,10 +7,12 @@
 
 Steps:
 
-1. The gate. The suite runs against the correct kernel (``reference.lse``, and the empty patch:
-   the reference kernel loaded the way every mutant is, ``mutants.UNMUTATED_TARGET``): both must
-   pass. It runs against a deliberately broken double (``fuzz.mutation.gate:lse_plus_one``): it must
-   be caught. Otherwise the suite cannot tell right from wrong and no mutant is scored
+1. The gate. The suite runs against the correct kernel, loaded the way every mutant is (the empty
+   patch, ``mutants.UNMUTATED_TARGET``: the files of ``reference/`` as they are, in a shadow
+   package): it must pass. That is ``reference.lse`` itself, source for source, so the gate does
+   not run ``reference:lse`` again: the same kernel on the same examples compiled the same binaries
+   a second time, at the same moments, on a GPU. It runs against a deliberately broken double
+   (``fuzz.mutation.gate:lse_plus_one``): it must be caught. Otherwise the suite cannot tell right from wrong and no mutant is scored
    (:class:`GateFailure`). The gate uses the mutants' budget, seed and checks: Hypothesis then
    draws the same examples for a mutant as for the correct kernel up to the mutant's first
    failure, so every example a mutant failed on (before shrinking) is one the unmutated kernel passed.
@@ -81,8 +83,7 @@ GATE_TIMEOUT = 600.0
 """Seconds any job may take until the gate has measured the baseline."""
 
 GATE_CORRECT: tuple[tuple[str, str], ...] = (
-    ("reference.lse", "reference:lse"),
-    ("the empty patch (the mutants' base)", UNMUTATED_TARGET),
+    ("reference.lse, as the mutants' base (the empty patch)", UNMUTATED_TARGET),
 )
 """(label, target) of the correct implementations the suite must pass."""
 

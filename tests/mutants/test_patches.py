@@ -109,9 +109,13 @@ def test_the_empty_patch_is_the_gates_kernel():
     package = _patch.load(None)
     unmutated = _resolve(UNMUTATED_TARGET)
     assert unmutated is package.lse and unmutated is not reference.lse
-    # Its kernel is read from a copy of reference/_lse_kernel.py, character for character.
+    # Its kernel is read from a copy of reference/_lse_kernel.py, character for character, and
+    # every other file of the package is copied as it is too: the mutation gate runs this kernel
+    # in place of reference.lse (fuzz.mutation.GATE_CORRECT), so it must be the same source.
     assert inspect.getsource(inspect.getmodule(unmutated)) == SOURCES["reference/_lse_kernel.py"]
-    assert Path(inspect.getsourcefile(unmutated)).parent != Path(reference.__file__).parent
+    shadow = Path(inspect.getsourcefile(unmutated)).parent
+    assert shadow != Path(reference.__file__).parent
+    assert {f"reference/{f.name}": f.read_text() for f in shadow.glob("*.py")} == SOURCES
     torch.manual_seed(0)
     padded = torch.full((5, 40), float("nan"))[:, :33]
     padded.copy_(torch.randn(5, 33))

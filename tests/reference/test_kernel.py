@@ -328,3 +328,36 @@ def test_triton_imported_before_the_interpreter_gets_a_message_with_the_fix():
     done = subprocess.run([sys.executable, "-c", TRITON_FIRST], capture_output=True, text=True, timeout=120, env=env)
     assert "refused: triton was imported before Triton's interpreter was turned on" in done.stdout, done.stderr
     assert "set TRITON_INTERPRET=1 in the environment" in done.stdout
+
+
+VARIANTS_SCRIPT = textwrap.dedent("""
+    import sys
+    import torch
+    from fuzz import specialization
+    specialization.install(sys.argv[1])
+    from reference import lse
+    # The same tiles, warps and split on every launch (13 and 16 rows take one 16-row block, 1004
+    # and 1008 columns the same tiles and alignment): only the classes of M, N, the row stride
+    # and the split count differ (divisible by 16 or not).
+    for rows in (13, 16):
+        for cols in (1004, 1008):
+            lse(torch.randn(rows, cols))
+    lse(torch.randn(16, 2016)[:, ::2])  # a column stride of 2: its own class
+""")
+
+
+def test_only_the_column_stride_of_the_integer_arguments_makes_another_compiled_kernel(tmp_path):
+    # Each specialization class of an integer argument is another binary, compiled for about a
+    # second on a GPU. M, N, the row stride and the split count carry nothing the loads need (the
+    # alignment comes in ROW_ALIGN and COL_ALIGN), so they are left unspecialized; the column
+    # stride is specialized (== 1 is a contiguous row). Counted with the launches' keys, which
+    # are the same in Triton's interpreter (fuzz.specialization).
+    from fuzz.specialization import read_records, summarize
+
+    path = tmp_path / "variants.jsonl"
+    done = subprocess.run([sys.executable, "-c", VARIANTS_SCRIPT, str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = summarize(read_records(path))
+    assert summary["classes"] == {"_lse_kernel": {"stride_col": ["1", "i32"]}, "_lse_combine_kernel": {}}, summary
+    assert summary["variants"] == 3  # the kernel twice (a column stride of 1 or 2), the combine once

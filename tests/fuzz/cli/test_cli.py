@@ -49,3 +49,32 @@ def test_an_unknown_command_is_one_line_and_exit_2(capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("lse-fuzz: error:") and "frobnicate" in err
+
+
+COUNT_FORK_SERVERS = """
+import sys
+from fuzz.isolation import zygote
+launch = zygote.Zygote.launch.__func__
+started = []
+def counting(cls, env):
+    started.append(sorted(env))
+    return launch(cls, env)
+zygote.Zygote.launch = classmethod(counting)
+from fuzz.cli import main
+code = main(sys.argv[1:])
+print("fork servers started:", len(started))
+raise SystemExit(code)
+"""
+
+
+def test_the_fork_server_started_early_is_the_one_the_run_uses():
+    # The CLI starts the workers' fork server before it imports torch, with the environment it
+    # foresees (Triton's interpreter on this GPU-less machine included, TRITON_INTERPRET unset here):
+    # a wrong guess would start a second one, seconds of imports again.
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", COUNT_FORK_SERVERS, "check",
+                           "tests/implementations/correct/torch_float32.py:lse", "--budget", "4", "--parts", "1"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "fork servers started: 1" in done.stdout

@@ -1,0 +1,93 @@
+"""Where the time of one mutation analysis goes: when each job ended, and each part's seconds.
+
+    python bench/mutants_timeline.py [--device cuda] [-j 14] [--parts N] [--gate-correct TARGET ...] [MUTANT ...]
+
+Runs :func:`fuzz.mutation.run_mutation_analysis` once (its workers' fork server started first,
+as the CLI starts it) and prints when each job reached a driver and, in the order they ended,
+every gate job and mutant with the second it ended (from the start of this script, imports included)
+and the seconds of each of its parts, then the report's summary. ``--gate-correct`` replaces the
+correct implementations of the gate (default: the analysis's own). With ``LSE_FUZZ_VARIANTS`` set
+to a file, the launch variants of the whole run are summed per kernel at the end: the binaries a
+cold run compiles (see :mod:`fuzz.specialization`).
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.perf_counter()
+
+import argparse  # noqa: E402 - the clock starts before the imports, which are part of a run's cost
+import os  # noqa: E402
+import sys  # noqa: E402
+from collections import Counter  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fuzz.isolation.environment import expected_worker_environment  # noqa: E402 - light: no torch
+from fuzz.isolation.zygote import prestart  # noqa: E402
+
+prestart(expected_worker_environment())  # as `lse-fuzz mutants` does, before torch is imported here
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mutants", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("-j", "--jobs", type=int, default=None)
+    parser.add_argument("--gate-correct", action="append", default=None, metavar="TARGET",
+                        help="a correct implementation the gate must pass (repeat; default: the analysis's own)")
+    parser.add_argument("--parts", type=int, default=None, help="the examples' parts (default: the analysis's)")
+    parser.add_argument("--out-dir", default=None, help="keep the reports here")
+    args = parser.parse_args(argv)
+
+    from fuzz.isolation.pool import Timeline
+    from fuzz.mutation import GATE_CORRECT, run_mutation_analysis
+    from fuzz.specialization import ENV, read_records
+
+    started = Timeline.started
+
+    def starting(self, key: str, at: float) -> None:  # when each job reaches a driver
+        print(f"{time.perf_counter() - STARTED:7.1f} s  start {key}", flush=True)
+        started(self, key, at)
+
+    Timeline.started = starting
+
+    imported = time.perf_counter() - STARTED
+    print(f"imports done at {imported:.1f} s", flush=True)
+    ended: list[tuple[str, float]] = []
+    done = Counter()
+
+    def progress(stage: str, count: int, total: int) -> None:
+        if count > done[stage]:
+            done[stage] = count
+            ended.append((f"{stage} {count}/{total}", time.perf_counter() - STARTED))
+            print(f"{ended[-1][1]:7.1f} s  {ended[-1][0]}", flush=True)
+
+    gate = GATE_CORRECT if args.gate_correct is None else [(target, target) for target in args.gate_correct]
+    report = run_mutation_analysis(args.mutants or None, jobs=args.jobs, device=args.device, gate_correct=gate,
+                                   parts=args.parts, out_dir=args.out_dir, progress=progress)
+    print(f"\n{report.summary()}; setup {report.setup_seconds:.1f} s, gate {report.gate_seconds:.1f} s, "
+          f"mutants after the gate {report.mutation_seconds:.1f} s; wall {time.perf_counter() - STARTED:.1f} s")
+    for entry in report.gate:
+        parts = entry.cell.record.get("parts") or []
+        print(f"gate {entry.label}: {entry.cell.examples} examples, parts "
+              + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts))
+    for result in report.results:
+        parts = result.cell.record.get("parts") or []
+        print(f"{result.name:26s} {result.status.value:9s} {result.examples:4d} ex {result.wall_seconds:6.1f} s; parts "
+              + ", ".join(f"{p.get('seconds', 0):.1f}" for p in parts))
+    path = os.environ.get(ENV)
+    if path:
+        kernels = Counter()
+        for record in {(r["kernel"], str(r.get("key"))): r for r in read_records(path)}.values():
+            kernels[record["kernel"].partition("@")[0]] += 1
+        print(f"\nvariants in all: {sum(kernels.values())}")
+        for kernel, count in kernels.most_common():
+            print(f"  {count:4d} {kernel}")
+    return report.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

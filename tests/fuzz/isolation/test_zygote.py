@@ -1,0 +1,77 @@
+"""The fork server's start (fuzz.isolation.zygote, fuzz.isolation.child): early, once, and ready
+for kernels to compile."""
+
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+
+import pytest
+
+from fuzz.isolation import child, zygote
+from fuzz.isolation.environment import worker_environment
+
+
+def _fresh_env() -> dict[str, str]:
+    # A key no other test of this process has a fork server for (TRITON_* is kept for workers).
+    return dict(worker_environment(), TRITON_LSE_FUZZ_TEST=uuid.uuid4().hex)
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    started: list[dict] = []
+    launch = zygote.Zygote.launch.__func__
+
+    def counting(cls, env):
+        started.append(env)
+        return launch(cls, env)
+
+    monkeypatch.setattr(zygote.Zygote, "launch", classmethod(counting))
+    return started
+
+
+def _forget(env: dict[str, str]) -> zygote.Zygote:
+    with zygote._ZYGOTES_LOCK:
+        return zygote._ZYGOTES.pop(json.dumps(sorted(env.items())))
+
+
+def test_an_early_start_is_the_fork_server_asked_for_later(launches):
+    env = _fresh_env()
+    zygote.prestart(env)
+    zygote.prestart(env)  # a second early start of the same environment is the first
+    server = zygote.zygote_for(env)
+    try:
+        assert len(launches) == 1
+        assert server.address is not None and server.alive()  # ready: its hello was read
+        assert zygote.zygote_for(env) is server
+    finally:
+        _forget(env).close()
+
+
+def test_an_early_start_never_asked_for_is_stopped_at_once(launches):
+    env = _fresh_env()
+    zygote.prestart(env)
+    server = _forget(env)
+    assert server.address is None  # still importing torch: close does not wait for it to finish
+    server.close()
+    assert server.process.returncode == -signal.SIGKILL
+
+
+def test_a_grading_driver_starts_no_fork_server_of_its_own(launches, monkeypatch):
+    monkeypatch.setenv(zygote.ZYGOTE_ADDRESS_ENV, "/nonexistent/socket")  # it connects to its parent's
+    zygote.prestart(_fresh_env())
+    assert launches == []
+
+
+def test_the_fork_server_hashes_triton_once_for_its_workers_when_kernels_compile(monkeypatch):
+    from triton.runtime.cache import triton_key
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    triton_key.cache_clear()
+    child._hash_triton()
+    assert triton_key.cache_info().currsize == 1  # forked workers inherit it
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    triton_key.cache_clear()
+    child._hash_triton()
+    assert triton_key.cache_info().currsize == 0  # nothing compiles in the interpreter: no time spent
