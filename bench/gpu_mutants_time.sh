@@ -7,7 +7,8 @@
 #   default   the analysis as shipped, from an empty Triton cache, with a timeline of the jobs
 #             (bench/mutants_timeline.py) and the launch variants of the run (LSE_FUZZ_VARIANTS)
 #   warm      the same again on the cache the first run filled: what is left without compiling
-#   base      the first step with one correct kernel in the gate, the mutants' base
+#   base      the first step with only the mutants' base as the gate's correct kernel (the default
+#             since the gate stopped running reference.lse beside it)
 #   part      one gate part alone (63 examples of the mutants' base), cold: seconds per compile
 #             without the other jobs' load
 #   bytecode  `python -m compileall` over the installed packages first (what pip does at install

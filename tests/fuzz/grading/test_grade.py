@@ -641,20 +641,3 @@ def test_a_candidate_that_stops_the_grading_processes_does_not_hang_the_batch(tm
     assert code == 1 and {k: r["verdict"] for k, r in records_of(out).items()} == {
         "a_stopper": "crash", "b_neighbour": "pass", "c_neighbour": "pass", "d_neighbour": "pass"}
 
-
-def test_on_a_gpu_the_graders_cuda_context_opens_while_the_worker_starts(monkeypatch):
-    # Each of the two processes needs a context of its own, seconds each on a busy host: the
-    # grader's opens in a thread while its worker starts, not after it.
-    import importlib
-    import threading
-
-    evaluate = importlib.import_module("fuzz.grading.evaluate")  # the module (the package exports the function)
-    opened = []
-    monkeypatch.setattr(evaluate, "sparse_huge_inputs",
-                        lambda device: opened.append((device, threading.current_thread().name)))
-    assert evaluate._cuda_context_meanwhile("cpu") is None
-    thread = evaluate._cuda_context_meanwhile("cuda:1")
-    thread.join()
-    assert opened == [("cuda:1", "lse-fuzz-cuda-context")]
-    monkeypatch.setattr(evaluate, "sparse_huge_inputs", lambda device: 1 / 0)
-    evaluate._open_context("cuda")  # the run meets the same error itself, and reports it
