@@ -43,7 +43,8 @@ if wants base; then cold base --gate-correct mutants.patched:unmutated > /dev/nu
 if wants warm; then
   { header; echo "# the same, on the Triton cache the cold run filled"
     start=$(date +%s.%N)
-    TRITON_CACHE_DIR=$cache "${one[@]}" timeout 240 python3 bench/mutants_timeline.py --device cuda -j 14
+    TRITON_CACHE_DIR=${cache:?the warm step needs the default step first} "${one[@]}" timeout 240 \
+      python3 bench/mutants_timeline.py --device cuda -j 14
     echo "exit $? after $(python3 -c "import time; print(f'{time.time() - $start:.1f}')") s"
   } > "$out/warm.log" 2>&1
   tail -2 "$out/warm.log"

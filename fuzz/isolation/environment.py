@@ -87,12 +87,18 @@ def default_memory_limit(device: str, *, jobs: int = 1, total: int | None = None
     return max(MEMORY_FLOOR, min(MEMORY_CAP, total // (2 * max(1, jobs))))
 
 
+def fork_server_environment(env: dict[str, str]) -> dict[str, str]:
+    """A pool's workers' environment ``env`` without the run's token: one fork server serves every
+    run of a process (the token goes to each run's drivers and workers, not into the server)."""
+    return {k: v for k, v in env.items() if k != RUN_ENV}
+
+
 def expected_worker_environment() -> dict[str, str]:
     """The environment a pool's fork server will get (:func:`worker_environment`, without the run's
     token), known before torch is imported: importing the project's kernels turns on Triton's
     interpreter where torch sees no CUDA device (``reference._device.ensure_interpreter``), which
     this foresees from the CUDA driver alone. A wrong guess costs only the time of an early start."""
-    env = {k: v for k, v in worker_environment().items() if k != RUN_ENV}
+    env = fork_server_environment(worker_environment())
     if "TRITON_INTERPRET" not in os.environ and not _cuda_device_present():
         env["TRITON_INTERPRET"] = "1"
     return env

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ..outcomes import Outcome, describe_exit
 from . import signals, wire
-from .environment import RUN_ENV, worker_environment, worker_sys_path
+from .environment import fork_server_environment, worker_environment, worker_sys_path
 from .gpus import VISIBLE
 from .signals import Sender, SignalEvent, Stopped
 from .zygote import (RESUMED_BY_POOL_ENV, ZYGOTE_ADDRESS_ENV, Zygote, report_spawns, report_stops, stop_reporting,
@@ -213,7 +213,7 @@ class Pool:
         if self._zygote is None or not self._zygote.alive():
             # One fork server serves every run of this process: a run's token goes to its drivers
             # (and so to their workers), not into the fork server's key.
-            self._zygote = zygote_for({k: v for k, v in self._env.items() if k != RUN_ENV})
+            self._zygote = zygote_for(fork_server_environment(self._env))
             if self._zygote.pid is not None:
                 with self._lock:
                     self._kinds[self._zygote.pid] = Stopped.FORK_SERVER

@@ -52,10 +52,6 @@ class Zygote:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls, env: dict[str, str], *, timeout: float = DEFAULT_START_TIMEOUT) -> Zygote:
-        return cls.launch(env).ready(timeout)
-
-    @classmethod
     def launch(cls, env: dict[str, str]) -> Zygote:
         """Start a fork server and return at once; :meth:`ready` waits until it serves."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
