@@ -44,19 +44,18 @@ def configs(x, sms):
 
 
 def variants(x, sms):
-    """The launch policy's own choice, and small departures from it (prefetch, wider tiles, warps)."""
+    """The launch policy's own choice, and small departures from it (warps, taller or wider tiles)."""
     import dataclasses
 
     from reference._launch import launch_config
 
     base = launch_config(x, interpreter=False, multiprocessors=sms)
     yield base
-    yield dataclasses.replace(base, prefetch=True)
-    yield dataclasses.replace(base, prefetch=True, num_warps=8)
+    yield dataclasses.replace(base, num_warps=8)
     if base.block_m >= 2:
-        yield dataclasses.replace(base, prefetch=True, block_m=base.block_m * 2, row_blocks=-(-x.shape[0] // (base.block_m * 2)))
+        yield dataclasses.replace(base, block_m=base.block_m * 2, row_blocks=-(-x.shape[0] // (base.block_m * 2)))
     elif x.shape[1] >= 8192 and base.splits == 1:
-        yield dataclasses.replace(base, prefetch=True, block_n=8192, cols_per_split=-(-x.shape[1] // 8192) * 8192)
+        yield dataclasses.replace(base, block_n=8192, cols_per_split=-(-x.shape[1] // 8192) * 8192)
 
 
 def run_variants(copy_gbs, sms, dtypes) -> None:
@@ -72,7 +71,7 @@ def run_variants(copy_gbs, sms, dtypes) -> None:
                 assert reference.compare(x, got).ok, cfg
                 ms = median_ms(lambda: _lse_kernel._launch(x, cfg, torch.float32), rep_ms=100)
                 frac = lse_bytes(x) / (ms * 1e-3) / 1e9 / copy_gbs
-                cells.append(f"{100 * frac:.1f}% (bm={cfg.block_m} bn={cfg.block_n} w={cfg.num_warps} pf={int(cfg.prefetch)} s={cfg.splits})")
+                cells.append(f"{100 * frac:.1f}% (bm={cfg.block_m} bn={cfg.block_n} w={cfg.num_warps} s={cfg.splits})")
             print(f"{shape} {dtype_name}: " + " | ".join(cells), flush=True)
             del x
 

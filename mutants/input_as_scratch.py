@@ -1,8 +1,9 @@
 """Mutant: the kernel writes the shifted tile back into its input, using it as scratch space.
 
-Patch: in ``_lse_kernel`` (reference/_lse_kernel.py), after folding each full tile, one added
-line stores x - run_max over the tile it read; the answer it returns is right, the caller's
-tensor is not. (The tail tile is left alone, as an unmasked scratch store would have to be.)
+Patch: in ``_lse_kernel`` (reference/_lse_kernel.py), after folding each full tile, two added
+lines read the tile again and store x - run_max over it; the answer it returns is right, the
+caller's tensor is not. (The tail tile is left alone, as an unmasked scratch store would have to
+be.)
 
 Pitfall: fused softmax/cross-entropy kernels save memory by writing intermediates (or gradients)
 over their input. A Triton ``tl.store`` does not bump PyTorch's version counter, so autograd
@@ -30,14 +31,11 @@ from ._patch import Patch, kernel_device
 
 PATCH = Patch(
     path="reference/_lse_kernel.py",
-    anchor=(
-        "run_max, run_sum = _update(run_max, run_sum, x.to(dtype))\n"
-        "    tail = col_begin + full_tiles * BLOCK_N"
-    ),
+    anchor="stride_col, BLOCK_N, INT64, False)\n",
     replacement=(
-        "run_max, run_sum = _update(run_max, run_sum, x.to(dtype))\n"
-        "            tl.store(row_ptrs + cols[None, :] * stride_col, (x - run_max[:, None]).to(x.dtype))\n"
-        "    tail = col_begin + full_tiles * BLOCK_N"
+        "stride_col, BLOCK_N, INT64, False)\n"
+        "        tile = row_ptrs + _cols(start, BLOCK_N, INT64)[None, :] * stride_col\n"
+        "        tl.store(tile, (tl.load(tile) - run_max[:, None]).to(x_ptr.dtype.element_ty))\n"
     ),
 )
 

@@ -36,11 +36,11 @@ from ._patch import Patch, kernel_device
 PATCH = Patch(
     path="reference/_lse_kernel.py",
     anchor=(
-        "run_max, run_sum = _update(run_max, run_sum, x.to(dtype))\n"
+        "BLOCK_N, INT64, True)\n"
         "    if PARTIALS:"
     ),
     replacement=(
-        "run_max, run_sum = _update(run_max, run_sum, x.to(dtype))\n"
+        "BLOCK_N, INT64, True)\n"
         "    run_sum = run_sum.to(x_ptr.dtype.element_ty).to(dtype)\n"
         "    if PARTIALS:"
     ),

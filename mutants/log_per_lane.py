@@ -1,6 +1,6 @@
 """Mutant: the log is taken per lane, before the reduction.
 
-Patch: in ``_update`` (reference/_lse_kernel.py) each lane's term exp(x - m) is wrapped in
+Patch: in ``_exp`` (reference/_lse_kernel.py) each lane's term exp(x - m) is wrapped in
 ``tl.log`` before the lanes are summed. The log of the row sum in ``_finish`` stays where it is
 (it lives in another file, and a patch is one edit), so the row comes out
 m + log(sum_j (x_j - m)): -inf for a row of equal entries (the sum is 0), NaN once any entry lies
@@ -27,8 +27,8 @@ from ._patch import Patch, kernel_device
 
 PATCH = Patch(
     path="reference/_lse_kernel.py",
-    anchor="tl.exp2((x - _shift(new_max)[:, None]) * LOG2E)",
-    replacement="tl.log(tl.exp2((x - _shift(new_max)[:, None]) * LOG2E))",
+    anchor="tl.exp2((x - shift[:, None]) * LOG2E)",
+    replacement="tl.log(tl.exp2((x - shift[:, None]) * LOG2E))",
 )
 
 

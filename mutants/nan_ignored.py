@@ -1,8 +1,8 @@
 """Mutant: NaN is treated as a masked lane, so a row holding NaN gets a finite result.
 
-Patch: ``_update`` (reference/_lse_kernel.py) first replaces NaN lanes by -inf
-(``x = tl.where(x == x, x, -float("inf"))``), the same sentinel as padding: the NaN is dropped
-from both the max and the sum.
+Patch: ``_load`` (reference/_lse_kernel.py) replaces NaN lanes by -inf as it loads them
+(``tl.where(x == x, x, -float("inf"))``), the same sentinel as padding: the NaN is dropped from
+both the max and the sum.
 
 Pitfall: NaN must win. Triton's ``tl.max``/``tl.maximum`` ignore NaN in compiled code ("nan
 ignore" reductions, unlike torch.max), so a kernel that takes its max from them and then guards
@@ -28,10 +28,10 @@ from ._patch import Patch, kernel_device
 
 PATCH = Patch(
     path="reference/_lse_kernel.py",
-    anchor="new_max = tl.maximum(run_max, tl.max(x, axis=1))",
+    anchor="    return x.to(dtype)",
     replacement=(
-        'x = tl.where(x == x, x, -float("inf"))\n'
-        "    new_max = tl.maximum(run_max, tl.max(x, axis=1))"
+        "    x = x.to(dtype)\n"
+        '    return tl.where(x == x, x, -float("inf"))'
     ),
 )
 

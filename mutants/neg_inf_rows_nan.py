@@ -1,9 +1,9 @@
 """Mutant: all -inf rows give NaN: -inf - (-inf), the shift and rescale guards removed.
 
-Patch: the last two lines of ``_update`` (reference/_lse_kernel.py) subtract the running max
-unguarded (``x - new_max`` instead of ``x - _shift(new_max)``) and rescale with
-``tl.exp(run_max - new_max)`` instead of ``_rescale(run_max, new_max)``: the textbook online
-update, without the guards the reference's ``_shift`` and ``_rescale`` exist for.
+Patch: the last lines of ``_update`` (reference/_lse_kernel.py) shift by the running max
+unguarded (``shift = new_max`` instead of ``_shift(new_max)``: the exponent is x - new_max) and
+rescale with ``tl.exp(run_max - new_max)`` instead of ``_rescale(run_max, new_max)``: the textbook
+online update, without the guards the reference's ``_shift`` and ``_rescale`` exist for.
 
 Pitfall: a fully masked row (all -inf: padding, a causal mask, an empty attention window) has max
 -inf, and x - max = -inf - (-inf) = NaN, so the row comes out NaN instead of -inf; the same
@@ -31,12 +31,14 @@ from ._patch import Patch, kernel_device
 PATCH = Patch(
     path="reference/_lse_kernel.py",
     anchor=(
-        "terms = tl.exp2((x - _shift(new_max)[:, None]) * LOG2E)\n"
-        "    return new_max, run_sum * _rescale(run_max, new_max) + tl.sum(terms, axis=1)"
+        "shift = _shift(new_max)\n"
+        "    terms = _exp(x0, shift) + _exp(x1, shift) + _exp(x2, shift) + _exp(x3, shift)\n"
+        "    return new_max, run_sum * _rescale(run_max, new_max)"
     ),
     replacement=(
-        "terms = tl.exp2((x - new_max[:, None]) * LOG2E)\n"
-        "    return new_max, run_sum * tl.exp(run_max - new_max) + tl.sum(terms, axis=1)"
+        "shift = new_max\n"
+        "    terms = _exp(x0, shift) + _exp(x1, shift) + _exp(x2, shift) + _exp(x3, shift)\n"
+        "    return new_max, run_sum * tl.exp(run_max - new_max)"
     ),
 )
 

@@ -27,7 +27,7 @@ from ._patch import Patch, kernel_device
 
 PATCH = Patch(
     path="reference/_lse_kernel.py",
-    anchor="new_max = tl.maximum(run_max, tl.max(x, axis=1))",
+    anchor="new_max = tl.maximum(run_max, tl.max(tl.maximum(tl.maximum(x0, x1), tl.maximum(x2, x3)), axis=1))",
     replacement="new_max = tl.zeros_like(run_max)",
 )
 

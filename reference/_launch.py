@@ -14,7 +14,8 @@ runs quickly, so the fuzzer exercises them. Tiles are ``_INTERPRETER_BLOCK_N`` =
 widened so that no row takes more than ``_INTERPRETER_MAX_TILES`` = 8 tiles (each loop iteration
 costs milliseconds of interpreter time), and rows of ``_INTERPRETER_SPLIT_FROM_TILES`` = 4 tiles
 or more are split into up to ``_INTERPRETER_SPLITS`` = 4 partials. A row of N columns then takes
-one tile (N <= 256; a masked tail unless N is a power of two), a loop of 2 or 3 tiles
+one tile (N <= 256; a masked tail unless N is a power of two from 4, the narrowest tile, which
+the kernel loads as four column quarters), a loop of 2 or 3 tiles
 (257..768), or a split with a loop in each partial and the combine kernel (N >= 769). The largest
 tiles and no split, which would save interpreter time, leave the loop, the tail after full tiles
 and the combine unrun on a CPU, and half the pitfalls in mutants/ live there.
@@ -39,6 +40,7 @@ _GPU_WAVES = 2
 _GPU_NUM_WARPS = 4
 _GPU_NUM_STAGES = 1
 _INTERPRETER_BLOCK_N = 256
+_INTERPRETER_MIN_BLOCK_N = 4  # the kernel loads a tile as four column quarters
 _INTERPRETER_MAX_TILES = 8
 _INTERPRETER_TILE = 1 << 16  # elements per program: short rows share a program, as on a GPU
 _INTERPRETER_SPLITS = 4
@@ -58,7 +60,6 @@ class LaunchConfig:
     row_align: int
     col_align: int
     row_blocks: int
-    prefetch: bool = False
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -108,7 +109,7 @@ def _cached_config(
     assert rows > 0 and cols > 0, "empty inputs never reach the kernel"
     if interpreter:
         widest = max(_INTERPRETER_BLOCK_N, _next_pow2(math.ceil(cols / _INTERPRETER_MAX_TILES)))
-        block_n = min(_next_pow2(cols), widest)
+        block_n = max(_INTERPRETER_MIN_BLOCK_N, min(_next_pow2(cols), widest))
         block_m = max(1, min(_INTERPRETER_TILE // block_n, _next_pow2(rows)))
         row_blocks = math.ceil(rows / block_m)
         tiles_per_row = math.ceil(cols / block_n)

@@ -147,7 +147,7 @@ def _no_coverage_cell(mutant: Mutant, device: str) -> Cell:
 def _covered(mutant: Mutant, kernel: Kernel, coverage: dict[str, set[int]], device: str,
              launches: dict[str, list[dict]] | None = None) -> bool:
     if mutant.kernel and not device.startswith("cpu"):
-        # A compiled kernel runs no Python lines; but a site in a static branch (`if PREFETCH:`) of a
+        # A compiled kernel runs no Python lines; but a site in a static branch (`if PARTIALS:`) of a
         # launched kernel ran only if some launch of the gate's run gave that constexpr the value.
         runs = (launches or {}).get(mutant.function)
         if not mutant.guards or not runs:

@@ -94,7 +94,7 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return torch.empty(t.shape, dtype=t.dtype).copy_(t).view(torch.uint8)
 
 
-def _config(x, *, block_m, block_n, splits, int64=False, prefetch=False):
+def _config(x, *, block_m, block_n, splits, int64=False):
     rows, cols = x.shape
     cols_per_split = math.ceil(math.ceil(cols / block_n) / splits) * block_n
     return LaunchConfig(
@@ -102,14 +102,13 @@ def _config(x, *, block_m, block_n, splits, int64=False, prefetch=False):
         cols_per_split=cols_per_split, num_warps=4, num_stages=1, int64=int64,
         row_align=_align(x.stride(0), x.element_size()),
         col_align=_align(math.gcd(cols, cols_per_split), x.element_size()),
-        row_blocks=math.ceil(rows / block_m), prefetch=prefetch,
+        row_blocks=math.ceil(rows / block_m),
     )
 
 
 @pytest.mark.parametrize("splits", [1, 2, 3, 7], ids=lambda s: f"splits={s}")
 @pytest.mark.parametrize("int64", [False, True], ids=["int32", "int64"])
-@pytest.mark.parametrize("prefetch", [False, True], ids=["plain", "prefetch"])
-def test_gpu_paths_split_rows_and_loop_tiles(splits, int64, prefetch):
+def test_gpu_paths_split_rows_and_loop_tiles(splits, int64):
     """The GPU policy's paths (many loop iterations, split rows + combine) run here with small tiles."""
     torch.manual_seed(splits)
     x = torch.randn(7, 1000) * 30
@@ -118,7 +117,7 @@ def test_gpu_paths_split_rows_and_loop_tiles(splits, int64, prefetch):
     x[2, 999] = INF
     x[3, 5] = NAN
     x[4] = torch.linspace(-300, 300, 1000)  # the max keeps growing: every tile rescales
-    got = _launch(x, _config(x, block_m=2, block_n=64, splits=splits, int64=int64, prefetch=prefetch), torch.float32)
+    got = _launch(x, _config(x, block_m=2, block_n=64, splits=splits, int64=int64), torch.float32)
     _assert_agrees(x, got)
 
 
@@ -172,9 +171,10 @@ def test_launch_policy_on_a_gpu():
 
 INTERPRETER_POLICY = [
     # (N, BLOCK_N, tiles per row, splits): one tile up to 256 columns (a masked tail unless N is a
-    # power of two), a loop of 2 or 3 tiles up to 768, a split with a loop in each partial from
-    # 769; past 2048 columns the tiles widen so that no row takes more than 8.
-    (1, 1, 1, 1),
+    # power of two from 4, the narrowest tile: the kernel loads it as four quarters), a loop of 2 or
+    # 3 tiles up to 768, a split with a loop in each partial from 769; past 2048 columns the tiles
+    # widen so that no row takes more than 8.
+    (1, 4, 1, 1),
     (3, 4, 1, 1),
     (256, 256, 1, 1),
     (257, 256, 2, 1),
@@ -215,9 +215,8 @@ def _line_of(module, text: str) -> int:
     return found[0]
 
 
-LOOP_LOAD = (_lse_kernel, "x = tl.load(row_ptrs + cols[None, :] * stride_col)")
-TAIL_LOAD = (_lse_kernel, ('x = tl.load(row_ptrs + cols[None, :] * stride_col, mask=(cols < col_end)[None, :], '
-                           'other=-float("inf"))'))
+LOOP_LOAD = (_lse_kernel, "run_max, run_sum = _tile(run_max, run_sum, row_ptrs, start, col_end, stride_col, BLOCK_N, INT64, False)")
+TAIL_LOAD = (_lse_kernel, "run_max, run_sum = _tile(run_max, run_sum, row_ptrs, tail, col_end, stride_col, BLOCK_N, INT64, True)")
 COMBINE_SUM = (_lse_combine, "row_sum = tl.sum(part_sum * _rescale(part_max, row_max[:, None]), axis=1)")
 
 

@@ -27,8 +27,8 @@ def test_sites_know_the_static_branch_they_lie_in():
     assert tiny["mask_off_by_one@tiny_lse.py:43:68"].guards == ()  # `if row < M` is not static
     assert tiny["cdiv_floored@tiny_lse.py:56:13"].guards == ()  # the launcher
     reference = _by_name("reference:lse")
-    assert reference["loop_bound_short@_lse_kernel.py:100:34"].guards == (("PREFETCH", True),)
-    assert reference["mask_off_by_one@_lse_kernel.py:122:71"].guards == (("PARTIALS", False),)
+    assert reference["mask_off_by_one@_lse_kernel.py:72:38"].guards == (("MASKED", True),)  # in a helper
+    assert reference["mask_off_by_one@_lse_kernel.py:146:71"].guards == (("PARTIALS", False),)
 
 
 def test_the_gates_launches_decide_coverage_of_a_compiled_kernel(tmp_path):
