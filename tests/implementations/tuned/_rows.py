@@ -1,9 +1,10 @@
 """The tile loop and the launcher every tuned test kernel shares.
 
 Each program owns BLOCK_M rows and walks them in BLOCK_N-wide tiles, keeping per row a running max
-and a running sum of exp(x - max) (online rescaling, Milakov and Gimelshein 2018), with the tile
-update and the edge rules of the reference kernel (``reference._lse_kernel._update``,
-``reference._lse_combine._finish``): all -inf -> -inf, any +inf -> +inf, any NaN -> NaN.
+and a running sum of exp(x - max) (online rescaling, Milakov and Gimelshein 2018), with the edge
+rules of the reference kernel (its ``_shift``, ``_rescale`` and ``_finish`` from
+``reference._lse_combine``): all -inf -> -inf, any +inf -> +inf, any NaN -> NaN. The tile update
+is its own: one load per tile and tl.exp, where the reference loads four quarters and uses exp2.
 Program 0 also stores BLOCK_N into ``seen_ptr``: the side channel the tests read to learn which
 config actually launched. The configs tune BLOCK_N and BLOCK_M together, so the launcher's grid is
 a function of the chosen config, as in most tuned kernels.
@@ -18,8 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from reference._lse_combine import _finish
-from reference._lse_kernel import _update
+from reference._lse_combine import _finish, _rescale, _shift
 
 TILE_WIDTHS = (32, 64, 128, 256)
 """The BLOCK_N of the four configs every tuned kernel offers (32 and up: the tolerance model
@@ -34,6 +34,14 @@ def tile_configs(pre_hook=None) -> list[triton.Config]:
     """One config per tile width; warps grow with the width."""
     return [triton.Config({"BLOCK_N": width, "BLOCK_M": rows}, num_warps=max(1, width // 64), pre_hook=pre_hook)
             for width, rows in zip(TILE_WIDTHS, ROWS_PER_PROGRAM)]
+
+
+@triton.jit
+def _update(run_max, run_sum, x):
+    """Fold one (BLOCK_M, BLOCK_N) tile into the per-row running (max, sum of exp(x - shift(max)))."""
+    new_max = tl.maximum(run_max, tl.max(x, axis=1))
+    terms = tl.exp(x - _shift(new_max)[:, None])
+    return new_max, run_sum * _rescale(run_max, new_max) + tl.sum(terms, axis=1)
 
 
 @triton.jit
