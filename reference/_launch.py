@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import torch
 
 # Measured on an H200 with bench/tune_lse.py (logs in bench/results/): 16 KiB tiles (many rows per
-# program for short rows), at most 4096 columns a tile, 4 warps, no software pipelining (num_stages=1
+# program for short rows), at most 4096 columns a tile, 4 warps (8 for rows that fill that tile:
+# below), no software pipelining (num_stages=1
 # was never slower, and up to 2x faster for bfloat16), and a row split only when there are fewer row
 # blocks than two per multiprocessor.
 _GPU_TILE_BYTES = 16 * 1024
@@ -38,6 +39,11 @@ _GPU_MAX_BLOCK_N = 4096
 _GPU_MIN_BLOCK_N = 16
 _GPU_WAVES = 2
 _GPU_NUM_WARPS = 4
+# Rows that fill the widest tile (one or two rows a program, a loop over tiles): 8 warps. With the
+# quarter-width loads, 4 warps lost up to 14 points of copy bandwidth there (float32 256x1048576:
+# 86% against 99% with 8; bench/results/2026-11-30-h200-kernel-variants-long-rows.txt), and short
+# rows keep 4, which is where the quarters pay.
+_GPU_LONG_ROW_WARPS = 8
 _GPU_NUM_STAGES = 1
 _INTERPRETER_BLOCK_N = 256
 _INTERPRETER_MIN_BLOCK_N = 4  # the kernel loads a tile as four column quarters
@@ -132,7 +138,7 @@ def _cached_config(
         splits = 1
         if row_blocks < target and tiles_per_row > 1:
             splits = min(tiles_per_row, math.ceil(target / row_blocks), MAX_SPLITS)
-        num_warps = _GPU_NUM_WARPS
+        num_warps = _GPU_LONG_ROW_WARPS if block_n == _GPU_MAX_BLOCK_N else _GPU_NUM_WARPS
     tiles_per_split = math.ceil(math.ceil(cols / block_n) / splits)
     cols_per_split = tiles_per_split * block_n
     splits = math.ceil(cols / cols_per_split)  # no empty split
