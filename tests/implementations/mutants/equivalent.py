@@ -11,8 +11,8 @@ from mutants._patch import Patch, load
 
 PATCH = Patch(
     path="reference/_lse_kernel.py",
-    anchor="tl.exp2((x - _shift(new_max)[:, None]) * LOG2E)",
-    replacement="tl.exp(x - _shift(new_max)[:, None])",
+    anchor="tl.exp2((x - shift[:, None]) * LOG2E)",
+    replacement="tl.exp(x - shift[:, None])",
 )
 
 lse = load(PATCH, name="planted_equivalent").lse
