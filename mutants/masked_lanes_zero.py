@@ -1,7 +1,8 @@
 """Mutant: masked lanes of the tail tile load 0.0 instead of -inf.
 
-Patch: the tail tile's load in ``_lse_kernel`` (reference/_lse_kernel.py) takes ``other=0.0``
-instead of ``other=-float("inf")``; the lanes past the end of the row then hold 0.0.
+Patch: the tail tile's loads (``_load`` in reference/_lse_kernel.py, masked when called from the
+tail) take ``other=0.0`` instead of ``other=-float("inf")``; the lanes past the end of the row then
+hold 0.0.
 
 Pitfall: ``other=`` is the value a masked lane takes, and it does double duty: it must lose every
 max comparison and contribute exp(-inf) = 0 to the sum. With 0.0 each masked lane adds exp(0 - m)

@@ -1,7 +1,7 @@
 """Mutant: the tail mask is ``cols <= col_end``: one element past the end of the row is read.
 
-Patch: in ``_lse_kernel`` (reference/_lse_kernel.py) the tail tile's mask ``cols < col_end``
-becomes ``cols <= col_end``; the lane at column N (one past the last) is loaded and counted.
+Patch: in ``_load`` (reference/_lse_kernel.py) the tail tile's mask ``cols < col_end`` becomes
+``cols <= col_end``; the lane at column N (one past the last) is loaded and counted.
 
 Pitfall: ``<`` versus ``<=`` in a bounds mask. The extra lane reads whatever follows the row in
 memory: the next row's first element, padding, or (for the last row) bytes past the allocation,

@@ -31,9 +31,8 @@ import torch
 
 # Measured on an H200 with bench/tune_lse.py (logs in bench/results/): 16 KiB tiles (many rows per
 # program for short rows), at most 4096 columns a tile, 4 warps (8 for rows that fill that tile:
-# below), no software pipelining (num_stages=1
-# was never slower, and up to 2x faster for bfloat16), and a row split only when there are fewer row
-# blocks than two per multiprocessor.
+# below), no software pipelining (num_stages=1 was never slower, and up to 2x faster for bfloat16),
+# and a row split only when there are fewer row blocks than two per multiprocessor.
 _GPU_TILE_BYTES = 16 * 1024
 _GPU_MAX_BLOCK_N = 4096
 _GPU_MIN_BLOCK_N = 16

@@ -3,9 +3,9 @@
     out[i] = m_i + log(sum_j exp(x[i, j] - m_i)),   m_i = max_j x[i, j]
 
 Each program owns BLOCK_M rows and one contiguous range of columns (all of them unless the launch
-policy splits long rows). It walks its range in BLOCK_N-wide tiles and keeps, per row, a running
-max ``run_max`` and a running sum ``run_sum`` of exp(x - run_max) (online rescaling, Milakov and
-Gimelshein 2018): when a tile raises the max, the old sum is multiplied by exp(old_max - new_max).
+policy splits long rows). It walks it in BLOCK_N-wide tiles, loaded as four column quarters, and
+keeps per row a running max ``run_max`` and sum ``run_sum`` of exp(x - run_max) (online rescaling,
+Milakov and Gimelshein 2018): when a tile raises the max, the old sum is multiplied by exp(old - new).
 Edge semantics follow torch.logsumexp: all -inf -> -inf, any +inf -> +inf, any NaN -> NaN.
 """
 

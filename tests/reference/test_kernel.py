@@ -167,6 +167,9 @@ def test_launch_policy_on_a_gpu():
     few_long = cfg((256, 1048576))
     assert few_long.splits == 2 and few_long.cols_per_split * few_long.splits >= 1048576
     assert not cfg((8, 8)).int64
+    # 8 warps only where rows fill the 4096-wide tile (with the quarter loads, 4 lost up to 14 points there)
+    assert short.num_warps == 4 and cfg((16384, 2048), torch.bfloat16).num_warps == 4
+    assert few_long.num_warps == 8 and cfg((8192, 8192), torch.bfloat16).num_warps == 8
 
 
 INTERPRETER_POLICY = [
