@@ -4,7 +4,9 @@ benchmark shapes of a CUDA GPU; results in 2026-11-30-h200-kernel-variants*.txt 
 The edits (EDITS) are anchored on the reference kernel of tree 1afe503, before the quarter-width
 loads: run it from a checkout of that tree (``git worktree add /tmp/t 1afe503``), with the copy of
 this file placed at the same depth (two folders below the root, so ROOT resolves). Variant "old"
-reads a copy of an older reference from build/other/reference_other (see bench/compare_kernels.py).
+reads a copy of an older reference from build/other/reference_other (see bench/compare_kernels.py),
+and "base" is the tree's own reference, which is how the quarter-load kernel was timed. A policy is
+TILE_BYTES:MAX_BLOCK_N:WARPS[:STAGES].
 Each variant is written to build/exp/exp_NAME/ and imported from there.
 """
 import argparse, importlib, math, shutil, sys, dataclasses
@@ -88,7 +90,7 @@ def build(name):
     return importlib.import_module(f"exp_{name}")
 
 
-def policy(pkg, x, tile_bytes, max_bn, warps, sms, waves=2):
+def policy(pkg, x, tile_bytes, max_bn, warps, sms, waves=2, stages=1):
     from reference._launch import _align, _next_pow2
     rows, cols = x.shape
     es = x.element_size()
@@ -103,7 +105,7 @@ def policy(pkg, x, tile_bytes, max_bn, warps, sms, waves=2):
     tps = math.ceil(tiles_per_row / splits)
     cps = tps * block_n
     splits = math.ceil(cols / cps)
-    return pkg._launch_mod.LaunchConfig(block_m, block_n, splits, cps, warps, 1, False,
+    return pkg._launch_mod.LaunchConfig(block_m, block_n, splits, cps, warps, stages, False,
                         _align(x.stride(0), es), _align(math.gcd(cols, cps), es), row_blocks)
 
 
@@ -137,8 +139,9 @@ def main():
             del dst
             for name, pkg in pkgs.items():
                 cells = []
-                for tb, mbn, w in pols:
-                    cfg = policy(pkg, x, tb, mbn, w, sms)
+                for pol in pols:
+                    tb, mbn, w = pol[:3]
+                    cfg = policy(pkg, x, tb, mbn, w, sms, stages=pol[3] if len(pol) > 3 else 1)
                     try:
                         got = pkg._kmod._launch(x, cfg, torch.float32)
                         ok = reference.compare(x, got).ok
@@ -147,7 +150,7 @@ def main():
                         cells.append(f"{100*frac:.0f}{'' if ok else '!'}")
                     except Exception as e:
                         cells.append("ERR:" + type(e).__name__)
-                        print(name, tb, mbn, w, repr(e)[:300], flush=True)
+                        print(name, pol, repr(e)[:300], flush=True)
                 line.append(f"{name} " + "/".join(cells))
             print(" | ".join(line), flush=True)
             del x
