@@ -83,8 +83,8 @@ def _tile(run_max, run_sum, row_ptrs, start, col_end, stride_col,
     # its 16-byte vectors fill, so a quarter-width row lands on a quarter of the threads, each
     # holding four vectors of it. The max and the sum then reduce mostly inside a thread (fewer
     # shuffles), and the per-row work (shift, rescale, the final log) is repeated by fewer threads.
-    # On short rows that work was most of the instructions: bfloat16 1048576x128 went from 69% to
-    # 82% of copy bandwidth on an H200, float32 from 82% to 94% (bench/RESULTS.md).
+    # On short rows that work was most of the instructions: on an H200, bfloat16 1048576x128 went
+    # from 70% to 86% of copy bandwidth, 131072x1000 from 60% to 85% (bench/RESULTS.md, v5).
     dtype = run_sum.dtype
     cols = _cols(start, BLOCK_N // 4, INT64)
     x0 = _load(row_ptrs, cols, stride_col, col_end, MASKED, dtype)
