@@ -24,7 +24,7 @@ from hypothesis import errors as hypothesis_errors
 
 from reference.errors import InvalidArgument
 
-from . import autotune, defaults, validate
+from . import autotune, bfloat16_interpreter, defaults, validate
 from .checks import METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
 from .failures import CheckFailure, ImplError
@@ -201,6 +201,13 @@ def _tuning(impl: Callable) -> _Tuning:
                    tuple(autotune.describe(tuners)))
 
 
+def _interpreter_semantics(device: torch.device) -> None:
+    """An in-process implementation on the CPU runs in Triton's interpreter: its bfloat16 arithmetic
+    is computed on the values, as on a GPU (fuzz.bfloat16_interpreter; a worker does it itself)."""
+    if device.type == "cpu":
+        bfloat16_interpreter.install()
+
+
 def check(
     impl: Callable,
     *,
@@ -254,6 +261,7 @@ def check(
                                                      max_n=max_n)
     names = validate_checks(checks)
     db = database_for(database)
+    _interpreter_semantics(device)
     target = describe_target(impl) if target is None else target
     inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
                         huge_offsets=huge_offsets)
@@ -438,6 +446,7 @@ def replay(
     if device is None:
         device = "cuda" if saved.meta.get("device", "").startswith("cuda") and torch.cuda.is_available() else "cpu"
     device = validate.device(device)
+    _interpreter_semantics(device)
     example = saved.example(device)
     target = describe_target(impl) if target is None else target
     started = time.perf_counter()

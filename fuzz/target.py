@@ -23,8 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference._device import ensure_interpreter
+from reference._device import ensure_interpreter, interpreting
 from reference.errors import InvalidArgument
+
+from . import bfloat16_interpreter
 
 __all__ = ["DEFAULT_FUNCTION", "Target", "describe_target", "load_target", "parse_target", "resolve_target"]
 
@@ -101,7 +103,10 @@ def _check_syntax(path: Path, target: object, name: str) -> None:
 def load_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str = "target") -> Callable:
     """The callable that ``target`` names; InvalidArgument with a one-line reason otherwise."""
     parsed = parse_target(target, function=function, name=name)
-    ensure_interpreter()
+    if ensure_interpreter():
+        # Triton's interpreter computes bfloat16 on bit patterns: a CPU run would fail kernels a
+        # GPU passes (fuzz.bfloat16_interpreter).
+        bfloat16_interpreter.install()
     module = _load_file(target, parsed.location, name) if parsed.is_file else _import(target, parsed.location, name)
     obj: object = module
     for part in parsed.function.split("."):

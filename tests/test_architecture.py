@@ -21,7 +21,7 @@ LAYERS = [
     ("reference",),
     ("mutants",),
     ("fuzz._version", "fuzz.defaults", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
-     "fuzz.gpu_memory", "fuzz.layouts", "fuzz.autotune", "fuzz.specialization"),
+     "fuzz.gpu_memory", "fuzz.layouts", "fuzz.autotune", "fuzz.specialization", "fuzz.bfloat16_interpreter"),
     ("fuzz.contract",),
     ("fuzz.strategies", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing"),
     ("fuzz.checks",),

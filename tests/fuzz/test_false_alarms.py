@@ -28,7 +28,7 @@ def test_the_corpus_has_every_style_the_campaign_promises():
     assert len(names) >= 14
     assert {"online_single_pass", "two_pass", "exp2_based", "multi_row", "split_row", "autotuned", "heuristics",
             "half_output", "float64_accumulate", "torch_native", "torch_float32", "torch_compiled",
-            "scipy_wrapper"} <= names
+            "scipy_wrapper", "native_dtype_max"} <= names
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in INTERPRETER_SLOW else p
