@@ -1,8 +1,8 @@
 """bfloat16 arithmetic in Triton's interpreter, computed on the values, as a GPU computes it.
 
 numpy has no bfloat16, so Triton's interpreter keeps a bfloat16 tensor as its uint16 bit patterns,
-and its arithmetic hands those patterns to numpy as they are (Triton 3.6 and 3.9 alike; its docs
-say the interpreter "does not support operations on bfloat16"). On a CPU, then, ``a - b`` of
+and its arithmetic hands those patterns to numpy as they are (Triton 3.9, the version the tests
+pin; its docs say the interpreter "does not support operations on bfloat16"). On a CPU, ``a - b`` of
 two bfloat16 tensors subtracts integers, ``-a`` is a two's complement, ``tl.maximum`` and ``a > b``
 order negative numbers backwards and ``tl.sum`` adds bit patterns: a kernel that computes
 anything in bfloat16 before widening gets garbage from the interpreter and the right answer from

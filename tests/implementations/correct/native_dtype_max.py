@@ -40,7 +40,9 @@ def _native_max_kernel(x_ptr, out_ptr, N, stride_row, stride_col,
         cols = start + lanes
         x = tl.load(row_ptr + cols * stride_col, mask=cols < N, other=-float("inf"))
         odd |= tl.where(x != x, 1, 0) | tl.where(x == float("inf"), 2, 0)
-        lane_max = tl.maximum(lane_max, x)  # in the input dtype: exact
+        # In the input dtype, exact. Triton 3.6 widens a bfloat16 maximum to float32 (3.9 keeps
+        # bfloat16); narrowing the max of bfloat16 values back is exact either way.
+        lane_max = tl.maximum(lane_max, x).to(lane_max.dtype)
     flags = tl.reduce_or(odd, axis=0)
     row_max = tl.max(lane_max.to(ACC), axis=0)
 
