@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference._device import ensure_interpreter, interpreting
+from reference._device import ensure_interpreter
 from reference.errors import InvalidArgument
 
 from . import bfloat16_interpreter

@@ -334,9 +334,18 @@ def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -
         result.outcome, "the grading driver died")
     if result.killed_fork_server or result.killed_its_driver:  # its doing, shown by running it alone
         verdict, what = Verdict.CRASH, "it attacked the grader"
-    record.update(verdict=verdict.value, reason=f"{what}: {result.detail.splitlines()[0] if result.detail else ''}",
-                  details=result.detail, seconds=round(result.seconds, 3))
+    record.update(verdict=verdict.value, reason=f"{what}: {_headline(result)}", details=result.detail,
+                  seconds=round(result.seconds, 3))
     return record
+
+
+def _headline(result: JobResult) -> str:
+    """The line of a job's detail that says what happened: a traceback's last line (the exception),
+    otherwise the first (what became of the driver)."""
+    lines = [line for line in (result.detail or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return lines[-1].strip() if result.outcome is Outcome.RAISED else lines[0]
 
 
 def blame_signals(record: dict, events: list[SignalEvent]) -> dict:
