@@ -36,6 +36,10 @@ import numpy as np
 __all__ = ["install", "installed", "to_bits", "to_float32", "tree_sum"]
 
 _PATCHED = "_lse_fuzz_bfloat16"  # marks a replacement, so install() is idempotent
+# Set by install(), not at import: importing Triton before the interpreter is chosen would build
+# its library functions for the wrong mode (reference._device), and every operation reads these.
+_BFLOAT16 = None
+_TensorHandle = None
 
 
 def to_float32(bits: np.ndarray) -> np.ndarray:
@@ -54,9 +58,7 @@ def to_bits(values: np.ndarray) -> np.ndarray:
 
 
 def _is_bf16(handle) -> bool:
-    import triton.language as tl
-
-    return getattr(handle, "dtype", None) is not None and handle.dtype.scalar == tl.bfloat16
+    return getattr(handle, "dtype", None) is not None and handle.dtype.scalar == _BFLOAT16
 
 
 def _widen(handle) -> np.ndarray:
@@ -82,9 +84,7 @@ def _binary_op(original):
     def binary_op(self, lhs, rhs, op):
         if not (_is_bf16(lhs) or _is_bf16(rhs)):
             return original(self, lhs, rhs, op)
-        from triton.runtime.interpreter import TensorHandle
-
-        return TensorHandle(_narrow(op(_widen(lhs), _widen(rhs))), lhs.dtype.scalar)
+        return _TensorHandle(_narrow(op(_widen(lhs), _widen(rhs))), lhs.dtype.scalar)
 
     return binary_op
 
@@ -94,9 +94,7 @@ def _unary_op(original):
     def unary_op(self, arg, op):
         if not _is_bf16(arg):
             return original(self, arg, op)
-        from triton.runtime.interpreter import TensorHandle
-
-        return TensorHandle(_narrow(op(_widen(arg))), arg.dtype.scalar)
+        return _TensorHandle(_narrow(op(_widen(arg))), arg.dtype.scalar)
 
     return unary_op
 
@@ -107,9 +105,7 @@ def _ternary_op(original):
         # A select (np.where) moves bits and is right as it is; a clamp (np.clip) compares.
         if op is np.where or not _is_bf16(other):
             return original(self, lhs, rhs, other, op)
-        from triton.runtime.interpreter import TensorHandle
-
-        return TensorHandle(_narrow(op(_widen(lhs), _widen(rhs), _widen(other))), other.dtype.scalar)
+        return _TensorHandle(_narrow(op(_widen(lhs), _widen(rhs), _widen(other))), other.dtype.scalar)
 
     return ternary_op
 
@@ -119,11 +115,9 @@ def _create_fma(original):
     def create_fma(self, x, y, z):
         if not _is_bf16(z):
             return original(self, x, y, z)
-        from triton.runtime.interpreter import TensorHandle
-
         # In float64 the product is exact and the sum nearly so: one rounding, as fma.rn.bf16.
         exact = np.add(np.multiply(_widen(x), _widen(y), dtype=np.float64), _widen(z), dtype=np.float64)
-        return TensorHandle(to_bits(exact.astype(np.float32)), z.dtype.scalar)
+        return _TensorHandle(to_bits(exact.astype(np.float32)), z.dtype.scalar)
 
     return create_fma
 
@@ -133,10 +127,8 @@ def _create_dot(original):
     def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
         if not (_is_bf16(a) or _is_bf16(b)):
             return original(self, a, b, d, input_precision, max_num_imprecise_acc)
-        from triton.runtime.interpreter import TensorHandle
-
         out = np.matmul(_widen(a), _widen(b), dtype=np.float32) + _widen(d)
-        return TensorHandle(_narrow(out) if _is_bf16(d) else out.astype(d.data.dtype), d.dtype.scalar)
+        return _TensorHandle(_narrow(out) if _is_bf16(d) else out.astype(d.data.dtype), d.dtype.scalar)
 
     return create_dot
 
@@ -202,7 +194,9 @@ def install() -> bool:
     Returns False (and changes nothing) for a Triton whose interpreter lacks the methods read
     here, so a future layout fails :func:`installed`'s test, not a user's run.
     """
+    global _BFLOAT16, _TensorHandle
     try:
+        import triton.language as tl
         from triton.runtime import interpreter
     except ImportError:
         return False
@@ -212,8 +206,9 @@ def install() -> bool:
               (builder, "create_dot", _create_dot), (reduce_ops, "sum", _sum),
               (reduce_ops, "min_max", _min_max), (scan_ops, "cumsum", _scan(np.cumsum)),
               (scan_ops, "cumprod", _scan(np.cumprod))]
-    if not all(name in cls.__dict__ for cls, name, _ in wanted):
+    if not all(name in cls.__dict__ for cls, name, _ in wanted) or not hasattr(interpreter, "TensorHandle"):
         return False
+    _BFLOAT16, _TensorHandle = tl.bfloat16, interpreter.TensorHandle
     for cls, name, make in wanted:
         _replace(cls, name, make)
     # The builder's one-line ops (``create_fadd = lambda self, a, b: self.binary_op(a, b, np.add)``
