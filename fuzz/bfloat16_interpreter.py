@@ -15,11 +15,26 @@ and compares bfloat16 natively with one round-to-nearest-even, and where Triton 
 (older GPUs, the math functions) it rounds the result the same way. Widening is exact, a product
 of two bfloat16 is exact in float32, and a sum rounded first to float32 and then to bfloat16 is
 the sum rounded once (its float32 rounding cannot land on a bfloat16 halfway point), so the
-elementwise results are the GPU's, bit for bit. ``tl.sum`` of bfloat16 adds in a tree of pairwise
-sums, each rounded to bfloat16, as a GPU's partial sums are (the order of the pairs is not the
-GPU's, so the last bits may differ, not the size of the error). Scans (``tl.cumsum``) fold in
-float32 and round once. Only bfloat16 changes; float8 types (also kept as bits) and atomics on
-bfloat16 are left as Triton has them.
+elementwise results are the GPU's, bit for bit (a NaN result is 0x7FFF, as an H200 gives).
+``tl.sum`` of bfloat16 adds in a tree of pairwise sums, each rounded to bfloat16, as a GPU's
+partial sums are (the order of the pairs is not the GPU's, so the last bits may differ, not the
+size of the error). Scans (``tl.cumsum``) fold in float32 and round once. A comparison of
+bfloat16 values gives int1 booleans (Triton's own ``binary_op`` labels them with the operands'
+type, which would send ``(x < y) & mask`` through the widening again, a TypeError on the CPU only).
+
+Conversions too, because Triton's interpreter converts bfloat16 with a routine of its own
+(``_convert_float``) that truncates: ``x.to(tl.bfloat16)``, with or without
+``fp_downcast_rounding="rtne"``, and the implicit conversion of ``tl.store`` gave 1.0078125 for
+1.01171875 and bfloat16's largest for float32's largest, where a GPU's ``cvt.rn.bf16.f32`` rounds
+to 1.015625 and +inf; a signalling NaN became +inf. It widened bfloat16 subnormals wrongly (2**-133
+to 0), and it took a float64's or an integer's value as bfloat16 bits (1.0 to 9.2e-41). Here
+``cast_impl`` and ``create_fp_to_fp`` convert to bfloat16 by value, rounded once to nearest even
+(float64 and integers through a round-to-odd float32, so never twice), toward zero for
+``"rtz"``, a NaN to the H200's NaN; and widen bfloat16 by shifting its bits. float32 and float64 to
+float16 with ``"rtz"`` round toward zero as ``cvt.rz.f16`` does (Triton's routine overflowed to
+NaN: 70000 gave NaN, not 65504). Only bfloat16 (and that float16 rounding) changes; float8 types
+(also kept as bits), atomics on bfloat16 and the interpreter's other conversions are left as
+Triton has them.
 
 Light on purpose, like :mod:`fuzz.autotune`: standard library, numpy and Triton only, because it
 runs in the isolated worker. It replaces methods on the interpreter's classes (idempotent), so it
@@ -33,13 +48,14 @@ import functools
 
 import numpy as np
 
-__all__ = ["install", "installed", "to_bits", "to_float32", "tree_sum"]
+__all__ = ["cast_to_bits", "install", "installed", "to_bits", "to_float32", "tree_sum"]
 
 _PATCHED = "_lse_fuzz_bfloat16"  # marks a replacement, so install() is idempotent
 # Set by install(), not at import: importing Triton before the interpreter is chosen would build
 # its library functions for the wrong mode (reference._device), and every operation reads these.
-_BFLOAT16 = None
+_BFLOAT16 = _FLOAT16 = _FLOAT32 = _INT1 = None
 _TensorHandle = None
+_RTZ = None  # the interpreter's ir.ROUNDING_MODE.RTZ
 
 
 def to_float32(bits: np.ndarray) -> np.ndarray:
@@ -48,17 +64,50 @@ def to_float32(bits: np.ndarray) -> np.ndarray:
 
 
 def to_bits(values: np.ndarray) -> np.ndarray:
-    """float32 values -> bfloat16 bit patterns (uint16), rounded to nearest even; NaN stays NaN."""
+    """float32 values -> bfloat16 bit patterns (uint16), rounded to nearest even; any NaN gives
+    0x7FFF, the canonical NaN that an H200's ``cvt.rn.bf16.f32`` and bfloat16 arithmetic return."""
     bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
     # Adding 0x7FFF plus the lowest kept bit rounds half to even; a carry past the largest finite
     # value reaches the exponent's all-ones pattern, infinity, as the GPU's conversion does.
     rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    nan = np.isnan(values)
-    return np.where(nan, (bits >> np.uint32(16)) | np.uint32(0x0040), rounded).astype(np.uint16)
+    return np.where(np.isnan(values), np.uint32(0x7FFF), rounded).astype(np.uint16)
+
+
+def cast_to_bits(values: np.ndarray, *, toward_zero: bool = False) -> np.ndarray:
+    """Float or integer values of any width -> bfloat16 bits, rounded once: to nearest even (a
+    GPU's ``cvt.rn.bf16``), or toward zero (``cvt.rz``; a value past the largest gives the largest).
+    A NaN is quiet, a signalling one too: 0x7FFF from float16 and float32 (:func:`to_bits`); from
+    float64, its sign and top bits (0x7FC0 for the usual NaN, as an H200 gives)."""
+    values = np.asarray(values)
+    if values.dtype in (np.float16, np.float32):
+        bits = to_bits(values.astype(np.float32))  # the widening is exact
+    else:
+        # float64 (or an integer, exact in it below 2**53) to float32 rounded to odd: toward zero,
+        # its last bit set where that was inexact. Rounding that to bfloat16 (16 bits fewer) gives
+        # the float64 value rounded once; a plain float32 rounding first could round twice.
+        wide = values.astype(np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf; a signalling NaN
+            single = wide.astype(np.float32)
+        inexact = (single != wide) & ~np.isnan(wide)
+        odd = _toward_zero(single.view(np.uint32), single, wide) | inexact.astype(np.uint32)
+        quiet_nan = (odd >> np.uint32(16)) | np.uint32(0x0040)
+        bits = np.where(np.isnan(wide), quiet_nan, to_bits(odd.view(np.float32))).astype(np.uint16)
+    bits = bits.reshape(values.shape)
+    return _toward_zero(bits, to_float32(bits), values) if toward_zero else bits
+
+
+def _toward_zero(bits: np.ndarray, rounded: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """Step a rounded-to-nearest float (its ``bits`` and value) one unit toward zero where it
+    landed farther from zero than ``exact``: the round-toward-zero result (+inf steps to the largest)."""
+    with np.errstate(invalid="ignore"):  # a signalling NaN, which compares False like any NaN
+        away = np.abs(rounded.astype(np.float64)) > np.abs(exact.astype(np.float64))
+    return bits - away.astype(bits.dtype)
 
 
 def _is_bf16(handle) -> bool:
-    return getattr(handle, "dtype", None) is not None and handle.dtype.scalar == _BFLOAT16
+    # The bits as well as the type: Triton's own comparisons label booleans with the operands' type.
+    return (getattr(handle, "dtype", None) is not None and handle.dtype.scalar == _BFLOAT16
+            and handle.data.dtype == np.uint16)
 
 
 def _widen(handle) -> np.ndarray:
@@ -68,6 +117,13 @@ def _widen(handle) -> np.ndarray:
 def _narrow(values: np.ndarray) -> np.ndarray:
     """A float32 result back to bfloat16 bits; comparisons (bool) and integers pass through."""
     return to_bits(values) if np.asarray(values).dtype == np.float32 else values
+
+
+def _result(values: np.ndarray, dtype):
+    """A handle for a widened operation's result; a comparison's booleans are int1, as the kernel's
+    types say (labelled bfloat16, they would go through the widening again in ``(x < y) & mask``)."""
+    out = _narrow(values)
+    return _TensorHandle(out, _INT1 if np.asarray(out).dtype == np.bool_ else dtype)
 
 
 def _replace(cls, name: str, make) -> None:
@@ -84,7 +140,7 @@ def _binary_op(original):
     def binary_op(self, lhs, rhs, op):
         if not (_is_bf16(lhs) or _is_bf16(rhs)):
             return original(self, lhs, rhs, op)
-        return _TensorHandle(_narrow(op(_widen(lhs), _widen(rhs))), lhs.dtype.scalar)
+        return _result(op(_widen(lhs), _widen(rhs)), lhs.dtype.scalar)
 
     return binary_op
 
@@ -94,7 +150,7 @@ def _unary_op(original):
     def unary_op(self, arg, op):
         if not _is_bf16(arg):
             return original(self, arg, op)
-        return _TensorHandle(_narrow(op(_widen(arg))), arg.dtype.scalar)
+        return _result(op(_widen(arg)), arg.dtype.scalar)
 
     return unary_op
 
@@ -105,7 +161,7 @@ def _ternary_op(original):
         # A select (np.where) moves bits and is right as it is; a clamp (np.clip) compares.
         if op is np.where or not _is_bf16(other):
             return original(self, lhs, rhs, other, op)
-        return _TensorHandle(_narrow(op(_widen(lhs), _widen(rhs), _widen(other))), other.dtype.scalar)
+        return _result(op(_widen(lhs), _widen(rhs), _widen(other)), other.dtype.scalar)
 
     return ternary_op
 
@@ -131,6 +187,40 @@ def _create_dot(original):
         return _TensorHandle(_narrow(out) if _is_bf16(d) else out.astype(d.data.dtype), d.dtype.scalar)
 
     return create_dot
+
+
+def _cast_impl(original):
+    @functools.wraps(original)
+    def cast_impl(self, src, dst_type):
+        # Triton reads bfloat16 through a float conversion of its own that truncates a narrowing,
+        # turns float64 into integer bits and mangles subnormals when widening.
+        if dst_type.scalar == _BFLOAT16 and not _is_bf16(src):
+            return _TensorHandle(cast_to_bits(src.data), dst_type.scalar)
+        if _is_bf16(src) and dst_type.scalar != _BFLOAT16:
+            return original(self, _TensorHandle(to_float32(src.data), _FLOAT32), dst_type)
+        return original(self, src, dst_type)
+
+    return cast_impl
+
+
+def _create_fp_to_fp(original):
+    @functools.wraps(original)
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        # tensor.to(fp_downcast_rounding="rtz") and float16 -> bfloat16; float8 stays as Triton has it.
+        dst, toward_zero = dst_type.scalar, rounding_mode == _RTZ
+        if src.data.dtype not in (np.float16, np.float32, np.float64):
+            return original(self, src, dst_type, rounding_mode)
+        if dst == _BFLOAT16:
+            return _TensorHandle(cast_to_bits(src.data, toward_zero=toward_zero), dst)
+        if dst == _FLOAT16 and toward_zero:  # Triton's own overflows to NaN
+            with np.errstate(over="ignore", invalid="ignore"):
+                rounded = src.data.astype(np.float16)
+            bits = _toward_zero(rounded.view(np.uint16), rounded, src.data)
+            # cvt.rz.f16.f32 gives the canonical NaN, as cvt.rn.bf16.f32 does (measured on an H200).
+            return _TensorHandle(np.where(np.isnan(src.data), np.uint16(0x7FFF), bits).view(np.float16), dst)
+        return original(self, src, dst_type, rounding_mode)
+
+    return create_fp_to_fp
 
 
 def _sum(original):
@@ -189,12 +279,12 @@ def _min_max(original):
 
 
 def install() -> bool:
-    """Route the interpreter's bfloat16 arithmetic through the widening versions; idempotent.
+    """Route the interpreter's bfloat16 arithmetic and conversions through these versions; idempotent.
 
     Returns False (and changes nothing) for a Triton whose interpreter lacks the methods read
     here, so a future layout fails :func:`installed`'s test, not a user's run.
     """
-    global _BFLOAT16, _TensorHandle
+    global _BFLOAT16, _FLOAT16, _FLOAT32, _INT1, _RTZ, _TensorHandle
     try:
         import triton.language as tl
         from triton.runtime import interpreter
@@ -203,16 +293,20 @@ def install() -> bool:
     builder, reduce_ops, scan_ops = interpreter.InterpreterBuilder, interpreter.ReduceOps, interpreter.ScanOps
     wanted = [(builder, "binary_op", _binary_op), (builder, "unary_op", _unary_op),
               (builder, "ternary_op", _ternary_op), (builder, "create_fma", _create_fma),
-              (builder, "create_dot", _create_dot), (reduce_ops, "sum", _sum),
+              (builder, "create_dot", _create_dot), (builder, "cast_impl", _cast_impl),
+              (builder, "create_fp_to_fp", _create_fp_to_fp), (reduce_ops, "sum", _sum),
               (reduce_ops, "min_max", _min_max), (scan_ops, "cumsum", _scan(np.cumsum)),
               (scan_ops, "cumprod", _scan(np.cumprod))]
-    if not all(name in cls.__dict__ for cls, name, _ in wanted) or not hasattr(interpreter, "TensorHandle"):
+    if (not all(name in cls.__dict__ for cls, name, _ in wanted) or not hasattr(interpreter, "TensorHandle")
+            or not hasattr(getattr(getattr(interpreter, "_ir", None), "ROUNDING_MODE", None), "RTZ")):
         return False
-    _BFLOAT16, _TensorHandle = tl.bfloat16, interpreter.TensorHandle
+    _BFLOAT16, _FLOAT16, _FLOAT32, _INT1 = tl.bfloat16, tl.float16, tl.float32, tl.int1
+    _RTZ, _TensorHandle = interpreter._ir.ROUNDING_MODE.RTZ, interpreter.TensorHandle
     for cls, name, make in wanted:
         _replace(cls, name, make)
-    # The builder's one-line ops (``create_fadd = lambda self, a, b: self.binary_op(a, b, np.add)``
-    # and the rest) look binary_op up at call time, so they reach the replacement unchanged.
+    # The builder's one-line ops (``create_fadd = lambda self, a, b: self.binary_op(a, b, np.add)``,
+    # ``create_fp_trunc`` and ``create_fp_ext`` calling ``self.cast_impl``, ``get_bf16`` through
+    # create_fp_trunc, and the rest) look them up at call time, so they reach the replacements unchanged.
     return True
 
 
@@ -223,4 +317,4 @@ def installed() -> bool:
         return False
     return all(getattr(cls.__dict__.get(name), _PATCHED, False)
                for cls, name in [(interpreter.InterpreterBuilder, "binary_op"), (interpreter.ReduceOps, "sum"),
-                                 (interpreter.ScanOps, "cumsum")])
+                                 (interpreter.ScanOps, "cumsum"), (interpreter.InterpreterBuilder, "cast_impl")])

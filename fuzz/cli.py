@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ._version import __version__
@@ -44,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interpreter_for_cpu(args: argparse.Namespace) -> None:
+    """``--device cpu``: Triton's interpreter in this process (the fuzzer's own reference kernel)
+    and in every fork server and worker it starts, whatever GPU the machine has. Chosen here, before
+    anything imports Triton, whose mode is fixed at import; a TRITON_INTERPRET the user set wins."""
+    if str(getattr(args, "device", None) or "").strip().lower().startswith("cpu"):
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -52,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return ExitCode.USAGE
+    _interpreter_for_cpu(args)
     if args._uses_workers is not None and args._uses_workers(args):
         # The workers' fork server imports torch and Triton (seconds): started now, before this
         # process imports them too, the two imports run side by side.
@@ -60,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
 
         prestart(expected_worker_environment())
     from reference.errors import InvalidArgument  # imports torch: after the early start
+
+    if os.environ.get("TRITON_INTERPRET") == "1":  # this process's own kernels (the reference) too
+        from .interpreter_numpy import install
+
+        install()
 
     try:
         return int(args._run(args))

@@ -24,3 +24,8 @@ OUT_DIR = "lse-fuzz-report"
 
 REPRODUCER_DIR = ".lse-fuzz"
 """Where failing examples are saved."""
+
+COMPILE_TIMEOUT = 1800.0
+"""Seconds one call of an isolated implementation may spend compiling (Triton's JIT, autotuning's
+benchmarks, torch.compile): time that never counts toward the call's deadline. A whole-row kernel
+over a 2**19-lane block compiles for a minute or more on an H200; past this, the compiler is hung."""

@@ -4,16 +4,19 @@
 vs got, the error against the tolerance, in the output dtype's ulps and in bounds, why it
 matters, the replay command); :class:`ImplError` carries the traceback of an implementation
 that raised instead of returning. Both know the example they happened on once the runner has
-filled in ``input`` and, once a reproducer is saved, ``replay``.
+filled in ``input`` and, once a reproducer is saved, ``replay``. :func:`headline` (an exception)
+and :func:`traceback_headline` (a rendered traceback) give the one line a verdict's reason names
+an exception by.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import traceback
 from collections.abc import Sequence
 
-__all__ = ["CheckFailure", "ImplError", "exception_chain", "format_number"]
+__all__ = ["CheckFailure", "ImplError", "exception_chain", "format_number", "headline", "traceback_headline"]
 
 
 def format_number(value: float) -> str:
@@ -166,6 +169,144 @@ def exception_chain(exc: BaseException | None) -> list[dict]:
                       "message": str(exc)[:2000]})
         exc = exc.__cause__ or exc.__context__
     return chain
+
+
+# --------------------------------------------------------------------------------------------
+# One line naming an exception (a verdict's reason)
+
+try:
+    _Group = BaseExceptionGroup
+except NameError:  # Python 3.10: the backport Hypothesis depends on (its FlakyFailure is one)
+    from exceptiongroup import BaseExceptionGroup as _Group
+
+_PART_LIMIT = 400  # characters of each exception's message in a headline
+_TRACEBACK_HEADERS = ("Traceback (most recent call last):", "Exception Group Traceback (most recent call last):")
+_CHAIN_SEPARATORS = ("The above exception was the direct cause of the following exception:",
+                     "During handling of the above exception, another exception occurred:")
+# A line of rules, boxes and table borders (a run of three rule characters at least, with nothing
+# but numbers and spaces beside): how Python draws an exception group's sub-exceptions
+# ("+-+---- 1 ----", "+-------") and rich a table's edges. Such a line names nothing.
+_BORDER = re.compile(r"(?=.*[|+\-=_~^*#\u2500-\u257f]{3})[\s\d|+\-=_~^*#.:\u2500-\u257f]+")
+_GROUP_MARGIN = re.compile(r"^\s*[|+]\s?")  # the margin Python draws left of a group's lines
+_EXCEPTION_LINE = re.compile(r"([A-Za-z_][\w.]*)(?:: (.*))?")
+_SUB_EXCEPTIONS = re.compile(r"\s*\(\d+ sub-exceptions?\)$")
+_EXPLAINED = {
+    # Its message repeats the whole falsifying example; what it means fits in a phrase.
+    "FlakyFailure": "the failure did not reproduce when Hypothesis ran the same example again",
+}
+
+
+def headline(exc: BaseException) -> str:
+    """One line naming ``exc`` and its cause, for a verdict's reason: ``Type: the message's first
+    line``; an exception group with its leaves (``FlakyFailure: ... (InvalidArgument: ...)``), a
+    chained exception with its direct cause (``... (caused by ValueError: ...)``). Box, table
+    border and traceback header lines of a message are skipped: they name nothing."""
+    text = _named(exc)
+    if isinstance(exc, _Group):
+        return f"{text} ({_joined(_named(leaf) for leaf in _leaves(exc))})"
+    cause = exc.__cause__ if exc.__cause__ is not None else (None if exc.__suppress_context__ else exc.__context__)
+    if cause is not None:
+        quoted = _first_line(str(cause))[:100]
+        if not quoted or quoted not in str(exc):  # a message that quotes its cause names it already
+            text += f" (caused by {headline(cause)})"
+    return text
+
+
+def traceback_headline(text: str) -> str:
+    """:func:`headline` from a rendered traceback (``traceback.format_exc()``, what a pool's driver
+    sends): the exception with its direct cause, or a group with its leaves. Text that is not a
+    traceback gives its first line that is not a border."""
+    blocks = _exceptions(text)
+    if not blocks:
+        return next((line.strip() for line in text.splitlines() if _says_something(line.strip())), "")
+    named = [_named_block(block) for block in blocks]
+    groups = [index for index, block in enumerate(blocks) if _SUB_EXCEPTIONS.search(block[0])]
+    if groups:  # printed outermost first, then each sub-exception's traceback
+        leaves = [name for name, block in zip(named[groups[0] + 1:], blocks[groups[0] + 1:])
+                  if not _SUB_EXCEPTIONS.search(block[0])]
+        return f"{named[groups[0]]} ({_joined(leaves)})" if leaves else named[groups[0]]
+    # A chain is printed innermost first: the last is what was raised, the one before its cause.
+    return named[-1] + (f" (caused by {named[-2]})" if len(named) > 1 else "")
+
+
+def _exceptions(text: str) -> list[list[str]]:
+    """Each exception a traceback prints, in order, as its lines: the first at the margin after a
+    traceback's frames (in a group also right after a border: a sub-exception never raised has
+    no frames), then the rest of its message and its notes. A traceback inside those (a message
+    that is one, a worker's quoted in a note) is theirs: only one at the start, after a chain
+    separator or after a group's border starts another exception."""
+    grouped = "Exception Group Traceback" in text
+    blocks: list[list[str]] = []
+    current: list[str] | None = None
+    counts, next_is_exception = True, False
+    for raw in text.splitlines():
+        line = _GROUP_MARGIN.sub("", raw) if grouped else raw
+        stripped = line.strip()
+        if not stripped:
+            continue
+        at_margin = not line[0].isspace()  # a frame's lines are indented (its carets too)
+        if stripped in _CHAIN_SEPARATORS or at_margin and _BORDER.fullmatch(stripped):
+            counts, next_is_exception, current = True, grouped and stripped not in _CHAIN_SEPARATORS, None
+        elif counts and (stripped in _TRACEBACK_HEADERS or not at_margin and stripped.startswith('File "')):
+            next_is_exception = True  # frames follow, or one is here (Ray prints a task's without the header)
+        elif next_is_exception and at_margin:
+            current = [stripped]
+            blocks.append(current)
+            counts, next_is_exception = False, False
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def _says_something(line: str) -> bool:
+    return bool(line) and line not in _TRACEBACK_HEADERS and not _BORDER.fullmatch(line)
+
+
+def _first_line(message: str) -> str:
+    """The message's first line that says something; one that is a rendered traceback by its
+    exception, one drawn in a box by its first line inside."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if lines and lines[0] in _TRACEBACK_HEADERS:
+        return traceback_headline(message)
+    if lines and _BORDER.fullmatch(lines[0]):  # a box's lines have a margin too
+        lines = [_GROUP_MARGIN.sub("", line).strip() for line in lines]
+    return next((line for line in lines if _says_something(line)), "")
+
+
+def _named(exc: BaseException) -> str:
+    name = getattr(exc, "remote_type", None) or type(exc).__name__  # a worker's exception by its own name
+    message = exc.message if isinstance(exc, _Group) else str(exc)
+    message = _EXPLAINED.get(name) or _first_line(message)
+    return f"{name}: {_clipped(message)}" if message else name
+
+
+def _named_block(block: list[str]) -> str:
+    """``reference.errors.InvalidArgument: msg (1 sub-exception)`` -> ``InvalidArgument: msg``."""
+    match = _EXCEPTION_LINE.fullmatch(block[0])
+    if match is None:
+        return _clipped(block[0])
+    name = match.group(1).rpartition(".")[2]
+    first = _SUB_EXCEPTIONS.sub("", match.group(2) or "")
+    # The rest of the message counts only when its first line says nothing (a border, a header):
+    # what follows a message is its notes.
+    message = _EXPLAINED.get(name) or (first and _first_line("\n".join([first, *block[1:]])))
+    return f"{name}: {_clipped(message)}" if message else name
+
+
+def _leaves(group: _Group) -> list[BaseException]:
+    leaves: list[BaseException] = []
+    for exc in group.exceptions:
+        leaves.extend(_leaves(exc) if isinstance(exc, _Group) else [exc])
+    return leaves
+
+
+def _joined(names) -> str:
+    distinct = list(dict.fromkeys(names))
+    return "; ".join(distinct[:3]) + (f"; and {len(distinct) - 3} more" if len(distinct) > 3 else "")
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= _PART_LIMIT else text[:_PART_LIMIT - 3] + "..."
 
 
 class ImplError(Exception):

@@ -24,17 +24,17 @@ from hypothesis import errors as hypothesis_errors
 
 from reference.errors import InvalidArgument
 
-from . import autotune, bfloat16_interpreter, defaults, validate
+from . import autotune, bfloat16_interpreter, defaults, interpreter_numpy, validate
 from .checks import METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
-from .failures import CheckFailure, ImplError
+from .failures import CheckFailure, ImplError, headline
 from .gpu_memory import HugeInputSlots, sparse_huge_inputs, with_memory_retry
 from .outcomes import HarnessError, ImplLost, Status, run_status
 from .profiles import PROFILES, database_for, profile_settings
 from .reproducer import load_reproducer, replay_command, save_reproducer
 from .strategies import Contract, LseInput, lse_inputs
 from .target import describe_target
-from .timing import SLOW_FACTOR, SlowCall
+from .timing import SLOW_FACTOR, SLOW_FLOOR, Compile, SlowCall, describe_compiles
 
 __all__ = ["CheckResult", "check", "replay"]
 
@@ -63,6 +63,7 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     slow: list[SlowCall] = field(default_factory=list)  # calls far slower than reference.lse (findings, not failures)
     tuning: list[str] = field(default_factory=list)  # the autotuned kernels found, one config pinned per example
+    compiles: list[Compile] = field(default_factory=list)  # what an isolated worker compiled (never timed as calls)
 
     @property
     def passed(self) -> bool:
@@ -102,11 +103,13 @@ class CheckResult:
         return ["autotuned kernels, one configuration pinned per example: " + "; ".join(self.tuning)]
 
     def _slow_lines(self) -> list[str]:
+        compiles = describe_compiles(self.compiles)
+        lines = [compiles] if compiles else []
         if not self.slow:
-            return []
+            return lines
         slowest = max(self.slow, key=lambda call: call.seconds)
         return [f"slow (a finding, not a failure): {len(self.slow)} call(s) over {SLOW_FACTOR:g} x reference.lse "
-                f"on the same input; the slowest: {slowest.describe()}"]
+                f"on the same input; the slowest: {slowest.describe()}", *lines]
 
     def to_dict(self) -> dict[str, object]:
         example = self.counterexample
@@ -135,6 +138,9 @@ class CheckResult:
             "reproducer": None if self.reproducer is None else str(self.reproducer),
             "notes": list(self.notes),
             "slow": [call.to_dict() for call in self.slow],
+            "compiles": [c.to_dict() for c in self.compiles if c.seconds > SLOW_FLOOR],
+            "compile_count": len(self.compiles),
+            "compile_seconds": round(sum(c.seconds for c in self.compiles), 3),
             "tuning": list(self.tuning),
         }
 
@@ -206,6 +212,7 @@ def _interpreter_semantics(device: torch.device) -> None:
     is computed on the values, as on a GPU (fuzz.bfloat16_interpreter; a worker does it itself)."""
     if device.type == "cpu":
         bfloat16_interpreter.install()
+        interpreter_numpy.install()
 
 
 def check(
@@ -325,6 +332,15 @@ def check(
             # was lost on, replayable like any failure, then stop the run (no shrinking).
             _record_lost(lost, example, plan, names, contract, target, reproducer_dir)
             raise
+        except (HarnessError, hypothesis_errors.HypothesisException):
+            raise
+        except Exception as exc:
+            # The checks' own code failed (the oracle; timing a slow call against reference.lse, which
+            # a process compiling Triton for CUDA cannot run on a CPU input): no verdict on the
+            # implementation, and nothing to shrink: a replay that misses it (the call is fast
+            # then) would end the run as 'flaky', an exception group with no failure in it.
+            raise HarnessError(f"the fuzzer's own checks failed on {example.describe()}, not the "
+                               f"implementation: {headline(exc)}") from exc
         finally:
             if pending is not None:
                 pending.unlink(missing_ok=True)
@@ -336,24 +352,15 @@ def check(
     run_one.hypothesis.inner_test._hypothesis_internal_add_digest = repr((target, contract.to_dict(), names)).encode()
 
     started = time.perf_counter()
-    falsified, reproduced = None, True
-    try:
-        with _one_cpu_thread(device):
-            run_one()
-    except _Falsified as exc:
-        falsified = exc
-    except _HarnessStop as stop:
-        raise stop.error from None
-    except _NOT_REPRODUCED:
-        if state.last is None:
-            raise
-        falsified, reproduced = state.last, False
+    with _one_cpu_thread(device):
+        falsified, reproduced = _outcome(run_one, state)
     seconds = time.perf_counter() - started
 
     result = CheckResult(
         status=run_status(None if falsified is None else falsified.failure, reproduced=reproduced),
         examples=state.examples, seconds=seconds, target=target, seed=seed, budget=budget,
         contract=contract, checks=names, slow=list(state.slow.values()), tuning=list(tuning.description),
+        compiles=list(getattr(impl, "compiles", None) or []),
     )
     if falsified is not None:
         _record_failure(result, falsified, reproducer_dir)
@@ -361,6 +368,25 @@ def check(
             result.notes.append("the failure did not reproduce when the same example ran again: "
                                 "the implementation keeps state between calls or is nondeterministic")
     return result
+
+
+def _outcome(run_one: Callable[[], None], state: _RunState) -> tuple[_Falsified | None, bool]:
+    """Run the Hypothesis test: (the failure found, whether it reproduced). What ends a run with no
+    verdict on the implementation is raised: a lost worker (ImplLost) as it is; a failure of the
+    harness or of Hypothesis as a HarnessError naming its cause in one line, never an exception group."""
+    try:
+        run_one()
+    except _Falsified as exc:
+        return exc, True
+    except _HarnessStop as stop:
+        raise stop.error from stop.error.__cause__
+    except _NOT_REPRODUCED as flaky:
+        if state.last is None:  # what did not reproduce was no failure of the implementation
+            raise HarnessError(f"the fuzzer's Hypothesis run raised {headline(flaky)}") from flaky
+        return state.last, False
+    except Exception as exc:  # Hypothesis' own (FlakyStrategyDefinition), or what it re-raised as fatal
+        raise HarnessError(f"the fuzzer's Hypothesis run raised {headline(exc)}") from exc
+    return None, True
 
 
 @contextlib.contextmanager

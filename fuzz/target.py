@@ -26,7 +26,7 @@ from pathlib import Path
 from reference._device import ensure_interpreter
 from reference.errors import InvalidArgument
 
-from . import bfloat16_interpreter
+from . import bfloat16_interpreter, interpreter_numpy
 
 __all__ = ["DEFAULT_FUNCTION", "Target", "describe_target", "load_target", "parse_target", "resolve_target"]
 
@@ -107,6 +107,7 @@ def load_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str =
         # Triton's interpreter computes bfloat16 on bit patterns: a CPU run would fail kernels a
         # GPU passes (fuzz.bfloat16_interpreter).
         bfloat16_interpreter.install()
+        interpreter_numpy.install()  # NumPy 2.5 refuses Triton 3.6's int() of a scalar tensor
     module = _load_file(target, parsed.location, name) if parsed.is_file else _import(target, parsed.location, name)
     obj: object = module
     for part in parsed.function.split("."):

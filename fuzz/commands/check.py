@@ -71,9 +71,13 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
                           help="the longest row it accepts (default: any)")
     limits = parser.add_argument_group("limits")
     limits.add_argument("--call-timeout", type=float, default=defaults.CALL_TIMEOUT, metavar="S",
-                        help="a call's first deadline, compilation included (default "
+                        help="a call's first deadline, not counting the seconds it spends compiling (default "
                              f"{defaults.CALL_TIMEOUT:g}); past it the call is timed against reference.lse on "
                              "the same input, and only a call past that second deadline too is a hang")
+    limits.add_argument("--compile-timeout", type=float, default=defaults.COMPILE_TIMEOUT, metavar="S",
+                        help="seconds one call may spend compiling (Triton, autotuning, torch.compile; default "
+                             f"{defaults.COMPILE_TIMEOUT:g}): compiling never counts as a hang before that, "
+                             "and a compile over 5 s is reported as a finding")
     limits.add_argument("--timeout", type=float, default=timeout, metavar="S",
                         help="seconds the implementation's worker may live in all"
                              + (f" (default {timeout:g})" if timeout else " (default: no limit)"))
@@ -125,7 +129,8 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
         budget=args.budget, seed=args.seed, private_seed=private_seed, contract=args.contract,
         dtypes=None if args.dtypes is None else tuple(part.strip() for part in args.dtypes.split(",")),
         layouts=args.layouts, output_dtype=args.output_dtype, max_n=args.max_n, checks=args.checks,
-        device=args.device, call_timeout=args.call_timeout, timeout=args.timeout, time_limit=args.time_limit,
+        device=args.device, call_timeout=args.call_timeout, compile_timeout=args.compile_timeout,
+        timeout=args.timeout, time_limit=args.time_limit,
         memory_limit=memory_limit,
         huge_offsets=args.huge_offsets, max_elements=args.max_elements, profile=args.profile, parts=args.parts,
         bench=bench,

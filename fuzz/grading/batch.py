@@ -28,7 +28,7 @@ from .bench import measure_baselines
 from .candidates import Candidate, schedule
 from .evaluate import blame_signals, grading_job, job_record
 from .journal import Journal, convicted_record
-from .options import GradeOptions
+from .options import GradeOptions, driver_environment
 from .ray_executor import grade_on_ray
 from .reports import REPORT_JSONL, read_records, write_reports
 from .seal import seal, seal_key, sealed
@@ -180,7 +180,7 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
         work = [grading_job(c.target, c, options.to_wire(), reproducer_dir_for(out, c).resolve(), source=encode(c),
                             lock_dir=lock_dir, baselines=baselines)
                 for c in pending]
-        environ = dict(os.environ, **journal.begin()) if journal is not None else None
+        environ = driver_environment(options, dict(os.environ, **journal.begin()) if journal is not None else None)
         with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options), environ=environ,
                   gpus=spread_over(options.device)) as pool:
             attackers: set[str] = set()  # convicted of an attack on the grading processes

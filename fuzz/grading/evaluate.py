@@ -10,6 +10,7 @@ import contextlib
 import os
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +20,7 @@ from reference.errors import InvalidArgument
 from .. import static_scan
 from ..gpu_memory import gpu_name, sparse_huge_inputs
 from .._version import __version__
+from ..failures import headline, traceback_headline
 from ..isolation.environment import default_memory_limit
 from ..isolation.pool import Job, JobResult, Pool
 from ..isolation.proxy import IsolatedImpl, LoadFailed
@@ -26,11 +28,12 @@ from ..isolation.signals import SignalEvent, describe, describe_stops
 from ..outcomes import HarnessError, ImplLost, Outcome, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
 from ..static_scan import Severity
+from ..timing import compile_summary
 from .bench import bench_candidate
 from .candidates import Candidate
 from .fit import fit_shapes
 from .gpu_lock import GpuLock
-from .options import GradeOptions, torch_threads, use_torch_threads
+from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
 from .parts import decided, merge_parts, part_count, split
 from .snapshot import materialize, restore_paths
 
@@ -83,6 +86,7 @@ def base_record(candidate: Candidate, options: GradeOptions) -> dict[str, object
         "candidate_seconds": 0.0,
         "flags": [],
         "slow": [],
+        "compiles": None,  # what the worker compiled (fuzz.timing.compile_summary)
         "noise": None,
         "bench": None,
         "shape_fit": None,
@@ -104,6 +108,7 @@ def _isolated(target: str, options: GradeOptions, guard=None) -> IsolatedImpl:
     memory_limit = _memory_limit(options)
     threads = torch_threads(options) if options.threads is None else options.threads
     impl = IsolatedImpl(target, device=options.device, call_timeout=options.call_timeout, timeout=options.timeout,
+                        compile_timeout=options.compile_timeout,
                         memory_limit=memory_limit, threads=threads)
     impl.guard = guard
     return impl
@@ -124,7 +129,7 @@ def _start(impl: IsolatedImpl, record: dict, started: float) -> bool:
         _finish(record, started, impl, verdict=Verdict.LOAD_ERROR, reason=str(exc))
         return False
     except HarnessError as exc:  # e.g. no room on the GPU for one more worker's context
-        _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, reason=f"the harness failed: {exc}")
+        _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, **_harness_failed(exc))
         return False
     finally:
         if context is not None:
@@ -218,7 +223,7 @@ def evaluate(
         _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))
         return record
     except HarnessError as exc:  # no verdict on the candidate: the run could not go on
-        _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, reason=f"the harness failed: {exc}")
+        _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, **_harness_failed(exc))
         return record
     except BaseException:  # Ctrl-C, or a bug here: do not leave the worker behind
         impl.close()
@@ -303,7 +308,7 @@ def _side_by_side(candidate: Candidate, each: list[GradeOptions], *, reproducer_
             for index, options in enumerate(later, start=1)]
     results: dict[int, JobResult] = {}
     failure: list[BaseException] = []
-    with Pool(min(len(later), (os.cpu_count() or 1) - 1)) as pool:
+    with Pool(min(len(later), (os.cpu_count() or 1) - 1), environ=driver_environment(each[0])) as pool:
         def run_later() -> None:
             try:
                 for result in pool.run(jobs):
@@ -340,12 +345,17 @@ def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -
 
 
 def _headline(result: JobResult) -> str:
-    """The line of a job's detail that says what happened: a traceback's last line (the exception),
-    otherwise the first (what became of the driver)."""
-    lines = [line for line in (result.detail or "").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    return lines[-1].strip() if result.outcome is Outcome.RAISED else lines[0]
+    """The line of a job's detail that says what happened: a traceback's exception (a group's with
+    its leaves; never its last line, a border), otherwise the first (what became of the driver)."""
+    if result.outcome is Outcome.RAISED:
+        return traceback_headline(result.detail or "")
+    return next((line for line in (result.detail or "").splitlines() if line.strip()), "")
+
+
+def _harness_failed(exc: HarnessError) -> dict[str, str]:
+    """The reason (one line naming the cause) and details of a run the harness could not finish."""
+    return {"reason": f"the harness failed: {headline(exc).partition(': ')[2]}",
+            "details": "".join(traceback.format_exception(exc)).rstrip()}
 
 
 def blame_signals(record: dict, events: list[SignalEvent]) -> dict:
@@ -410,6 +420,7 @@ def _finish(record: dict, started: float, impl: IsolatedImpl | None, *, verdict:
         impl.close()
         record["calls"] = impl.calls
         record["candidate_seconds"] = round(impl.candidate_seconds, 3)
+        record["compiles"] = compile_summary(impl.compiles)  # also for a worker lost mid-compile
         noise = impl.noise()
         if noise.any:
             record["noise"] = noise.to_dict()

@@ -95,9 +95,11 @@ def fit_shapes(target: str, options: GradeOptions, *, memory_limit: int | None =
     if not options.device.startswith("cpu") or options.max_elements is not None or not options.fit_shapes:
         return None
     default = default_max_elements("cpu")
-    reference_seconds = _best(reference.lse, _row(default), repeats=3)
     impl = None
     try:
+        # Inside: where the reference cannot run (a process compiling Triton for CUDA refuses a
+        # CPU row), there is nothing to fit against, and the run goes on with the defaults.
+        reference_seconds = _best(reference.lse, _row(default), repeats=3)
         impl = IsolatedImpl(target, device="cpu", call_timeout=max(options.call_timeout, 60.0), timeout=300.0,
                             memory_limit=memory_limit, threads=1).start()
         probe = _slowest_config(impl, _row(PROBE_COLS), repeats=1)

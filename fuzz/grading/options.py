@@ -17,7 +17,8 @@ from ..checks import validate_checks
 from ..profiles import PROFILES
 from ..contract import Contract, Layouts, OutputDtype, parse_dtypes
 
-__all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "torch_threads", "use_torch_threads"]
+__all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "driver_environment", "torch_threads",
+           "use_torch_threads"]
 
 DEFAULT_BUDGET = defaults.CHECK_BUDGET
 DEFAULT_BENCH_SHAPE = (8192, 8192)
@@ -42,6 +43,7 @@ class GradeOptions:
     checks: tuple[str, ...] | None = None
     device: str = "cpu"
     call_timeout: float = defaults.CALL_TIMEOUT
+    compile_timeout: float = defaults.COMPILE_TIMEOUT  # seconds a call may spend compiling (not its time)
     timeout: float | None = None
     time_limit: float | None = None  # a call slower than this fails (check time_limit); None: slow is a finding
     memory_limit: int | None = None  # bytes; None: fuzz.isolation.default_memory_limit; 0: none
@@ -72,6 +74,7 @@ class GradeOptions:
         if not isinstance(self.fit_shapes, bool):
             raise InvalidArgument(f"{name('fit_shapes')}={self.fit_shapes!r}; expected True or False.")
         validate.seconds(self.call_timeout, name=name("call_timeout"))
+        validate.seconds(self.compile_timeout, name=name("compile_timeout"))
         validate.seconds(self.timeout, name=name("timeout"), optional=True)
         validate.seconds(self.time_limit, name=name("time_limit"), optional=True)
         if self.private_seed is not None and not str(self.private_seed):
@@ -172,3 +175,20 @@ def torch_threads(options: GradeOptions) -> int:
 def use_torch_threads(options: GradeOptions) -> None:
     """Give this (driving) process its :func:`torch_threads`."""
     torch.set_num_threads(torch_threads(options))
+
+
+def driver_environment(options: GradeOptions, environ: dict[str, str] | None = None) -> dict[str, str] | None:
+    """The environment of the drivers that grade under ``options`` (``environ``, default this
+    process's): on the CPU, with Triton's interpreter on.
+
+    A driver runs ``reference.lse`` on the candidate's inputs: to time a slow call against it
+    (:mod:`fuzz.timing`: the second deadline, the slow finding) and to fit the shapes
+    (:mod:`.fit`). On a host with a GPU, Triton would compile that kernel for CUDA there, and a
+    compiled kernel refuses CPU tensors: timing a call that was slow once raised, and a correct
+    candidate's run ended as an internal error. The worker runs the candidate in the interpreter
+    on the CPU whatever the host (fuzz.isolation.worker); the drivers then run the reference as
+    the worker runs the candidate, and a CPU run grades alike on every host. A CPU-only host has
+    the interpreter on already: the same environment, the same fork server."""
+    if not options.device.startswith("cpu"):
+        return environ
+    return dict(os.environ if environ is None else environ, TRITON_INTERPRET="1")

@@ -27,6 +27,7 @@ import hashlib
 from dataclasses import replace
 
 from ..outcomes import Verdict
+from ..timing import merge_compile_summaries
 from .options import GradeOptions
 
 __all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "decided", "merge_parts", "part_count", "split"]
@@ -96,6 +97,7 @@ def merge_parts(record: dict, parts: list[dict]) -> dict:
                 seen.add((flag["flag"], flag["message"]))
                 record["flags"].append(flag)
     record["slow"] = [call for part in parts for call in part.get("slow") or []]
+    record["compiles"] = merge_compile_summaries([part.get("compiles") for part in parts])
     record["noise"] = next((part["noise"] for part in parts if part.get("noise")), None)
     record["parts"] = [{"part": index, "verdict": part["verdict"], "check": part.get("check"),
                         "examples": part.get("examples"), "calls": part.get("calls") or 0,

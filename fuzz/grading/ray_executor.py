@@ -32,12 +32,13 @@ from pathlib import Path
 from reference.errors import InvalidArgument
 
 from .._version import __version__
+from ..failures import traceback_headline
 from ..isolation.pool import Pool
 from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate
 from .evaluate import base_record, grading_job, job_record
-from .options import GradeOptions
+from .options import GradeOptions, driver_environment
 from .snapshot import encode, materialize, restore_paths
 
 __all__ = ["grade_on_ray", "grade_remote"]
@@ -73,7 +74,8 @@ def grade_remote(payload: dict) -> dict:
             key = json.dumps(payload["options"], sort_keys=True)
             baselines = _BASELINES.setdefault(key, measure_baselines(options))
         job = grading_job(candidate.target, here, payload["options"], reproducers, baselines=baselines)
-        with Pool(1, work_dir=home_dir / "drivers", timeout=payload["hard_limit"]) as pool:
+        with Pool(1, work_dir=home_dir / "drivers", timeout=payload["hard_limit"],
+                  environ=driver_environment(options)) as pool:
             (result,) = list(pool.run([job]))  # a job whose driver died is run again alone: still one result
         record = restore_paths(job_record(result, here, options), originals)
         files = {} if not reproducers.is_dir() else {
@@ -96,9 +98,9 @@ def _brought_home(reply: dict, candidate: Candidate, reproducer_dir: Path) -> di
 
 def _failed(candidate: Candidate, options: GradeOptions, error: BaseException) -> dict:
     record = base_record(candidate, options)
-    first = str(error).strip().splitlines()
+    # A RayTaskError's message is the remote traceback: its exception, not its last line (a border).
     record.update(verdict=Verdict.INTERNAL_ERROR.value, details=str(error),
-                  reason=f"the Ray task failed ({type(error).__name__}): {first[-1] if first else ''}")
+                  reason=f"the Ray task failed ({type(error).__name__}): {traceback_headline(str(error))}")
     return record
 
 

@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..outcomes import Verdict
+from ..timing import describe_compile_summary
 
 __all__ = ["CSV_COLUMNS", "REPORT_CSV", "REPORT_JSONL", "atomic_write", "format_record", "read_records",
            "render_markdown", "render_table", "summary_counts", "write_reports"]
@@ -251,9 +252,14 @@ def format_record(record: dict) -> str:
     slow = record.get("slow") or []
     if slow:
         slowest = max(slow, key=lambda call: call["seconds"])
+        reference = slowest.get("reference_seconds")
+        against = f" vs {reference:.3f} s" if isinstance(reference, _NUMBER) else " (reference.lse not timed here)"
         lines.append(f"  slow:     {len(slow)} call(s) far slower than reference.lse (a finding, not a failure); the "
                      f"slowest: {slowest['call']} on a {slowest['dtype']} {tuple(slowest['shape'])} {slowest['layout']} "
-                     f"input, {slowest['seconds']:.1f} s vs {slowest['reference_seconds']:.3f} s")
+                     f"input, {slowest['seconds']:.1f} s{against}")
+    compiled = describe_compile_summary(record.get("compiles"))
+    if compiled:
+        lines.append(f"  compiles: {compiled}")
     bench = record.get("bench")
     if bench:
         if "error" in bench:

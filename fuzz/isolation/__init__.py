@@ -1,11 +1,13 @@
 """Isolation: the implementation under test runs in worker processes, never in the fuzzer's.
 
 * :mod:`.proxy`: :class:`IsolatedImpl`, a callable that runs a TARGET in a worker (what
-  ``lse-fuzz check`` fuzzes), and :class:`RestartingImpl` (``pytest --lse-isolate``);
+  ``lse-fuzz check`` fuzzes); :mod:`.restarting`: :class:`RestartingImpl` (``pytest --lse-isolate``);
 * :mod:`.pool`: the one worker pool (:class:`Pool`) that ``grade``, ``mutants`` and the campaign
   scripts run their jobs in;
 * :mod:`.zygote` / :mod:`.child`: the fork server every worker and driver is forked from;
 * :mod:`.worker`: the candidate worker; :mod:`.wire`: the message format between them;
+  :mod:`.compile_watch` / :mod:`.compile_clock`: compiling is not hanging (the worker's notices,
+  the proxy's clock that stops for them);
 * :mod:`.shared_input`, :mod:`.held_outputs`: what the parent decides for itself (a changed
   input, a returned buffer overwritten later); :mod:`.op_record`: the operators a call ran;
   :mod:`.appearance`: a worker that looks like any ``python3`` process;
@@ -23,8 +25,8 @@ _EXPORTS = {
     "CandidateRaised": "proxy",
     "IsolatedImpl": "proxy",
     "LoadFailed": "proxy",
-    "Noise": "proxy",
-    "RestartingImpl": "proxy",
+    "Noise": "noise",
+    "RestartingImpl": "restarting",
     "Job": "pool",
     "JobResult": "pool",
     "Pool": "pool",

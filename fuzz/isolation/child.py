@@ -57,6 +57,18 @@ def _hash_triton() -> None:
         pass
 
 
+def _address_space() -> int:
+    """Bytes of address space this process maps now (VmSize), 0 when it cannot be read."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def zygote_main(lifeline_fd: int) -> None:
     """Serve spawn requests until the parent that started us goes away.
 
@@ -269,6 +281,11 @@ def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     for name, value in config.get("rlimits", {}).items():
         limit = getattr(resource, name)
+        if name == "RLIMIT_AS":
+            # Counted above what this process maps already (torch, Triton and their libraries, never
+            # the candidate's): 0.8 GiB of address space with a CPU build of torch, gigabytes with a
+            # CUDA build, so a `--device cpu` worker on a GPU host once ran out of room for its inputs.
+            value += _address_space()
         _, hard = resource.getrlimit(limit)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         # Soft and hard alike: a soft limit alone is one the candidate may raise again.

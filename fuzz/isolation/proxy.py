@@ -65,21 +65,26 @@ from reference.errors import InvalidArgument
 from .. import defaults, validate
 from ..outcomes import HarnessError, ImplLost, Outcome, call_outcome, describe_exit
 from ..target import resolve_target
-from ..timing import HANG_FACTOR, best_per_call, hang_deadline, reference_seconds
+from ..timing import HANG_FACTOR, Compile, best_per_call, hang_deadline, reference_seconds
 from . import wire
 from .codec import decode_output, encode_input, write_back
+from .compile_clock import CompileClock
 from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
 from .held_outputs import HeldOutputs
+from .noise import Noise
 from .shared_input import SharedInput
 from .zygote import Zygote, resumed_by_pool, unwatch, watch, zygote_for
 
-__all__ = ["CandidateRaised", "IsolatedImpl", "LoadFailed", "Noise", "RestartingImpl"]
+__all__ = ["CandidateRaised", "IsolatedImpl", "LoadFailed", "Noise"]
 
 LONGEST_WAIT = 7 * 24 * 3600.0
 """Seconds of the longest single wait for a worker's reply (a wait given longer is this long)."""
 
 DEFAULT_CALL_TIMEOUT = defaults.CALL_TIMEOUT
 """Seconds one call may take, Triton compilation of a new specialisation included."""
+
+DEFAULT_COMPILE_TIMEOUT = defaults.COMPILE_TIMEOUT
+"""Seconds one call may spend compiling (Triton, autotuning, torch.compile): not counted as its time."""
 
 DEFAULT_LOAD_TIMEOUT = 120.0
 MAX_FRAME = 1 << 34
@@ -136,33 +141,6 @@ class _Pinned:
     lines: list[str] | None = None
 
 
-@dataclass(frozen=True)
-class Noise:
-    """What the worker printed: byte counts and the first lines of each stream."""
-
-    stdout_bytes: int
-    stderr_bytes: int
-    stdout_head: str
-    stderr_head: str
-
-    @property
-    def any(self) -> bool:
-        return bool(self.stdout_bytes or self.stderr_bytes)
-
-    def describe(self) -> str:
-        parts = []
-        for name, size, head in (("stdout", self.stdout_bytes, self.stdout_head),
-                                 ("stderr", self.stderr_bytes, self.stderr_head)):
-            if size:
-                first = head.strip().splitlines()[0][:120] if head.strip() else ""
-                parts.append(f"{size} bytes to {name}" + (f" (first line: {first!r})" if first else ""))
-        return "; ".join(parts) if parts else "nothing"
-
-    def to_dict(self) -> dict[str, object]:
-        return {"stdout_bytes": self.stdout_bytes, "stderr_bytes": self.stderr_bytes,
-                "stdout_head": self.stdout_head, "stderr_head": self.stderr_head}
-
-
 # --------------------------------------------------------------------------------------------
 # The proxy
 
@@ -175,7 +153,8 @@ class IsolatedImpl:
     imports and Triton compilations are paid once. ``call_timeout`` is each call's first deadline:
     past it, ``calibrate(x)`` (default: the seconds reference.lse takes on the same input) sets a
     second one (:func:`fuzz.timing.hang_deadline`), and only a call past both is a hang (None: the
-    second deadline is the first again). ``timeout`` (optional) bounds the whole life of the worker
+    second deadline is the first again). Seconds the worker spends compiling count toward neither;
+    ``compile_timeout`` bounds them per call (:mod:`fuzz.isolation.compile_watch`). ``timeout`` (optional) bounds the whole life of the worker
     from :meth:`start` (a candidate's time budget). ``memory_limit`` (bytes) is the memory the candidate may use on the CPU
     (default :func:`default_memory_limit`; 0 for no limit), enforced as the worker's address-space
     limit with :data:`~fuzz.isolation.environment.INPUT_RESERVE` added for the inputs the fuzzer builds. ``threads``: torch intra-op threads of
@@ -184,14 +163,16 @@ class IsolatedImpl:
 
     def __init__(self, target: str, *, device: str | torch.device = "cpu", call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  load_timeout: float = DEFAULT_LOAD_TIMEOUT, timeout: float | None = None,
+                 compile_timeout: float = DEFAULT_COMPILE_TIMEOUT,
                  memory_limit: int | None = None, threads: int | None = None,
                  environ: dict[str, str] | None = None,
-                 calibrate: Callable[[torch.Tensor], float] | None = reference_seconds) -> None:
+                 calibrate: Callable[[torch.Tensor], float | None] | None = reference_seconds) -> None:
         self.target = resolve_target(target)
         self.device = str(torch.device(device))
         self.call_timeout = validate.seconds(call_timeout, name="call_timeout")
         self.load_timeout = validate.seconds(load_timeout, name="load_timeout")
         self.timeout = validate.seconds(timeout, name="timeout", optional=True)
+        self.compile_timeout = validate.seconds(compile_timeout, name="compile_timeout")
         self.memory_limit = default_memory_limit(self.device) if memory_limit is None else memory_limit
         if not self.device.startswith("cpu"):
             self.memory_limit = 0  # CUDA reserves huge address ranges: RLIMIT_AS would break it
@@ -200,7 +181,7 @@ class IsolatedImpl:
         self.threads = threads if threads is not None else (1 if self.device.startswith("cpu") else None)
         self.environ = environ
         self.calibrate = calibrate  # seconds a trusted implementation takes on an input: the second deadline
-        self.second_deadline: tuple[float, float] | None = None  # (seconds, reference seconds) of the last one
+        self.second_deadline: tuple[float, float | None] | None = None  # (seconds, reference seconds) of the last one
         self._tuning: dict = {"combinations": 0, "description": []}  # the worker's autotuned kernels
         self._config: int | None = None  # the configuration pinned for the calls in progress
         self._pinning: _Pinned | None = None
@@ -218,6 +199,8 @@ class IsolatedImpl:
         self._shared = SharedInput()
         self._held = HeldOutputs()  # earlier outputs the caller may still hold (see held_outputs)
         self.runtime_ops: dict[str, set[str]] = {}  # runtime flag -> aten operators seen (see op_record)
+        self._clock = CompileClock(self.compile_timeout)  # compiling stops a request's clock (compile_watch)
+        self._pending: tuple[dict, list] | None = None  # a reply read while waiting past compile notices
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -235,6 +218,10 @@ class IsolatedImpl:
         if self._conn is not None:
             return self
         env = worker_environment(self.environ)
+        if self.device == "cpu":
+            # CPU tensors need Triton's interpreter, whatever GPU this machine has: a fork server
+            # of the interpreter's own (Triton's mode is fixed when it is imported).
+            env["TRITON_INTERPRET"] = "1"
         self._zygote = zygote_for(env)
         # Neutral names (tmpXXXXXXXX/cwd): the candidate's working directory does not say who runs it.
         self._home = Path(tempfile.mkdtemp())
@@ -351,24 +338,50 @@ class IsolatedImpl:
         return self.lost
 
     def _receive(self, timeout: float, *, what: str, x: torch.Tensor | None = None,
-                 deadline: tuple[float, float] | None = None, max_frame: int = MAX_FRAME):
-        """The worker's next reply; ImplLost if it dies or does not answer within ``timeout``.
+                 deadline: tuple[float, float | None] | None = None, max_frame: int = MAX_FRAME):
+        """The worker's next reply; ImplLost if it dies or does not answer within ``timeout``
+        seconds of not compiling.
 
         ``deadline``: (the second deadline, the reference's seconds) of a call given two."""
         assert self._conn is not None
-        # Clamped: a wait of n calls' timeouts (a benchmark round of a very fast candidate, with
-        # no budget) can exceed what poll() takes (about 24 days in milliseconds) and raise.
-        if not self._conn.poll(min(max(timeout, 0.0), LONGEST_WAIT)):
-            budget = self.timeout is not None and self._time_left() <= 0
-            if budget:
+        if not self._reply_within(timeout, what=what, x=x, max_frame=max_frame):
+            if self.timeout is not None and self._time_left() <= 0:
                 detail = f"the candidate's time budget of {self.timeout:g} s ran out while {what}"
+            elif self._clock.compiling:
+                detail = f"no answer while {what}: {self._clock.describe()}"
             elif deadline is not None:
+                against = (f"{HANG_FACTOR:g} x the {deadline[1]:.3g} s reference.lse takes on this input, at least "
+                           "the first again" if deadline[1] is not None else "the first again")
                 detail = (f"no answer within {deadline[0]:.3g} s while {what}: past the first deadline of "
-                          f"{self.call_timeout:g} s and the second ({HANG_FACTOR:g} x the {deadline[1]:.3g} s "
-                          "reference.lse takes on this input, at least the first again): a hang")
+                          f"{self.call_timeout:g} s and the second ({against}): a hang")
             else:
                 detail = f"no answer within {max(timeout, 0):g} s while {what} (a hang, or far too slow)"
+            detail += self._compiled_note()
             raise self._lose(call_outcome(timed_out=True), detail, x=x)
+        reply, self._pending = self._pending, None
+        self._clock.next_request()
+        return reply
+
+    def _reply_within(self, timeout: float, *, what: str, x: torch.Tensor | None, max_frame: int) -> bool:
+        """Whether a reply is ready within ``timeout`` seconds the worker did not spend compiling
+        (a compile may go on for the compile limit), never past the candidate's time budget."""
+        left = timeout
+        while self._pending is None:
+            compiling = self._clock.compiling
+            wait = min(self._clock.left() if compiling else left, self._time_left())
+            started = time.monotonic()
+            # Clamped: a wait of n calls' timeouts (a benchmark round of a very fast candidate, with
+            # no budget) can exceed what poll() takes (about 24 days in milliseconds) and raise.
+            if not self._conn.poll(min(max(wait, 0.0), LONGEST_WAIT)):
+                return False
+            if not compiling:
+                left -= time.monotonic() - started
+            header, frames = self._read(what=what, x=x, max_frame=max_frame)
+            if not self._clock.note(header, call=self.calls):
+                self._pending = (header, frames)
+        return True
+
+    def _read(self, *, what: str, x: torch.Tensor | None, max_frame: int):
         try:
             return wire.recv_message(self._conn, max_frame=max_frame)
         except wire.FrameTooLarge as exc:
@@ -382,21 +395,37 @@ class IsolatedImpl:
             raise self._lose(outcome, f"the worker {describe_exit(code)} while {what}", returncode=code, x=x,
                              reaped=code is not None) from None
 
+    def _compiled_note(self) -> str:
+        done = [c for c in self._clock.compiles if c.call == self.calls]
+        if not done:
+            return ""
+        return (f" (not counting {sum(c.seconds for c in done):.1f} s of compiling in this call: "
+                f"{'; '.join(c.describe() for c in done[-3:])})")
+
+    @property
+    def compiles(self) -> list[Compile]:
+        """What the worker compiled for the candidate, timed here (findings, never failures)."""
+        return list(self._clock.compiles)
+
     def _receive_call(self, what: str, x: torch.Tensor, max_frame: int):
         """The reply to a call, with two deadlines (see :mod:`fuzz.timing`): past ``call_timeout``
         the call is timed against the reference on the same input, and it is a hang only once it
-        also ran past the second, calibrated deadline."""
+        also ran past the second, calibrated deadline. Seconds spent compiling count toward neither."""
         assert self._conn is not None
         started = time.monotonic()
         first = min(self.call_timeout, self._time_left())
-        if first > 0 and self._conn.poll(first):
+        if first > 0 and self._reply_within(first, what=what, x=x, max_frame=max_frame):
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
         if self._time_left() <= 0 or self.calibrate is None:
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
-        reference = self.calibrate(x)  # the parent is idle meanwhile: the worker keeps running
+        try:
+            reference = self.calibrate(x)  # the parent is idle meanwhile: the worker keeps running
+        except Exception:  # no calibration: the second deadline is the first again; the reply is still read
+            reference = None
         second = hang_deadline(self.call_timeout, reference)
         self.second_deadline = (second, reference)
-        return self._receive(min(second - (time.monotonic() - started), self._time_left()), what=what, x=x,
+        ran = time.monotonic() - started - self._clock.spent()
+        return self._receive(min(second - ran, self._time_left()), what=what, x=x,
                              deadline=(second, reference), max_frame=max_frame)
 
     def _ensure_ready(self) -> None:
@@ -544,51 +573,3 @@ class IsolatedImpl:
         if header.get("op") == "exit":
             raise self._lose(Outcome.EXITED, f"{header.get('detail')} during {what}")
         return header, frames
-
-
-class RestartingImpl:
-    """An :class:`IsolatedImpl` that starts a new worker when the last one was lost.
-
-    For test suites (``pytest --lse-isolate``): a crash or hang fails the test that caused it,
-    and the next test gets a fresh worker instead of the same :class:`ImplLost` again.
-    """
-
-    def __init__(self, target: str, **options) -> None:
-        self.target = target
-        self._options = options
-        self._impl: IsolatedImpl | None = None
-
-    def start(self) -> RestartingImpl:
-        if self._impl is None or self._impl.lost is not None:
-            self.close()
-            self._impl = IsolatedImpl(self.target, **self._options).start()
-        return self
-
-    def __call__(self, x: torch.Tensor) -> object:
-        self.start()
-        assert self._impl is not None
-        return self._impl(x)
-
-    def tuning(self) -> tuple[int, list[str]]:
-        self.start()
-        assert self._impl is not None
-        return self._impl.tuning()
-
-    def release_input(self) -> None:
-        if self._impl is not None:
-            self._impl.release_input()
-
-    @contextlib.contextmanager
-    def pinned(self, choice: int | None):
-        self.start()
-        assert self._impl is not None
-        with self._impl.pinned(choice) as pinning:
-            yield pinning
-
-    def close(self) -> None:
-        if self._impl is not None:
-            self._impl.close()
-            self._impl = None
-
-    def __repr__(self) -> str:
-        return f"RestartingImpl({self.target!r})"

@@ -18,6 +18,7 @@ Replies (worker -> parent):
                                       + output frame, + each held output's bytes now, + input frame if changed
   {"op": "raised", "kind": "exception" | "out_of_memory" | "cuda_error" | "harness", "type", "message", "traceback", "chain"}
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
+  {"op": "compiling", ...} / {"op": "compiled", ...}   before a reply: a compiler ran (compile_watch)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import torch
 from .. import autotune, specialization
 from ..failures import exception_chain
 from ..gpu_memory import MEMORY_WAIT, huge_storage, sparse_huge_inputs, with_memory_retry
+from . import compile_watch
 from .appearance import look_ordinary
 from .op_record import OpRecord, recording
 from .shared_input import receive_descriptor
@@ -57,6 +59,9 @@ def worker_main(channel_fd: int, args: dict) -> int:
     if args.get("threads"):
         torch.set_num_threads(int(args["threads"]))
     started = time.perf_counter()
+    # Compiling is not hanging: the parent stops a request's clock while a compiler runs (an
+    # import may compile too, so before the candidate's module is loaded).
+    compile_watch.install(lambda notice: send_message(conn, notice))
     try:
         impl = _load(args["target"])
     except SystemExit as exc:

@@ -41,6 +41,18 @@ def test_a_probe_that_fails_leaves_the_defaults_for_the_run_to_report(name):
     assert fit_shapes(f"{CANDIDATES / name}.py:lse", GradeOptions().validated()) is None
 
 
+def test_a_reference_that_cannot_run_here_leaves_the_defaults(monkeypatch):
+    # A process compiling Triton for CUDA (a GPU host) refuses a CPU row: no fit, and no error
+    # (it once made every Triton candidate of a CPU run on a GPU host an internal_error).
+    from reference.errors import InvalidArgument
+
+    def compiled_for_cuda(x):
+        raise InvalidArgument("x.device='cpu', but Triton kernels are compiled for CUDA here")
+
+    monkeypatch.setattr("fuzz.grading.fit.reference.lse", compiled_for_cuda)
+    assert fit_shapes(SLOW_PER_ELEMENT, GradeOptions().validated()) is None
+
+
 def test_the_record_and_the_report_say_the_shapes_were_fitted(tmp_path):
     record = evaluate(SLOW_PER_ELEMENT, GradeOptions(budget=3).validated(), reproducer_dir=tmp_path)
     assert record["verdict"] == "pass", record["reason"]

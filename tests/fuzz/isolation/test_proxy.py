@@ -390,3 +390,22 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_the_address_space_limit_counts_above_what_the_worker_maps_already():
+    # torch, Triton and their libraries are mapped before the candidate runs: 0.8 GiB of address
+    # space with a CPU build of torch, gigabytes with a CUDA one. Counted inside the limit, they left
+    # a `--device cpu` worker on a GPU host no room for a huge-offset input.
+    from fuzz.isolation.environment import INPUT_RESERVE
+
+    impl = IsolatedImpl(target("torch_float64"), memory_limit=1 << 30).start()
+    try:
+        limits = Path(f"/proc/{impl.pid}/limits").read_text()
+        status = Path(f"/proc/{impl.pid}/status").read_text()
+    finally:
+        impl.close()
+    line = next(line for line in limits.splitlines() if line.startswith("Max address space"))
+    limit = int(line.split()[3])
+    mapped = int(next(l for l in status.splitlines() if l.startswith("VmSize:")).split()[1]) * 1024
+    baseline = limit - (1 << 30) - INPUT_RESERVE
+    assert 100 << 20 < baseline <= mapped, (baseline, mapped)
