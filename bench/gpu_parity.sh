@@ -10,7 +10,10 @@
 #   wholerow  the correct whole-row kernel (BLOCK = next_power_of_2(N), up to 2**20) through
 #             SEEDS `lse-fuzz check` runs with default options, from a cold Triton cache
 #   grade     `grade --device cpu` of the planted candidates and of the hostile batch, with the
-#             options the CPU test suite grades them with (bench/parity_grades.py compares them)
+#             options the CPU test suite grades them with, at JOBS at once (default 8); with
+#             COMPARE=DIR, each is compared with DIR's grade of the same batch (bench/parity_grades.py)
+# The grade step also runs on a CPU-only machine, as a GPU host would (every process seeing a CUDA
+# device): PYTHONPATH=tests/implementations/simulated_cuda STEPS=grade JOBS=2 bash bench/gpu_parity.sh OUT
 # Every file starts with (or sits beside header.txt giving) the date, the device and the versions.
 set -uo pipefail
 out=${1:?usage: bash bench/gpu_parity.sh OUT_DIR}
@@ -18,13 +21,14 @@ mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 steps=${STEPS:-diff tests wholerow grade}
+jobs=${JOBS:-8}
 seeds=${SEEDS:-20}
 workers=$(( $(nproc) - 2 ))
 wants() { [[ " $steps " == *" $1 "* ]]; }
 
 {
   date -u +"%Y-%m-%dT%H:%M:%SZ"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU"
   python3 -c 'import torch, triton, hypothesis, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__, "hypothesis", hypothesis.__version__)'
   echo "host CPUs: $(nproc); workers: $workers; tree: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 } > "$out/header.txt" 2>&1
@@ -57,7 +61,7 @@ fi
 if wants grade; then
   echo "== grade --device cpu on a CUDA machine"
   python3 -m fuzz grade tests/implementations/candidates --device cpu --budget 20 --max-elements 4096 --seed 0 \
-    --call-timeout 3 --memory-limit 4 -j 8 -q --out /tmp/parity-candidates --overwrite > /dev/null 2>&1
+    --call-timeout 3 --memory-limit 4 -j "$jobs" -q --out /tmp/parity-candidates --overwrite > /dev/null 2>&1
   cp /tmp/parity-candidates/grade.jsonl "$out/grade-cpu-candidates.jsonl"
   batch=/tmp/parity-hostile
   rm -rf "$batch" && mkdir -p "$batch"
@@ -67,10 +71,12 @@ if wants grade; then
   cp tests/implementations/correct/torch_float32.py "$batch/zz_torch_neighbour.py"
   cp tests/implementations/correct/two_pass.py "$batch/zz_triton_neighbour.py"
   for run in 1 2 3 4; do  # resumed after a kill, as the CPU suite does
-    python3 -m fuzz grade "$batch" --device cpu --budget 8 --max-elements 1024 -j 8 --no-bench --memory-limit 1 \
+    python3 -m fuzz grade "$batch" --device cpu --budget 8 --max-elements 1024 -j "$jobs" --no-bench --memory-limit 1 \
       --out /tmp/parity-hostile-out $([[ $run == 1 ]] && echo --overwrite || echo --resume) > /dev/null 2>&1
     [[ $? == 137 ]] || break  # only a killed grader is resumed
   done
   cp /tmp/parity-hostile-out/grade.jsonl "$out/grade-cpu-hostile.jsonl"
-  python3 bench/parity_grades.py "$out/grade-cpu-candidates.jsonl" "$out/grade-cpu-hostile.jsonl" | tail -8
+  for name in candidates hostile; do
+    python3 bench/parity_grades.py "$out/grade-cpu-$name.jsonl" ${COMPARE:+"$COMPARE/grade-cpu-$name.jsonl"} | tail -1
+  done
 fi

@@ -74,3 +74,23 @@ def test_mutants_and_mutate_run_in_the_interpreter(tmp_path):
                    "--no-progress", cwd=tmp_path)
     assert run.returncode in (0, 1), run.stdout + run.stderr
     assert "mutation score" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_memory_limit_leaves_a_worker_room_for_huge_offset_inputs_beside_cuda_libraries(tmp_path):
+    # On an H200 host, `grade --device cpu --memory-limit 1` crashed correct candidates "out of memory"
+    # on a 16 GiB huge-offset input: the address space CUDA's libraries map counted against the limit.
+    # The simulation maps 8 GiB the same way; the hogs still meet their limit.
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    shutil.copy(IMPLEMENTATIONS / "correct" / "torch_float32.py", batch / "zz_torch_neighbour.py")
+    shutil.copy(IMPLEMENTATIONS / "correct" / "two_pass.py", batch / "zz_triton_neighbour.py")
+    shutil.copy(IMPLEMENTATIONS / "hostile" / "lifts_memory_limit.py", batch / "lifts_memory_limit.py")
+    shutil.copy(IMPLEMENTATIONS / "candidates" / "memory_hog.py", batch / "memory_hog.py")
+    run = lse_fuzz("grade", str(batch), "--device", "cpu", "--budget", "8", "--max-elements", "1024", "-j", "2",
+                   "--no-bench", "--memory-limit", "1", "--out", str(tmp_path / "report"), cwd=tmp_path)
+    records = {Path(r["candidate"]).name: r
+               for r in map(json.loads, (tmp_path / "report" / "grade.jsonl").read_text().splitlines())}
+    verdicts = {name: record["verdict"] for name, record in records.items()}
+    assert verdicts == {"zz_torch_neighbour.py": "pass", "zz_triton_neighbour.py": "pass",
+                        "lifts_memory_limit.py": "crash", "memory_hog.py": "crash"}, run.stdout + run.stderr
+    assert all("out of memory" in records[name]["reason"] for name in ("lifts_memory_limit.py", "memory_hog.py"))
