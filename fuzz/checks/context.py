@@ -72,7 +72,7 @@ def storage_bytes(x: torch.Tensor) -> torch.Tensor:
 
 
 def _compile_seconds(impl: Impl) -> float:
-    return sum(c.seconds for c in getattr(impl, "compiles", None) or ())
+    return float(getattr(impl, "compile_seconds", 0.0) or 0.0)
 
 
 def hex_bits(value: int, width: int) -> str:

@@ -25,6 +25,7 @@ class CompileClock:
     def __init__(self, limit: float) -> None:
         self.limit = limit
         self.compiles: list[Compile] = []
+        self.total = 0.0  # seconds of every finished compile of this worker
         self._current: dict | None = None  # the notice of the compile in progress
         self._began = 0.0
         self._spent = 0.0  # seconds of finished compiles in the request in progress
@@ -54,6 +55,7 @@ class CompileClock:
             # Timed here, not by the worker's word: the seconds this process waited.
             seconds = time.monotonic() - self._began
             self._spent += seconds
+            self.total += seconds
             self._current = None
             try:
                 self.compiles.append(Compile(str(header.get("kind", "?"))[:40], str(header.get("kernel", "?"))[:120],

@@ -403,6 +403,11 @@ class IsolatedImpl:
                 f"{'; '.join(c.describe() for c in done[-3:])})")
 
     @property
+    def compile_seconds(self) -> float:
+        """Seconds the worker has spent compiling, all its calls together (kept, not summed again)."""
+        return self._clock.total
+
+    @property
     def compiles(self) -> list[Compile]:
         """What the worker compiled for the candidate, timed here (findings, never failures)."""
         return list(self._clock.compiles)
