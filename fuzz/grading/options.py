@@ -188,7 +188,8 @@ def driver_environment(options: GradeOptions, environ: dict[str, str] | None = N
     candidate's run ended as an internal error. The worker runs the candidate in the interpreter
     on the CPU whatever the host (fuzz.isolation.worker); the drivers then run the reference as
     the worker runs the candidate, and a CPU run grades alike on every host. A CPU-only host has
-    the interpreter on already: the same environment, the same fork server."""
+    the interpreter on already: the same environment, the same fork server. The GPU is hidden
+    (``CUDA_VISIBLE_DEVICES=""``): drivers and their workers see the host as a CPU-only one does."""
     if not options.device.startswith("cpu"):
         return environ
-    return dict(os.environ if environ is None else environ, TRITON_INTERPRET="1")
+    return dict(os.environ if environ is None else environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")

@@ -220,8 +220,12 @@ class IsolatedImpl:
         env = worker_environment(self.environ)
         if self.device == "cpu":
             # CPU tensors need Triton's interpreter, whatever GPU this machine has: a fork server
-            # of the interpreter's own (Triton's mode is fixed when it is imported).
+            # of the interpreter's own (Triton's mode is fixed when it is imported). The GPU is
+            # hidden too, so the candidate runs as on a CPU-only host: on an H200 host a correct
+            # candidate's import-time torch.cuda.is_available() initialized CUDA, whose address
+            # space reservation then left no room under RLIMIT_AS for a lazily allocated input.
             env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
         self._zygote = zygote_for(env)
         # Neutral names (tmpXXXXXXXX/cwd): the candidate's working directory does not say who runs it.
         self._home = Path(tempfile.mkdtemp())

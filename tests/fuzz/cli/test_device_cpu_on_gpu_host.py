@@ -76,10 +76,21 @@ def test_mutants_and_mutate_run_in_the_interpreter(tmp_path):
     assert "mutation score" in run.stdout, run.stdout + run.stderr
 
 
+def test_a_cpu_worker_sees_no_gpu_as_on_a_cpu_only_host(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import torch\n\ndef lse(x):\n    assert not torch.cuda.is_available(), 'a GPU is visible'\n"
+                     "    return torch.logsumexp(x.double(), dim=-1).to(x.dtype if x.is_floating_point() else torch.float32)\n")
+    run = lse_fuzz("check", f"{probe}:lse", "--device", "cpu", "--budget", "5", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 def test_the_memory_limit_leaves_a_worker_room_for_huge_offset_inputs_beside_cuda_libraries(tmp_path):
     # On an H200 host, `grade --device cpu --memory-limit 1` crashed correct candidates "out of memory"
     # on a 16 GiB huge-offset input: the address space CUDA's libraries map counted against the limit.
-    # The simulation maps 8 GiB the same way; the hogs still meet their limit.
+    # Then, that fixed, the Triton neighbour alone, "can't allocate 8589934794 bytes": its import-time
+    # torch.cuda.is_available() started CUDA in the worker, 12 GiB more; a --device cpu worker now
+    # sees no GPU, as on a CPU-only host. The simulation maps both the same way; the hogs still meet
+    # their limit.
     batch = tmp_path / "batch"
     batch.mkdir()
     shutil.copy(IMPLEMENTATIONS / "correct" / "torch_float32.py", batch / "zz_torch_neighbour.py")

@@ -64,7 +64,8 @@ def grade_under_load(tmp_path: Path, seconds: float, *options: str) -> tuple[int
 
 def test_a_cpu_runs_drivers_interpret_whatever_the_host():
     gpu_host = {"TRITON_INTERPRET": "0", "PATH": "/bin"}
-    assert driver_environment(GradeOptions(device="cpu"), gpu_host) == {"TRITON_INTERPRET": "1", "PATH": "/bin"}
+    assert driver_environment(GradeOptions(device="cpu"), gpu_host) == {"TRITON_INTERPRET": "1", "PATH": "/bin",
+                                                                        "CUDA_VISIBLE_DEVICES": ""}
     assert gpu_host["TRITON_INTERPRET"] == "0"  # a copy: the grader's own environment stays
     assert driver_environment(GradeOptions(device="cuda:1"), gpu_host) is gpu_host
     assert driver_environment(GradeOptions(device="cuda")) is None  # the pool's default: this process's

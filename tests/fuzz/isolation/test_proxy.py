@@ -68,7 +68,8 @@ def test_the_worker_runs_scrubbed_in_its_own_directory_session_and_stdin(monkeyp
         impl(torch.zeros(2, 3))
         seen = json.loads(impl.noise().stdout_head.splitlines()[0])
     assert "LSE_FUZZ_TEST_SECRET" not in seen["env"]
-    assert set(seen["env"]) <= set(worker_environment()) | {"TMPDIR", "TEMP", "TMP", "TRITON_INTERPRET"}
+    assert set(seen["env"]) <= set(worker_environment()) | {"TMPDIR", "TEMP", "TMP", "TRITON_INTERPRET",
+                                                         "CUDA_VISIBLE_DEVICES"}
     assert Path(seen["cwd"]).resolve() != Path.cwd().resolve() and Path(seen["cwd"]).name == "cwd"
     assert seen["stdin"] == ""  # /dev/null
     assert seen["pgid_is_pid"]  # its own session: the terminal's Ctrl-C does not reach it
