@@ -10,8 +10,10 @@ __distribution__ = "lse-fuzz"  # read by lse_fuzz: a package of another distribu
 
 _ensure_interpreter()
 
+from ._lse_backward_kernel import LseFunction, lse_autograd, lse_backward  # noqa: E402
 from ._lse_kernel import lse  # noqa: E402
 from .errors import InvalidArgument  # noqa: E402
+from .gradient import GradientComparison, compare_gradient, lse_grad_reference  # noqa: E402
 from .oracle import SUPPORTED_DTYPES, lse_reference  # noqa: E402
 from .tolerance import (  # noqa: E402
     UNIT_ROUNDOFF,
@@ -30,13 +32,19 @@ __all__ = [
     "SUPPORTED_DTYPES",
     "UNIT_ROUNDOFF",
     "Comparison",
+    "GradientComparison",
     "InvalidArgument",
+    "LseFunction",
     "acceptance_interval",
     "allowed_error",
     "compare",
+    "compare_gradient",
     "in_interval",
     "is_close",
     "lse",
+    "lse_autograd",
+    "lse_backward",
+    "lse_grad_reference",
     "lse_reference",
     "pre_rounding_bound",
     "round_to_dtype",
