@@ -8,8 +8,8 @@ one of these HTML comments (invisible on GitHub and on the site):
   repository that imports your kernel, say).
 * ``<!-- docs-test: output DEST=SRC ... -->``: a ``console`` block, ``$ COMMAND`` and what it
   printed, pasted from a real run. The command runs in an empty folder holding each repository
-  file SRC as DEST, and must print the same, but for seconds and the folder's path (shown as
-  ``/home/you/project``).
+  file SRC as DEST, on the CPU, and must print the same, but for seconds and the folder's path
+  (shown as ``/home/you/project``).
 
 Unmarked blocks:
 
@@ -154,7 +154,7 @@ def test_pasted_output_is_what_the_command_prints(page, block, tmp_path):
     assert command.startswith("$ "), f"{page_id(page)}: an output block starts with `$ COMMAND`"
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # this environment's lse-fuzz
     done = subprocess.run(command[2:], shell=True, capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**os.environ, "PATH": path})
+                          env={**os.environ, "PATH": path, "CUDA_VISIBLE_DEVICES": ""})  # pasted from a CPU run
     printed = (done.stderr + done.stdout).replace(str(tmp_path), PROJECT)  # a terminal shows the header first
     assert normalized(printed) == normalized(expected), printed
 
