@@ -25,7 +25,8 @@ the union over the seeds, and what they are made of.
 
 Writes ``PREFIX.jsonl`` (one line per run) and ``PREFIX.md`` (date, device, versions, command,
 the table and which kernel arguments the variants are made of), and prints the table. The default
-PREFIX is ``bench/results/DATE-DEVICE-bench-fuzzer`` (``-variants-survey`` for a survey). Default
+PREFIX is ``bench/results/DATE-DEVICE-bench-fuzzer`` (``-variants-survey`` for a survey); of the
+two, only the Markdown summary is committed (bench/results/README.md). Default
 options take about 6 minutes on an idle 2-core CPU (13 when other jobs keep its load at 5);
 ``--quick`` (budget 20, three mutants, two graded files) about two.
 """

@@ -8,7 +8,8 @@ compiled (calls of a backend's first compile stage, ``make_ttir``, which only a 
 reaches) and the seconds spent in ``triton.compiler.compile`` (misses and disk-cache hits), and
 the functions with the most cumulative and own time. Use it before tuning a campaign: on a GPU
 the kernel's microseconds are rarely what limits the examples per second; on the H200 a cold
-run spent most of its time compiling (``bench/results/*-h200-profile-check-*.log``).
+run spent most of its time compiling (bench/RESULTS.md; the logs at commit 5c5a315,
+``bench/results/2026-11-29-h200-profile-check-*.log``).
 """
 
 from __future__ import annotations

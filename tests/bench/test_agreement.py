@@ -1,6 +1,6 @@
 """bench/agreement.py's own logic: records, resume, and the comparison of two devices' verdicts.
 
-No fuzz run here: the records are synthetic or parsed from reports committed in bench/results.
+No fuzz run here: the records are synthetic or parsed from Stryker reports of real runs (tests/bench/data/).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results"
+DATA = Path(__file__).parent / "data"  # Stryker reports of real runs (2026-11-30, CPU), kept as test data
 
 
 def _load():
@@ -145,7 +145,7 @@ def test_compare_names_a_folder_that_is_not_a_run(tmp_path):
 # --- records ---------------------------------------------------------------------------------------
 
 def test_mutate_records_come_from_a_real_mutation_json():
-    report = json.loads((RESULTS / "2026-11-30-cpu-mutate-exp2_based.json").read_text())
+    report = json.loads((DATA / "cpu-mutate-exp2_based.json").read_text())
     records = agreement.mutant_records(report)
     assert len(records) == 32
     assert {r["status"] for r in records} == {"Killed", "Survived", "NoCoverage", "RuntimeError"}
@@ -159,7 +159,7 @@ def test_mutate_records_come_from_a_real_mutation_json():
 
 
 def test_bundled_mutant_records_come_from_a_real_mutation_json():
-    report = json.loads((RESULTS / "2026-11-30-cpu-mutation.json").read_text())
+    report = json.loads((DATA / "cpu-mutation.json").read_text())
     records = {r["item"]: r for r in agreement.mutant_records(report)}
     assert len(records) == 17 and {r["status"] for r in records.values()} == {"Killed"}
     assert records["no_max_added"]["check"] == "shift_invariance"

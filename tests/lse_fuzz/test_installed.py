@@ -1,9 +1,10 @@
-"""The installed wheel does, outside the checkout, everything README's "Use it from your own
-repository" promises: ``lse-fuzz check`` and ``lse-fuzz mutants`` with their bundled data, the
-pytest suite under ``-n``, the README's snippets and commands, the GitHub Actions workflow's steps,
-and the pre-commit hook, which blocks a commit of a buggy kernel and lets a correct one through.
+"""The installed wheel does, outside the checkout, everything the page "pytest, CI and pre-commit"
+(docs/ci.md, linked from the README's "pytest and CI") promises: ``lse-fuzz check`` and
+``lse-fuzz mutants`` with their bundled data, the pytest suite under ``-n``, the page's snippets
+and commands, the GitHub Actions workflow's steps, and the pre-commit hook, which blocks a commit of
+a buggy kernel and lets a correct one through.
 
-The README's code blocks are read from the README itself and run as they stand (only the hook
+The page's code blocks are read from the page itself and run as they stand (only the hook
 repository's URL is replaced, by a local clone: nothing is downloaded). See conftest.py for how the
 wheel is built and installed.
 """
@@ -22,28 +23,24 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 BUGGY = ROOT / "tests" / "implementations" / "candidates" / "buggy_no_max.py"  # Triton; forgets the row max
-README = ROOT / "README.md"
-SECTION = "## Use it from your own repository"
+PAGE = ROOT / "docs" / "ci.md"  # using lse-fuzz from another repository: pytest, CI, pre-commit
 
 
-def readme_blocks() -> list[tuple[str, str]]:
-    """(language, text) of each fenced code block of the README's section on using lse-fuzz elsewhere."""
-    text = README.read_text()
-    start = text.index(SECTION)
-    end = text.index("\n## ", start + len(SECTION))
-    return re.findall(r"^```(\w+)\n(.*?)^```$", text[start:end], flags=re.S | re.M)
+def page_blocks() -> list[tuple[str, str]]:
+    """(language, text) of each fenced code block of the page on using lse-fuzz elsewhere."""
+    return re.findall(r"^```(\w+)\n(.*?)^```$", PAGE.read_text(), flags=re.S | re.M)
 
 
 def block_named(name: str) -> str:
     """The block whose first line is the comment ``# name`` (a file the reader is to create)."""
-    found = [body for _, body in readme_blocks() if body.startswith(f"# {name}\n")]
-    assert len(found) == 1, f"README: {len(found)} blocks named {name}"
+    found = [body for _, body in page_blocks() if body.startswith(f"# {name}\n")]
+    assert len(found) == 1, f"{PAGE.name}: {len(found)} blocks named {name}"
     return found[0]
 
 
 def commands(language: str) -> list[str]:
-    """The command lines of the section's blocks in ``language``, in order, without their comments."""
-    return [line.split("  #")[0].strip() for lang, body in readme_blocks() if lang == language
+    """The command lines of the page's blocks in ``language``, in order, without their comments."""
+    return [line.split("  #")[0].strip() for lang, body in page_blocks() if lang == language
             for line in body.splitlines() if line.strip()]
 
 
@@ -86,14 +83,14 @@ def test_mutants_from_the_wheel_patch_its_own_reference_and_validate_against_its
     assert Path(validated.stdout.strip()).is_relative_to(installed.site_packages)
 
 
-def test_the_readme_ci_commands_are_the_workflows_and_pass_a_correct_kernel(installed, project):
-    """Every step of the README's workflow passes on a correct kernel, run as GitHub runs it; the
-    README's list of CI commands is the workflow's."""
+def test_the_documented_ci_commands_are_the_workflows_and_pass_a_correct_kernel(installed, project):
+    """Every step of the documented workflow passes on a correct kernel, run as GitHub runs it; the
+    page's list of CI commands is the workflow's."""
     workflow = yaml.safe_load(block_named(".github/workflows/lse-fuzz.yml"))
     job = workflow["jobs"]["lse-fuzz"]
     steps = job["steps"]
     runs = [step["run"] for step in steps if "run" in step]
-    assert commands("sh") == runs[:len(commands("sh"))], "README's CI commands differ from its workflow's"
+    assert commands("sh") == runs[:len(commands("sh"))], "the page's CI commands differ from its workflow's"
     used = [step["uses"].split("@")[0] for step in steps if "uses" in step]
     assert used == ["actions/checkout", "actions/setup-python", "actions/cache", "actions/upload-artifact"]
     upload = steps[-1]["with"]
@@ -128,9 +125,9 @@ def test_pytest_n_2_fails_a_buggy_kernel_with_its_counterexamples_and_replay_com
     assert messages and all("replay:" in message for message in messages)
 
 
-def test_the_readme_pytest_commands_and_own_tests_snippets_pass_as_written(installed, project):
-    """The shipped suite alone in a fresh repository (one item per check), then the README's test
-    modules, run with the README's commands."""
+def test_the_documented_pytest_commands_and_own_tests_snippets_pass_as_written(installed, project):
+    """The shipped suite alone in a fresh repository (one item per check), then the page's test
+    modules, run with the page's commands."""
     suite, own_tests = [c for c in commands("bash") if c.startswith("python -m pytest")]
     done = installed.run(suite, project)
     assert done.returncode == 0, done.stdout
@@ -146,7 +143,7 @@ def test_the_readme_pytest_commands_and_own_tests_snippets_pass_as_written(insta
 
 def test_the_pre_commit_hook_blocks_a_buggy_kernel_and_lets_a_correct_one_through(installed, project, tmp_path_factory):
     # The hook repository: this checkout's .pre-commit-hooks.yaml in a git repository of its own,
-    # tagged as the README's config expects, so pre-commit clones it from disk.
+    # tagged as the page's config expects, so pre-commit clones it from disk.
     hooks = tmp_path_factory.mktemp("hooks-repository")
     shutil.copy(ROOT / ".pre-commit-hooks.yaml", hooks)
     config = block_named(".pre-commit-config.yaml")
