@@ -2,7 +2,7 @@
 
 Each adapter in ``examples/real_world/`` calls one library's kernel as that library's users do;
 its test skips when the library is not installed (they are not test dependencies: install them
-with ``pip install -e ".[real-world]"``). ``fuzz`` is imported first so that Triton's interpreter is
+with ``pip install -e ".[real-world]"``). ``reference`` is imported first so that Triton's interpreter is
 on before any library defines a kernel on a machine without a GPU.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import fuzz  # noqa: F401  (turns Triton's interpreter on before a library imports triton)
+import reference  # noqa: F401  (without CUDA, turns Triton's interpreter on before a library defines kernels)
 from fuzz.target import load_target
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "real_world"
