@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The real-world adapters (examples/real_world/) on a CUDA machine that has no package index: the
 # libraries are installed from wheels carried in .whl-real-world/, then every adapter is fuzzed with
-# `python3 -m fuzz check ... --device cuda` at each seed, all adapters of a seed side by side.
+# `python3 -m fuzz check ... --device cuda` at each seed, JOBS runs at a time.
 #
-#     [SEEDS="0 1"] [BUDGET=200] [RUN_SECONDS=200] [DEVICE=cuda] bash bench/real_world_gpu.sh OUT_DIR
+#     [SEEDS="0 1"] [BUDGET=200] [RUN_SECONDS=100] [JOBS=4] [PARTS=2] [DEVICE=cuda] bash bench/real_world_gpu.sh OUT_DIR
 #
 # .whl-real-world/ holds py3.12 manylinux wheels fetched on a machine with an index (keep the folder
 # untracked), each library and the pure-python dependencies the GPU image lacks:
@@ -18,12 +18,15 @@
 #
 # Writes 8 files to OUT_DIR: one log per adapter (a header with the date, the GPU and the versions,
 # then each seed's command and output) and summary.txt (one verdict line per adapter and seed).
-# Reproducers go to /tmp/lse-real-world-repro. About 2 x RUN_SECONDS plus the installs in all.
+# Reproducers go to /tmp/lse-real-world-repro. At most ceil(14 / JOBS) x RUN_SECONDS (400 s by
+# default) plus the installs.
 set -uo pipefail
 out=${1:?usage: bash bench/real_world_gpu.sh OUT_DIR}
 seeds=${SEEDS:-0 1}
 budget=${BUDGET:-200}
-run_seconds=${RUN_SECONDS:-200}
+run_seconds=${RUN_SECONDS:-100}
+jobs=${JOBS:-4}
+parts=${PARTS:-2}
 site=${SITE:-/tmp/lse-real-world-site}
 device=${DEVICE:-cuda}  # DEVICE=cpu: a smoke test of this script on a machine without a GPU
 cd "$(dirname "$0")/.."
@@ -77,28 +80,40 @@ for entry in "${adapters[@]}"; do
   echo "$head_text" > "$out/${entry%%|*}.log"
 done
 
+# One run: its output goes to the adapter's log (seeds in the order they finish) and a verdict line
+# to summary.txt.
+run_one() {
+  local name=$1 seed=$2 options=$3 log start status verdict
+  log=$(mktemp)
+  start=$(date +%s)
+  # shellcheck disable=SC2086  # the options are words on purpose
+  timeout "$run_seconds" python3 -m fuzz check "examples/real_world/$name.py:lse" --device "$device" --seed "$seed" \
+    --budget "$budget" --parts "$parts" $options --reproducers /tmp/lse-real-world-repro > "$log" 2>&1
+  status=$?
+  verdict=$(grep -m1 -E '^(PASS|FAIL|ERROR|CRASH|TIMEOUT|LOAD_ERROR|INTERNAL_ERROR)\b' "$log" || tail -1 "$log")
+  # The whole block is made first and appended at once: two seeds of one adapter may end together.
+  { echo; echo "# seed $seed: python3 -m fuzz check examples/real_world/$name.py:lse --device $device --seed $seed" \
+      "--budget $budget --parts $parts $options"; cat "$log"; echo "exit $status after $(( $(date +%s) - start )) s"; } \
+    > "$log.block"
+  cat "$log.block" >> "$out/$name.log"
+  echo "$name seed $seed: exit $status: $verdict" >> "$out/summary.txt"
+  rm -f "$log" "$log.block"
+}
+
+# At most $jobs runs at once, each in $parts worker processes: every run may allocate a
+# huge-offset input (several GiB) on the one GPU, and the host has 16 cores.
+echo "== seeds $seeds (budget $budget, at most ${run_seconds} s per run, $jobs runs at once)"
+running=0
 for seed in $seeds; do
-  echo "== seed $seed (budget $budget, at most ${run_seconds} s per adapter)"
-  pids=()
   for entry in "${adapters[@]}"; do
-    name=${entry%%|*}
-    options=${entry#*|}
-    (
-      command="python3 -m fuzz check examples/real_world/$name.py:lse --device $device --seed $seed --budget $budget $options --reproducers /tmp/lse-real-world-repro"
-      log=$(mktemp)
-      start=$(date +%s)
-      # shellcheck disable=SC2086  # the options are words on purpose
-      timeout "$run_seconds" python3 -m fuzz check "examples/real_world/$name.py:lse" --device "$device" --seed "$seed" \
-        --budget "$budget" $options --reproducers /tmp/lse-real-world-repro > "$log" 2>&1
-      status=$?
-      { echo; echo "# seed $seed: $command"; cat "$log"; echo "exit $status after $(( $(date +%s) - start )) s"; } >> "$out/$name.log"
-      verdict=$(grep -m1 -E '^(PASS|FAIL|ERROR|CRASH|TIMEOUT|LOAD_ERROR|INTERNAL_ERROR)\b' "$log" || tail -1 "$log")
-      echo "$name seed $seed: exit $status: $verdict" >> "$out/summary.txt"
-      rm -f "$log"
-    ) &
-    pids+=($!)
+    if (( running >= jobs )); then
+      wait -n
+      running=$(( running - 1 ))
+    fi
+    run_one "${entry%%|*}" "$seed" "${entry#*|}" &
+    running=$(( running + 1 ))
   done
-  wait "${pids[@]}"
 done
+wait
 echo "== summary"
 grep ' seed ' "$out/summary.txt"
