@@ -10,10 +10,11 @@ dimension. x (Tensor): The input tensor of any shape."
 Run with flash-linear-attention 0.6.0 / fla-core 0.6.0 (CPU through Triton's interpreter; H200).
 Checked with
 
-    lse-fuzz check examples/real_world/fla_logsumexp.py:lse --device cpu --output-dtype float32
+    lse-fuzz check examples/real_world/fla_logsumexp.py:lse --device cpu --contract finite --output-dtype float32
 
-Found: non-contiguous rows are read as if contiguous, and an all -inf row (or chunk) gives NaN
-(docs/bugs-found.md).
+(--contract finite: a row holding +inf gives NaN, and fla claims nothing about infinities.)
+Found: strided rows are read as if contiguous, and an all -inf row (or chunk) gives NaN
+(docs/bugs-found.md); add --layouts contiguous to see the second.
 """
 
 from __future__ import annotations

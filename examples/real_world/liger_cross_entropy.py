@@ -13,9 +13,10 @@ it so, like torch.nn.functional.cross_entropy), so the LSE is answered in x's dt
 Cross-entropy defines no loss for N = 0 (there is no class to target) nor for a row of all -inf
 logits (the target logit is -inf: torch.nn.functional.cross_entropy gives NaN there too), and Liger
 raises on an empty batch (M = 0; docs/bugs-found.md). The adapter answers these itself (-inf rows,
-an empty result), so the fuzzer looks past them; those inputs say nothing about Liger. Declared contract: finite values (a +inf
-logit makes the loss inf - inf, undefined for cross-entropy, and torch.nn.functional.cross_entropy
-gives NaN too), dtypes float32, float16, bfloat16 (Liger's tests run these).
+an empty result), so the fuzzer looks past them; those inputs say nothing about Liger. Declared
+contract: finite values (a +inf logit makes the loss inf - inf, undefined for cross-entropy, and
+torch.nn.functional.cross_entropy gives NaN too), dtypes float32, float16, bfloat16 (Liger's tests
+run these).
 
 Run with liger-kernel 0.8.5 (CPU through Triton's interpreter; H200). Checked with
 
