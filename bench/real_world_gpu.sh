@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The real-world adapters (examples/real_world/) on a CUDA machine that has no package index: the
+# libraries are installed from wheels carried in .whl-real-world/, then every adapter is fuzzed with
+# `python3 -m fuzz check ... --device cuda` at each seed, JOBS runs at a time.
+#
+#     [SEEDS="0 1"] [BUDGET=200] [RUN_SECONDS=100] [JOBS=4] [PARTS=2] [DEVICE=cuda] bash bench/real_world_gpu.sh OUT_DIR
+#
+# .whl-real-world/ holds py3.12 manylinux wheels fetched on a machine with an index (keep the folder
+# untracked), each library and the pure-python dependencies the GPU image lacks:
+#     pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#         -d .whl-real-world liger-kernel==0.8.5 fla-core==0.6.0 flag-gems==5.0.2 sqlalchemy==2.0.48 \
+#         greenlet==3.5.6 quack-kernels==0.6.5 nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1 \
+#         apache-tvm-ffi==0.1.15.post2 torch-c-dlpack-ext==0.1.5
+# quack also needs nvidia-cutlass-dsl-libs-cu13==4.8.1, a 92 MB wheel: where it cannot travel with
+# the rest, install it into $SITE beforehand (this script keeps what $SITE already holds) or quack's
+# adapter is reported as not importable.
+#
+# Writes 8 files to OUT_DIR: one log per adapter (a header with the date, the GPU and the versions,
+# then each seed's command and output) and summary.txt (one verdict line per adapter and seed).
+# Reproducers go to /tmp/lse-real-world-repro. At most ceil(14 / JOBS) x RUN_SECONDS (400 s by
+# default) plus the installs.
+set -uo pipefail
+out=${1:?usage: bash bench/real_world_gpu.sh OUT_DIR}
+seeds=${SEEDS:-0 1}
+budget=${BUDGET:-200}
+run_seconds=${RUN_SECONDS:-100}
+jobs=${JOBS:-4}
+parts=${PARTS:-2}
+site=${SITE:-/tmp/lse-real-world-site}
+device=${DEVICE:-cuda}  # DEVICE=cpu: a smoke test of this script on a machine without a GPU
+cd "$(dirname "$0")/.."
+mkdir -p "$out" "$site" /tmp/lse-real-world-repro
+
+shopt -s nullglob
+wheels=(.whl-real-world/*.whl)
+if (( ${#wheels[@]} == 0 )); then
+  echo "no wheels in .whl-real-world/: fetch them first (see the top of this script)" >&2
+  exit 2
+fi
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" "${wheels[@]}" \
+  || { echo "installing the carried wheels failed" >&2; exit 2; }
+# The repository first (lse-fuzz itself), then the carried libraries; the image's torch and triton stay.
+export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+
+header() {
+  date -u +"%Y-%m-%dT%H:%M:%SZ"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  python3 - <<'EOF'
+import importlib.metadata as metadata
+import sys
+names = ["torch", "triton", "hypothesis", "numpy", "liger-kernel", "fla-core", "flag-gems", "quack-kernels",
+         "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-cu13"]
+versions = []
+for name in names:
+    try:
+        versions.append(f"{name} {metadata.version(name)}")
+    except metadata.PackageNotFoundError:
+        versions.append(f"{name} (not installed)")
+print("python", sys.version.split()[0] + ";", ", ".join(versions))
+EOF
+}
+
+# adapter name, then its declared contract (the one in its docstring).
+adapters=(
+  "torch_logsumexp|"
+  "torch_compile_logsumexp|"
+  "liger_cross_entropy|--contract finite --dtypes float32,float16,bfloat16 --output-dtype input"
+  "fla_logsumexp|--contract finite --output-dtype float32"
+  "fla_cross_entropy|--contract finite --dtypes float32,float16,bfloat16 --output-dtype float32"
+  "flag_gems_logsumexp|--dtypes float32,float16,bfloat16"
+  "quack_cross_entropy|--dtypes float32,float16,bfloat16 --output-dtype float32"
+)
+
+head_text=$(header 2>&1)
+echo "$head_text"
+: > "$out/summary.txt"
+echo "$head_text" >> "$out/summary.txt"
+for entry in "${adapters[@]}"; do
+  echo "$head_text" > "$out/${entry%%|*}.log"
+done
+
+# One run: its output goes to the adapter's log (seeds in the order they finish) and a verdict line
+# to summary.txt.
+run_one() {
+  local name=$1 seed=$2 options=$3 log start status verdict
+  log=$(mktemp)
+  start=$(date +%s)
+  # shellcheck disable=SC2086  # the options are words on purpose
+  timeout "$run_seconds" python3 -m fuzz check "examples/real_world/$name.py:lse" --device "$device" --seed "$seed" \
+    --budget "$budget" --parts "$parts" $options --reproducers /tmp/lse-real-world-repro > "$log" 2>&1
+  status=$?
+  verdict=$(grep -m1 -E '^(PASS|FAIL|ERROR|CRASH|TIMEOUT|LOAD_ERROR|INTERNAL_ERROR)\b' "$log" || tail -1 "$log")
+  # The whole block is made first and appended at once: two seeds of one adapter may end together.
+  { echo; echo "# seed $seed: python3 -m fuzz check examples/real_world/$name.py:lse --device $device --seed $seed" \
+      "--budget $budget --parts $parts $options"; cat "$log"; echo "exit $status after $(( $(date +%s) - start )) s"; } \
+    > "$log.block"
+  cat "$log.block" >> "$out/$name.log"
+  echo "$name seed $seed: exit $status: $verdict" >> "$out/summary.txt"
+  rm -f "$log" "$log.block"
+}
+
+# At most $jobs runs at once, each in $parts worker processes: every run may allocate a
+# huge-offset input (several GiB) on the one GPU, and the host has 16 cores.
+echo "== seeds $seeds (budget $budget, at most ${run_seconds} s per run, $jobs runs at once)"
+running=0
+for seed in $seeds; do
+  for entry in "${adapters[@]}"; do
+    if (( running >= jobs )); then
+      wait -n
+      running=$(( running - 1 ))
+    fi
+    run_one "${entry%%|*}" "$seed" "${entry#*|}" &
+    running=$(( running + 1 ))
+  done
+done
+wait
+echo "== summary"
+grep ' seed ' "$out/summary.txt"
