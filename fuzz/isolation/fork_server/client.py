@@ -179,7 +179,6 @@ class Zygote:
                     shutil.rmtree(self.log.parent, ignore_errors=True)
 
 
-
 _SPAWN_LISTENERS: list[Callable[[int, float], None]] = []
 
 
