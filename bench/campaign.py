@@ -89,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench._common import run_header
     from fuzz.cli import build_parser
     from fuzz.commands.check import options_from_args
-    from fuzz.isolation import Job, Pool
-    from fuzz.isolation.gpus import spread_over
+    from fuzz.isolation import Job, Pool, spread_over
     from fuzz.outcomes import Outcome
     from reference.errors import InvalidArgument
 

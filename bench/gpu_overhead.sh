@@ -22,7 +22,7 @@ target=tests/implementations/correct/torch_float32.py:lse
   python3 - "$target" <<'PY'
 import sys, time
 import torch
-from fuzz.isolation.proxy import IsolatedImpl
+from fuzz.isolation import IsolatedImpl
 t = time.perf_counter(); impl = IsolatedImpl(sys.argv[1], device="cuda"); impl.start()
 print(f"worker start and load: {time.perf_counter() - t:.2f} s")
 for shape in ((4, 4), (1024, 4096)):

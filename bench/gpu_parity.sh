@@ -41,7 +41,7 @@ fi
 
 if wants tests; then
   echo "== GPU tests: compiling is not hanging; --device cpu on a CUDA machine"
-  python3 -m pytest -q -p no:cacheprovider -m "" tests/fuzz/isolation/test_compile.py \
+  python3 -m pytest -q -p no:cacheprovider -m "" tests/fuzz/isolation/worker/test_compile.py \
     tests/fuzz/cli/test_device_cpu_on_gpu_host.py 2>&1 | tee "$out/gpu-tests.log" | tail -5
 fi
 

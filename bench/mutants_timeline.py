@@ -25,8 +25,7 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fuzz.isolation.environment import expected_worker_environment  # noqa: E402 - light: no torch
-from fuzz.isolation.zygote import prestart  # noqa: E402
+from fuzz.isolation import expected_worker_environment, prestart  # noqa: E402 - light: no torch
 
 prestart(expected_worker_environment())  # as `lse-fuzz mutants` does, before torch is imported here
 
@@ -42,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", default=None, help="keep the reports here")
     args = parser.parse_args(argv)
 
-    from fuzz.isolation.pool import Timeline
+    from fuzz.isolation import Timeline
     from fuzz.mutation import GATE_CORRECT, run_mutation_analysis
     from fuzz.specialization import ENV, read_records
 

@@ -2,15 +2,15 @@
 
 import sys
 
-from .isolation import secret, signals
+from .isolation import hold_signals, scrub_early
 
 # First of all, before the imports below take their second: the private seed off /proc.
-secret.scrub_early(sys.argv)
+scrub_early(sys.argv)
 
 # Before torch is imported (it starts a thread): every thread inherits the blocked mask, so only
 # the grader's guard thread ever takes those signals; fuzz.cli.main lets them through again for
 # the commands that do not guard them.
-signals.hold()
+hold_signals()
 
 from .cli import main  # noqa: E402
 

@@ -13,7 +13,7 @@ import os
 import sys
 
 from ._version import __version__
-from .isolation import signals
+from .isolation import release_signals
 from .outcomes import ExitCode
 
 # Sub-command name -> module under fuzz.commands; the order is the order of --help.
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_takes_signals", False):
-        signals.release()  # held by the entry point for the commands that guard them (fuzz.isolation.signals)
+        release_signals()  # held by the entry point for the commands that guard them (fuzz.isolation.guard.signals)
     if not getattr(args, "_run", None):
         parser.print_help()
         return ExitCode.USAGE
@@ -65,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if args._uses_workers is not None and args._uses_workers(args):
         # The workers' fork server imports torch and Triton (seconds): started now, before this
         # process imports them too, the two imports run side by side.
-        from .isolation.environment import expected_worker_environment
-        from .isolation.zygote import prestart
+        from .isolation import expected_worker_environment, prestart
 
         prestart(expected_worker_environment())
     from reference.errors import InvalidArgument  # imports torch: after the early start

@@ -21,7 +21,7 @@ classes drive it::
     LSE_FUZZ_VARIANTS=/tmp/v.jsonl lse-fuzz check kernel.py:lse --device cpu
     count_variants(read_records("/tmp/v.jsonl"))
 
-With :data:`ENV` set to a file path, every worker (``fuzz.isolation.worker``) calls
+With :data:`ENV` set to a file path, every worker (``fuzz.isolation.worker.process``) calls
 :func:`install`, which wraps ``run`` of Triton's ``JITFunction`` and ``InterpretedFunction`` (what
 ``kernel[grid](...)``, autotuners and heuristics all call) and appends one JSON line per key new
 to that process. A key is computed by :func:`launch_key` from the kernel's Python signature, so it

@@ -81,7 +81,7 @@ _INTROSPECTION_CALLS = {"sys._getframe", "sys.settrace", "sys.setprofile", "glob
                         "os.getcwd", "os.getppid", "os.getpgid", "os.getsid"}
 # Where it runs from, who started it, its command line: ways to tell a grading run from a real one.
 _INTROSPECTION_NAMES = {"sys.modules", "__builtins__", "sys._getframe", "sys.argv", "sys.orig_argv"}
-# The dispatch mode stack, where the worker's operator record lives (fuzz.isolation.op_record):
+# The dispatch mode stack, where the worker's operator record lives (fuzz.isolation.worker.op_record):
 # code that pops or disables modes hides what it runs from it.
 _DISPATCH_STACK = ("torch.utils._python_dispatch", "torch._C._DisableTorchDispatch",
                    "torch._C._pop_torch_dispatch_stack", "torch._C._len_torch_dispatch_stack",

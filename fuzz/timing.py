@@ -121,7 +121,7 @@ class SlowCall:
 
 @dataclass(frozen=True)
 class Compile:
-    """One compile the worker ran for the candidate (:mod:`fuzz.isolation.compile_watch`): Triton's
+    """One compile the worker ran for the candidate (:mod:`fuzz.isolation.worker.compile_watch`): Triton's
     JIT, an autotuning benchmark or torch.compile; ``block`` is the kernel's widest power-of-two
     constexpr (0 when unknown). Its seconds never count toward a call's deadline."""
 

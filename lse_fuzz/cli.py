@@ -15,10 +15,10 @@ def main(argv: list[str] | None = None) -> int:
     except PackageClash as clash:
         print(f"lse-fuzz: error: {clash}", file=sys.stderr)
         return USAGE
-    from fuzz.isolation import secret, signals  # after the check: another project's fuzz would fail confusingly
+    from fuzz.isolation import hold_signals, scrub_early  # after the check: another project's fuzz would fail confusingly
 
-    secret.scrub_early(sys.argv)  # the private seed off /proc first, before the imports below take their second
-    signals.hold()  # before fuzz.cli imports torch, which starts a thread (see fuzz.isolation.signals)
+    scrub_early(sys.argv)  # the private seed off /proc first, before the imports below take their second
+    hold_signals()  # before fuzz.cli imports torch, which starts a thread (see fuzz.isolation.guard.signals)
     from fuzz.cli import main as fuzz_main
 
     return fuzz_main(argv)

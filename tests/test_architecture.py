@@ -15,6 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("reference", "mutants", "fuzz", "lse_fuzz")
 MAX_LINES = 600
+# Packages already split to the tighter limits every package is to reach: lines of a module, of a function.
+TIGHT = {"fuzz.isolation": (500, 80)}
 
 # Lower layers never import higher ones; a module may import its own layer or any lower one.
 LAYERS = [
@@ -26,6 +28,14 @@ LAYERS = [
     ("fuzz.contract",),
     ("fuzz.strategies", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing"),
     ("fuzz.checks",),
+    # fuzz.isolation from the bottom up: what its subpackages share, then the guard (which the fork
+    # server's client tells of every child), the fork server, the worker and the pool (both forked
+    # from it), and last its face, the package itself.
+    ("fuzz.isolation.environment", "fuzz.isolation.wire", "fuzz.isolation.processes"),
+    ("fuzz.isolation.guard",),
+    ("fuzz.isolation.fork_server",),
+    ("fuzz.isolation.worker",),
+    ("fuzz.isolation.pool",),
     ("fuzz.reproducer", "fuzz.runner", "fuzz.isolation"),
     ("fuzz.grading",),
     ("fuzz.mutation",),
@@ -45,7 +55,7 @@ DELIBERATE = {
     "fuzz.commands.mutate": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.plugin": "pytest loads the plugin in every run; torch only when an option asks for it",
     "lse_fuzz.cli": "fuzz is imported only once it is known to be lse-fuzz's own (lse_fuzz._packages)",
-    "fuzz.isolation.worker": "the target loader imports the kernels only after the worker set its device mode",
+    "fuzz.isolation.worker.process": "the target loader imports the kernels only after the worker set its device mode",
     "fuzz.mutation.report": "jsonschema is an optional dependency: only validating a report needs it",
     "mutants._patch": "importing the registry must not define the reference kernels (Triton's mode is fixed then)",
 }
@@ -160,17 +170,65 @@ def test_imports_inside_functions_are_deliberate():
     assert not stray, "\n".join(stray)
 
 
+def _behind_the_face(module: str, targets) -> list[str]:
+    """The modules inside fuzz.isolation that ``module``, outside it, imports (not the package itself)."""
+    if module == "fuzz.isolation" or module.startswith("fuzz.isolation."):
+        return []
+    return sorted(target for target in targets if target.startswith("fuzz.isolation."))
+
+
+def test_callers_outside_isolation_use_its_face():
+    """``from fuzz.isolation import Pool``, never ``fuzz.isolation.pool.pool``: the subpackages are
+    free to move what they hold (the tests of fuzz.isolation itself may reach inside)."""
+    reaching_in = [f"{module} imports {target}: import it from fuzz.isolation (add it to its __all__)"
+                   for module, (top, inner) in GRAPH.items()
+                   for target in _behind_the_face(module, top | {t for t, _ in inner})]
+    assert not reaching_in, "\n".join(reaching_in)
+
+
 def test_the_architecture_checks_can_fail():
     """The checks above read what they claim to: a planted cycle and an upward import are seen."""
     assert "fuzz.outcomes" in GRAPH["fuzz.runner"][0] and "reference" in GRAPH["fuzz.checks.context"][0]
     assert _layer("fuzz.grading.evaluate") > _layer("fuzz.runner") > _layer("fuzz.checks.context")
-    tree = ast.parse("from ..grading import evaluate\ndef f():\n    import fuzz.cli\n")
+    assert _layer("fuzz.isolation.pool.pool") > _layer("fuzz.isolation.worker.proxy") > \
+        _layer("fuzz.isolation.fork_server.client") > _layer("fuzz.isolation.guard.signals") > \
+        _layer("fuzz.isolation.wire") > _layer("fuzz.checks.context")
+    tree = ast.parse("from ...grading import evaluate\ndef f():\n    import fuzz.cli\n")
     found = [target for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
-             for target in _resolve("fuzz.isolation.pool", node, False)]
+             for target in _resolve("fuzz.isolation.pool.pool", node, False)]
     assert found == ["fuzz.grading.evaluate", "fuzz.cli"]
+    inside = ast.parse("from ..isolation.pool.pool import Pool\nfrom ..isolation import Pool\n")
+    targets = [target for node in inside.body for target in _resolve("fuzz.grading.batch", node, False)]
+    assert _behind_the_face("fuzz.grading.batch", targets) == ["fuzz.isolation.pool.pool"]
+    assert _behind_the_face("fuzz.isolation.pool.pool", targets) == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_is_over_the_size_limit(module):
     lines = len(MODULES[module].read_text().splitlines())
     assert lines <= MAX_LINES, f"{MODULES[module].relative_to(ROOT)} has {lines} lines: split it by responsibility"
+
+
+def _too_long(source: str, max_module: int, max_function: int) -> list[str]:
+    """What in ``source`` is over the limits: the module's line count, each function's."""
+    lines = len(source.splitlines())
+    found = [f"{lines} lines"] if lines > max_module else []
+    found += [f"{node.name}() has {node.end_lineno - node.lineno + 1} lines" for node in ast.walk(ast.parse(source))
+              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and node.end_lineno - node.lineno + 1 > max_function]
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(TIGHT))
+def test_the_tight_packages_keep_to_their_limits(package):
+    max_module, max_function = TIGHT[package]
+    over = [f"{MODULES[module].relative_to(ROOT)}: {problem}" for module in sorted(MODULES)
+            if module == package or module.startswith(f"{package}.")
+            for problem in _too_long(MODULES[module].read_text(), max_module, max_function)]
+    assert not over, "\n".join(over) + "\nsplit by responsibility"
+
+
+def test_the_limits_check_can_fail():
+    assert _too_long("def f():\n" + "    pass\n" * 80, 500, 80) == ["f() has 81 lines"]
+    assert _too_long("x = 1\n" * 501, 500, 80) == ["501 lines"]
+    assert _too_long("def f():\n" + "    pass\n" * 79, 500, 80) == []

@@ -98,7 +98,7 @@ class Context:
         self._comparison = None
 
     def call(self, x: torch.Tensor, call: str) -> object:
-        # Compiling is not the call's time (an isolated worker reports it: fuzz.isolation.compile_watch).
+        # Compiling is not the call's time (an isolated worker reports it: fuzz.isolation.worker.compile_watch).
         compiled = _compile_seconds(self.impl)
         started = time.perf_counter()
         pinning = self.pin(self.plan.config) if self.pin is not None else contextlib.nullcontext()

@@ -15,7 +15,7 @@ import argparse
 from .. import defaults
 
 TAKES_SIGNALS = True
-"""The command line holds the signals for it (fuzz.isolation.signals.hold) until its guard takes them."""
+"""The command line holds the signals for it (fuzz.isolation.hold_signals) until its guard takes them."""
 
 EPILOG = """\
 TARGET is path/to/file.py[:func] or package.module[:func]; func defaults to lse and must take
@@ -105,7 +105,7 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
 
     from .. import validate
     from ..grading import GradeOptions
-    from ..isolation.secret import scrub_from_proc
+    from ..isolation import scrub_from_proc
 
     memory_limit = None
     if args.memory_limit is not None:
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     from ..grading.evaluate import blame_signals
     from ..grading.options import use_torch_threads
     from ..grading.reports import atomic_write
-    from ..isolation.signals import SignalGuard
+    from ..isolation import SignalGuard
     from ..outcomes import CHECK_EXIT_CODES, Verdict
     from ..target import resolve_target
 

@@ -15,7 +15,7 @@ from .. import defaults
 from .check import add_fuzz_options
 
 TAKES_SIGNALS = True
-"""The command line holds the signals for it (fuzz.isolation.signals.hold) until its guard takes them."""
+"""The command line holds the signals for it (fuzz.isolation.hold_signals) until its guard takes them."""
 
 EPILOG = """\
 Each candidate file must define the function (--function, default lse) taking the 2-D input
@@ -88,12 +88,12 @@ def run(args: argparse.Namespace) -> int:
     from .. import validate
     from ..grading import discover, grade, render_markdown, render_table
     from ..grading.reports import REPORT_JSONL, atomic_write
-    from ..isolation import signals
+    from ..isolation import describe_stops, release_signals
     from ..outcomes import ExitCode
     from .check import options_from_args
 
     if args.executor == "ray":
-        signals.release()  # no guard there: the signals go to Python's handlers, as before
+        release_signals()  # no guard there: the signals go to Python's handlers, as before
     if args.jobs is not None:
         validate.integer(args.jobs, name="--jobs", low=1)
     if args.ray_address is not None and args.executor != "ray":
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
                    executor=args.executor, ray_address=args.ray_address)
     for event in result.stray_signals:
         if event.stopped is not None:  # a stop names no sender: only the time could have told
-            print(f"lse-fuzz: a process of this run {signals.describe_stops([event])}; no candidate could be tied to it",
+            print(f"lse-fuzz: a process of this run {describe_stops([event])}; no candidate could be tied to it",
                   file=sys.stderr)
             continue
         print(f"lse-fuzz: ignored {event.name} from pid {event.pid}, a process of this run that no candidate "

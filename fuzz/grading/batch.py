@@ -4,8 +4,8 @@
 Ctrl-C (or SIGTERM) stops the drivers and their workers and returns with ``interrupted``; the
 report then holds every candidate finished so far, and ``--resume`` keeps those records whose
 options and file are unchanged. The same signals from a candidate's own processes are ignored and
-make its verdict a crash (:mod:`fuzz.isolation.signals`; the local executor), as does stopping
-the grading processes (the fork server, a driver, a neighbour's worker: :mod:`fuzz.isolation.pool`).
+make its verdict a crash (:mod:`fuzz.isolation.guard.signals`; the local executor), as does stopping
+the grading processes (the fork server, a driver, a neighbour's worker: :mod:`fuzz.isolation.guard.blame`).
 What can only be told apart by time, when several candidates ran at that time, makes each of them
 a suspect: after the batch each suspect is graded again alone, and that record replaces the first.
 """
@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import defaults
-from ..isolation.gpus import spread_over
-from ..isolation.pool import Pool
-from ..isolation.signals import SignalEvent, SignalGuard
+from ..isolation import Pool, SignalEvent, SignalGuard, spread_over
 from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate, schedule

@@ -19,7 +19,7 @@ import torch
 import reference
 from reference import compare, lse_reference
 
-from ..isolation.wire import seeded_input
+from ..isolation import seeded_input
 from ..timing import best_per_call
 from .options import GradeOptions
 

@@ -21,10 +21,8 @@ from .. import static_scan
 from ..gpu_memory import gpu_name, sparse_huge_inputs
 from .._version import __version__
 from ..failures import headline, traceback_headline
-from ..isolation.environment import default_memory_limit
-from ..isolation.pool import Job, JobResult, Pool
-from ..isolation.proxy import IsolatedImpl, LoadFailed
-from ..isolation.signals import SignalEvent, describe, describe_stops
+from ..isolation import (IsolatedImpl, Job, JobResult, LoadFailed, Pool, SignalEvent, default_memory_limit,
+                         describe_signals, describe_stops)
 from ..outcomes import HarnessError, ImplLost, Outcome, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
 from ..static_scan import Severity
@@ -55,7 +53,7 @@ RUNTIME_FLAGS = {
     "mutates_input": (Severity.CHEAT, "changed its input during a call"),
     "impossible_speed": (Severity.CHEAT, "timed faster than reading its input allows (see grading.bench)"),
     "overwrites_output": (Severity.CHEAT, "wrote into an output it had returned while the caller still held it"),
-    # Seen by the worker's operator record (fuzz.isolation.op_record), whatever the source hides;
+    # Seen by the worker's operator record (fuzz.isolation.worker.op_record), whatever the source hides;
     # as the static flags, beside the verdict: a torch.logsumexp wrapper is correct.
     "runtime_library_lse": (Severity.CHEAT, "ran a library log-sum-exp operator while being called"),
     "runtime_library_softmax": (Severity.CHEAT, "ran a library (log-)softmax operator while being called"),
@@ -360,7 +358,7 @@ def _harness_failed(exc: HarnessError) -> dict[str, str]:
 
 def blame_signals(record: dict, events: list[SignalEvent]) -> dict:
     """A candidate whose processes signalled the grader (SIGTERM, SIGINT, ...; ignored) or stopped
-    the grading processes (continued; see :mod:`fuzz.isolation.signals`) crashes, whatever its
+    the grading processes (continued; see :mod:`fuzz.isolation.guard`) crashes, whatever its
     checks said: it attacked the grading."""
     if events:
         graded = f"{record['verdict']}: {record['reason']}"
@@ -376,7 +374,7 @@ def _what_it_did(events: list[SignalEvent]) -> str:
     (SIGSTOP), which was continued'."""
     sent = [event for event in events if event.stopped is None]
     stops = [event for event in events if event.stopped is not None]
-    parts = ([f"{describe(sent)}, which ignored it"] if sent else []) + ([describe_stops(stops)] if stops else [])
+    parts = ([f"{describe_signals(sent)}, which ignored it"] if sent else []) + ([describe_stops(stops)] if stops else [])
     return ", and ".join(parts)
 
 

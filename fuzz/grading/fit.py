@@ -31,7 +31,7 @@ import torch
 
 import reference
 
-from ..isolation.proxy import IsolatedImpl
+from ..isolation import IsolatedImpl
 from ..strategies import default_max_elements
 from .options import GradeOptions
 

@@ -25,7 +25,7 @@ import secrets
 import signal
 from pathlib import Path
 
-from ..isolation.environment import RUN_ENV
+from ..isolation import RUN_ENV
 from ..outcomes import Verdict
 from .candidates import Candidate
 from .evaluate import base_record

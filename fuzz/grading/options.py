@@ -186,7 +186,7 @@ def driver_environment(options: GradeOptions, environ: dict[str, str] | None = N
     (:mod:`.fit`). On a host with a GPU, Triton would compile that kernel for CUDA there, and a
     compiled kernel refuses CPU tensors: timing a call that was slow once raised, and a correct
     candidate's run ended as an internal error. The worker runs the candidate in the interpreter
-    on the CPU whatever the host (fuzz.isolation.worker); the drivers then run the reference as
+    on the CPU whatever the host (fuzz.isolation.worker.process); the drivers then run the reference as
     the worker runs the candidate, and a CPU run grades alike on every host. A CPU-only host has
     the interpreter on already: the same environment, the same fork server. The GPU is hidden
     (``CUDA_VISIBLE_DEVICES=""``): drivers and their workers see the host as a CPU-only one does."""

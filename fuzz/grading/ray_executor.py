@@ -33,7 +33,7 @@ from reference.errors import InvalidArgument
 
 from .._version import __version__
 from ..failures import traceback_headline
-from ..isolation.pool import Pool
+from ..isolation import Pool
 from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate

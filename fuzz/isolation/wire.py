@@ -91,11 +91,3 @@ def bits(t: torch.Tensor) -> torch.Tensor:
 def storage_bytes(t: torch.Tensor) -> torch.Tensor:
     """The whole storage under ``t`` as a flat uint8 tensor (a view of the same memory)."""
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
-
-
-def seeded_input(rows: int, cols: int, dtype: torch.dtype, seed: int, device) -> torch.Tensor:
-    """The bandwidth measurement's input: standard normal values from a seeded generator on
-    ``device``, drawn in float32 and cast once, so a worker and its parent build the same tensor."""
-    generator = torch.Generator(device=device).manual_seed(int(seed))
-    x = torch.randn(rows, cols, generator=generator, device=device, dtype=torch.float32)
-    return x.to(dtype)

@@ -37,8 +37,7 @@ from .. import defaults, validate
 from ..grading.evaluate import GRADE_ENTRY, job_record
 from ..grading.candidates import Candidate
 from ..grading.options import GradeOptions
-from ..isolation.gpus import spread_over
-from ..isolation.pool import Job, Pool
+from ..isolation import Job, Pool, spread_over
 from ..mutation.results import Cell, GateFailure, GateResult, MutantResult, MutationReport
 from ..outcomes import MutantStatus
 from ..profiles import PROFILES

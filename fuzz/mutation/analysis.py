@@ -59,8 +59,7 @@ from ..grading.evaluate import GRADE_ENTRY, base_record, job_record
 from ..grading.candidates import Candidate
 from ..grading.options import GradeOptions
 from ..grading.parts import decided, merge_parts, part_count, split
-from ..isolation.gpus import spread_over
-from ..isolation.pool import Job, Pool
+from ..isolation import Job, Pool, spread_over
 from ..strategies import Contract
 from ..target import resolve_target
 from .results import Cell, GateFailure, GateResult, MutantResult, MutationReport

@@ -53,7 +53,7 @@ def test_an_unknown_command_is_one_line_and_exit_2(capsys):
 
 COUNT_FORK_SERVERS = """
 import sys
-from fuzz.isolation import zygote
+from fuzz.isolation.fork_server import client as zygote
 launch = zygote.Zygote.launch.__func__
 started = []
 def counting(cls, env):

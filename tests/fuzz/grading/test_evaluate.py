@@ -31,7 +31,7 @@ def test_on_a_gpu_the_graders_cuda_context_opens_while_the_worker_starts(monkeyp
 def test_a_job_that_raised_is_reported_by_its_exception_not_by_the_traceback_header():
     from fuzz.grading import GradeOptions
     from fuzz.grading.candidates import Candidate
-    from fuzz.isolation.pool import Job, JobResult
+    from fuzz.isolation import Job, JobResult
     from fuzz.outcomes import Outcome
 
     candidate = Candidate(name="c.py", path="", target="c.py:lse")
@@ -129,7 +129,7 @@ def test_every_exception_shape_is_one_line_naming_its_cause(shape):
     from fuzz.failures import headline
     from fuzz.grading import GradeOptions
     from fuzz.grading.candidates import Candidate
-    from fuzz.isolation.pool import Job, JobResult
+    from fuzz.isolation import Job, JobResult
     from fuzz.outcomes import Outcome
 
     make, expected = SHAPES[shape]

@@ -3,7 +3,7 @@ candidate's process, so the grader must bound what it reads from one, not trust 
 
 import torch
 
-import fuzz.isolation.worker as worker
+import fuzz.isolation.worker.process as worker
 
 
 def lse(x: torch.Tensor) -> torch.Tensor:

@@ -5,7 +5,7 @@ and a candidate's are decorated for the GPU unless something turns Triton's inte
 what ``--device cpu`` must do on a real GPU machine, tested without one.
 
 torch is patched when it is first imported, not imported here: importing it starts a thread, and
-the grader must start its threads only after it took control of its signals (fuzz.isolation.signals).
+the grader must start its threads only after it took control of its signals (fuzz.isolation.guard.signals).
 
 A CUDA build of torch also maps gigabytes of address space (its libraries) before any candidate
 runs, which a worker's address-space limit must not charge to the candidate: 8 GiB of address

@@ -6,7 +6,7 @@ if the user had pressed Ctrl-C. A signal handler cannot tell who sent a signal; 
 can (``si_pid``, ``si_code``). So, while a :class:`SignalGuard` is on (``with SignalGuard() as guard: ...``):
 
 * the signals of :data:`GUARDED` are blocked in every thread and one thread takes them with
-  ``sigtimedwait``; the process starts its threads only after :func:`hold` (torch starts one on
+  ``sigtimedwait``; the process starts its threads only after :func:`hold_signals` (torch starts one on
   import), so none of them can receive one behind that thread's back;
 * a signal from a process of the run's own tree (a driver, a worker, anything a candidate
   started, also after ``setsid`` or a double fork) is ignored and kept as a :class:`SignalEvent`,
@@ -20,7 +20,7 @@ can (``si_pid``, ``si_code``). So, while a :class:`SignalGuard` is on (``with Si
 
 A process of the run found stopped (SIGSTOP: the fork server, a driver, a neighbour's worker)
 is continued by the pool's process, which keeps that too as an event (:meth:`SignalGuard.add`,
-see fuzz.isolation.pool): no sender, only the jobs in flight while it happened. Such an event is
+see fuzz.isolation.guard.blame): no sender, only the jobs in flight while it happened. Such an event is
 a job's, like an orphan's signal, only when that job was the only one in flight.
 
 The grader is a child subreaper meanwhile (``PR_SET_CHILD_SUBREAPER``): should the fork server
@@ -57,10 +57,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .child import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl
+from ..processes import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl, stat_fields
 
-__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "Stopped", "describe", "describe_stops", "forget", "hold",
-           "kill_adopted", "lineage", "release", "remember", "sender_of", "spare"]
+__all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "Stopped", "describe_signals", "describe_stops", "forget",
+           "hold_signals", "kill_adopted", "lineage", "release_signals", "remember", "sender_of", "spare"]
 
 # Linux only, like the fork server: elsewhere (no sigtimedwait, no real-time signals) nothing is
 # held or guarded and signals act as they always did.
@@ -149,10 +149,10 @@ def forget(pids) -> None:
 
 
 def _parent(pid: int) -> int | None:
+    fields = stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return int(fields[1]) if fields else None
+    except (ValueError, IndexError):
         return None
 
 
@@ -188,7 +188,7 @@ def sender_of(info, *, root: int, grace: float = GRACE) -> tuple[Sender, tuple[i
     return (Sender.RUN, (info.si_pid,)) if info.si_pid in _RECORDED else (Sender.OUTSIDE, ())
 
 
-def describe(events: list[SignalEvent]) -> str:
+def describe_signals(events: list[SignalEvent]) -> str:
     """'sent SIGINT and SIGTERM to the grader (from pid 123)': each signal once, in the order of
     their numbers (the kernel delivers pending signals that way, not in the order sent)."""
     names = [event.name for event in sorted({event.signum: event for event in events}.values(),
@@ -215,14 +215,14 @@ def describe_stops(events: list[SignalEvent]) -> str:
     return f"stopped {said} (SIGSTOP), {continued}"
 
 
-def hold() -> None:
+def hold_signals() -> None:
     """Block :data:`GUARDED` in this thread, before anything starts a thread that would inherit an
-    unblocked mask: the command line's first step. :func:`release` (or the guard) undoes it."""
+    unblocked mask: the command line's first step. :func:`release_signals` (or the guard) undoes it."""
     if SUPPORTED:
         signal.pthread_sigmask(signal.SIG_BLOCK, GUARDED)
 
 
-def release() -> None:
+def release_signals() -> None:
     if SUPPORTED:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, GUARDED)
 
@@ -238,7 +238,7 @@ class SignalGuard:
         self.root = os.getpid()
         self.events: list[SignalEvent] = []
         # Set by whoever runs the jobs: the keys of those in flight at any moment since a time
-        # (``time.monotonic()``), e.g. :meth:`fuzz.isolation.pool.Pool.in_flight`.
+        # (``time.monotonic()``), e.g. :meth:`fuzz.isolation.pool.pool.Pool.in_flight`.
         self.in_flight: Callable[[float], tuple[str, ...]] = lambda since: ()
         self._stop = threading.Event()
         self._handling = threading.Event()
@@ -270,7 +270,7 @@ class SignalGuard:
         self.add(SignalEvent(info.si_signo, info.si_pid, sender, chain, in_flight))
 
     def add(self, event: SignalEvent) -> None:
-        """Keep ``event`` to be claimed (a stop the pool found: fuzz.isolation.pool), from any thread.
+        """Keep ``event`` to be claimed (a stop the pool found: fuzz.isolation.guard.blame), from any thread.
         One like an event kept already tells nothing new: a stopper found again and again, twice a
         second, takes no room from the other candidates' events (:data:`MAX_EVENTS`)."""
         if not self.active:  # nothing is ever claimed: it would only name suspects to no end
@@ -386,13 +386,12 @@ def kill_adopted(since: int, *, keep: set[int]) -> list[int]:
     those children; the pids killed. Started during the guard and not started by us: adopted."""
     table: dict[int, tuple[int, int, str]] = {}  # pid -> (parent, start, state)
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+        fields = stat_fields(entry) if entry.isdigit() else None
+        try:
+            if fields:
                 table[int(entry)] = (int(fields[1]), int(fields[19]), fields[0])
-            except (OSError, ValueError, IndexError):
-                continue
+        except (ValueError, IndexError):
+            continue
     me = os.getpid()
     roots = [pid for pid, (parent, start, state) in table.items()
              if parent == me and pid not in keep and start >= since and state != "Z"]

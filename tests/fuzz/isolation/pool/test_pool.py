@@ -146,38 +146,10 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_a_stopped_process_is_continued_by_whoever_waits_on_it():
-    import signal
-    import subprocess
-
-    from fuzz.isolation.zygote import resume_if_stopped, unwatch, watch
-
-    sleeper = subprocess.Popen(["sleep", "30"])
-    try:
-        assert not resume_if_stopped(sleeper.pid)  # running: left alone
-        os.kill(sleeper.pid, signal.SIGSTOP)
-        time.sleep(0.2)
-        assert resume_if_stopped(sleeper.pid)
-        time.sleep(0.2)
-        with open(f"/proc/{sleeper.pid}/stat") as f:
-            assert f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t")
-        # A watched process is continued without anyone asking: a reader blocked halfway through
-        # a message from a stopped process runs no check of its own.
-        watch(sleeper.pid)
-        os.kill(sleeper.pid, signal.SIGSTOP)
-        time.sleep(1.5)
-        with open(f"/proc/{sleeper.pid}/stat") as f:
-            assert f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t")
-    finally:
-        unwatch(sleeper.pid)
-        sleeper.kill()
-        sleeper.wait()
-
-
 def test_a_job_that_stops_the_fork_server_is_named_with_every_job_in_flight_then(tmp_path):
     # The pool's process continues the fork server (its drivers leave that to it), so it hears of
     # every stop: alone, the stopper is the one job named; beside another, both are.
-    from fuzz.isolation.signals import Stopped
+    from fuzz.isolation.guard.signals import Stopped
 
     events = []
     with Pool(2, work_dir=tmp_path) as pool:

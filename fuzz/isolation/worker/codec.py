@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from . import wire
+from .. import wire
 
 __all__ = ["WHOLE_STORAGE_LIMIT", "ReturnedObject", "decode_output", "encode_input", "write_back"]
 

@@ -1,6 +1,6 @@
 """The fork server ("zygote"): the process every worker and grading driver is forked from.
 
-The parent (:class:`fuzz.isolation.zygote.Zygote`) starts it with ``python -c`` and this module's
+The parent (:class:`fuzz.isolation.fork_server.client.Zygote`) starts it with ``python -c`` and this module's
 :func:`zygote_main`. It imports only the standard library and the heavy, trusted third-party
 modules (numpy, torch, triton), so that every child it forks starts in a fraction of a second
 instead of paying for ``import torch`` again. It never touches CUDA (a forked child could not
@@ -15,7 +15,6 @@ Linux only (fork, SCM_RIGHTS descriptor passing, PR_SET_PDEATHSIG).
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import importlib
 import json
@@ -29,19 +28,18 @@ import tempfile
 import time
 import traceback
 
+from ..processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, kill_group, prctl
+
 PRELOAD = ("numpy", "torch", "triton", "triton.language", "torch._dynamo")
 """Imported once by the zygote; every forked child inherits them. ``torch._dynamo``: a worker's
-operator record (:mod:`fuzz.isolation.op_record`) imports it on its first operator, seconds of
+operator record (:mod:`fuzz.isolation.worker.op_record`) imports it on its first operator, seconds of
 every worker's first call otherwise."""
 
 MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
 ORPHAN_LINGER = 2.0
 """Seconds an orphan we killed stays a zombie before we reap it: its entry in /proc names us as its
 parent, so a signal it sent the grader just before it died is still known for the run's, not a
-stranger's (fuzz.isolation.signals reads the sender's parents when it takes the signal)."""
-_PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
-PR_GET_CHILD_SUBREAPER = 37
+stranger's (fuzz.isolation.guard.signals reads the sender's parents when it takes the signal)."""
 
 
 def _hash_triton() -> None:
@@ -78,7 +76,7 @@ def zygote_main(lifeline_fd: int) -> None:
     later report the child's exit code to the client that spawned it. When a client goes away
     its children are killed; when the parent goes away, all of them are, and we exit.
     """
-    # The grader blocks the signals it takes with sigwaitinfo (fuzz.isolation.signals), and a
+    # The grader blocks the signals it takes with sigwaitinfo (fuzz.isolation.guard.signals), and a
     # blocked mask survives fork and exec: unblocked here, so every driver and worker forked from
     # us dies of SIGTERM (or SIGINT, SIGHUP...) again, as any process would.
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
@@ -107,7 +105,7 @@ def zygote_main(lifeline_fd: int) -> None:
 
     def forget(client: socket.socket) -> None:
         for pid in children.pop(client, set()):
-            _kill_group(pid)
+            kill_group(pid)
             owner.pop(pid, None)
         selector.unregister(client)
         client.close()
@@ -142,7 +140,7 @@ def zygote_main(lifeline_fd: int) -> None:
     finally:
         for client in list(children):
             for pid in children[client]:
-                _kill_group(pid)
+                kill_group(pid)
         try:
             os.unlink(address)
             os.rmdir(os.path.dirname(address))
@@ -155,14 +153,6 @@ def _send_json(sock: socket.socket, message: dict) -> None:
         sock.send(json.dumps(message).encode())
     except OSError:
         pass  # that client is gone; forget() cleans up when its EOF is read
-
-
-def _kill_group(pid: int) -> None:
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _kill_orphans(owner: dict, orphans: dict) -> None:
@@ -181,7 +171,7 @@ def _kill_orphans(owner: dict, orphans: dict) -> None:
             continue
         for pid in pids:
             if pid not in owner:
-                _kill_group(pid)
+                kill_group(pid)
                 orphans.setdefault(pid, now)
 
 
@@ -243,17 +233,9 @@ def _spawn(config: dict, fds: list[int], selector, children: dict, client) -> di
     return {"op": "spawned", "pid": pid}
 
 
-def prctl(option: int, value: int) -> None:
-    """Linux prctl(2) with one argument (a number, or an address as a number); a no-op elsewhere."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, ctypes.c_ulong(value), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _set_parent_death_signal() -> None:
     """Die with the zygote (Linux): no worker outlives the process tree that started it."""
-    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _child_main(config: dict, fds: list[int], zygote_pid: int) -> int:

@@ -8,7 +8,7 @@ reply will come on (:mod:`fuzz.isolation.wire`):
   {"op": "compiling", "kind": "triton" | "autotune" | "torch.compile", "kernel": name, "block": n}
   {"op": "compiled",  "kind": ..., "kernel": ..., "block": n, "seconds": s}
 
-and the parent (:class:`fuzz.isolation.proxy.IsolatedImpl`) stops a call's clock between the two:
+and the parent (:class:`fuzz.isolation.worker.proxy.IsolatedImpl`) stops a call's clock between the two:
 a call is a hang only while nothing is compiling. What is watched:
 
 * Triton's JIT: ``triton.compiler.compile``, which ``JITFunction`` binds when it first launches

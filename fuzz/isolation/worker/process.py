@@ -1,6 +1,7 @@
 """The candidate worker: loads the implementation under test and serves calls from the parent.
 
-Runs in a child of the fork server (:mod:`fuzz.isolation.child`), entry :func:`worker_main`.
+Runs in a child of the fork server (:mod:`fuzz.isolation.fork_server`), entry :func:`worker_main`; its
+parent's side is :class:`fuzz.isolation.worker.proxy.IsolatedImpl`.
 Messages (parent -> worker), each a JSON header plus raw frames (:mod:`fuzz.isolation.wire`):
 
   {"op": "call", "input": {...}, "released": [ids]}   + 1 frame: the input's storage bytes (or its
@@ -37,14 +38,15 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from .. import autotune, specialization
-from ..failures import exception_chain
-from ..gpu_memory import MEMORY_WAIT, huge_storage, sparse_huge_inputs, with_memory_retry
+from ... import autotune, specialization
+from ...failures import exception_chain
+from ...gpu_memory import MEMORY_WAIT, huge_storage, sparse_huge_inputs, with_memory_retry
+from ..wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes
 from . import compile_watch
 from .appearance import look_ordinary
+from .bench_input import seeded_input
 from .op_record import OpRecord, recording
 from .shared_input import receive_descriptor
-from .wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, seeded_input, storage_bytes
 
 
 def worker_main(channel_fd: int, args: dict) -> int:
@@ -132,7 +134,7 @@ def _load(target: str):
     # Imported here on purpose, not at the top: the target loader imports the project's kernels,
     # which must be decorated after TRITON_INTERPRET is set for this worker's device, never in the
     # fork server this module is loaded from.
-    from ..target import load_target
+    from ...target import load_target
 
     impl = load_target(target)
     name = target.rpartition(":")[2]
@@ -260,7 +262,7 @@ class _WorkerState:
             self._poison()
             self.mode = spec["mode"]
             if fd is not None:
-                # The parent's mapping of the storage (see fuzz.isolation.shared_input): it reads
+                # The parent's mapping of the storage (see fuzz.isolation.worker.shared_input): it reads
                 # the same memory after the call, so it needs no word from here on what changed.
                 try:
                     mapping = mmap.mmap(fd, 0)

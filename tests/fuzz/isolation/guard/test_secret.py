@@ -1,4 +1,4 @@
-"""fuzz.isolation.secret: the private seed is wiped from what /proc shows of the grader, as the
+"""fuzz.isolation.guard.secret: the private seed is wiped from what /proc shows of the grader, as the
 command's first step (before torch is imported)."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ def _run(code: str, *argv: str, env: dict | None = None) -> subprocess.Completed
 # secret the test puts there is found.
 PROBE = """
     import sys
-    from fuzz.isolation import secret
-    secret.scrub_early(sys.argv)
+    from fuzz.isolation import scrub_early
+    scrub_early(sys.argv)
     needle = %r[::-1].encode()
     environ = open("/proc/self/environ", "rb").read()
     cmdline = open("/proc/self/cmdline", "rb").read()

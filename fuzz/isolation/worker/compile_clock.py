@@ -1,5 +1,5 @@
 """A request's clock that stops while the worker compiles (the parent's half of
-:mod:`fuzz.isolation.compile_watch`).
+:mod:`fuzz.isolation.worker.compile_watch`).
 
 The worker sends a ``compiling`` notice when a compiler starts for the candidate and a
 ``compiled`` one when it ends; :class:`CompileClock` takes them off the channel for the proxy,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from ..timing import Compile, compile_label
+from ...timing import Compile, compile_label
 
 __all__ = ["NOTICES", "CompileClock"]
 

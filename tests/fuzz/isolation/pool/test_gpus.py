@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fuzz.gpu_memory import gpu_name
-from fuzz.isolation.gpus import spread_over
+from fuzz.isolation import spread_over
 
 
 @pytest.mark.parametrize(("device", "visible", "expected"), [

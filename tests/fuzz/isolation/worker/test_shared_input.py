@@ -11,8 +11,8 @@ import socket
 import pytest
 import torch
 
-from fuzz.isolation.codec import encode_input
-from fuzz.isolation.shared_input import SharedInput, receive_descriptor, slack
+from fuzz.isolation.worker.codec import encode_input
+from fuzz.isolation.worker.shared_input import SharedInput, receive_descriptor, slack
 
 
 def test_a_write_into_the_mapping_is_seen_by_the_parent():

@@ -4,11 +4,11 @@
         result = fuzz.check(impl, budget=200)   # the runner stays here
 
 The fuzz runner (Hypothesis, the float64 oracle, every check) runs in this process; only the
-candidate runs in the worker (:mod:`fuzz.isolation.worker`). ``IsolatedImpl`` is a callable proxy:
+candidate runs in the worker (:mod:`fuzz.isolation.worker.process`). ``IsolatedImpl`` is a callable proxy:
 each call ships the input (its storage bytes, size, strides, storage offset and dtype) to the
 worker, which rebuilds the same strided view, calls the candidate, and sends back the output. A
 CPU input's storage is a file mapping this process shares with the worker
-(:mod:`fuzz.isolation.shared_input`), compared here after the call, so the candidate cannot hide
+(:mod:`fuzz.isolation.worker.shared_input`), compared here after the call, so the candidate cannot hide
 a change by tampering with its own process; other inputs come back as bytes when the worker saw
 them change. A change is written back here so ``input_unchanged`` sees the mutation. The worker
 allocates nothing the runner compares against.
@@ -47,10 +47,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import shutil
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Callable
@@ -60,22 +58,24 @@ from pathlib import Path
 
 import torch
 
-from reference.errors import InvalidArgument
-
-from .. import defaults, validate
-from ..outcomes import HarnessError, ImplLost, Outcome, call_outcome, describe_exit
-from ..target import resolve_target
-from ..timing import HANG_FACTOR, Compile, best_per_call, hang_deadline, reference_seconds
-from . import wire
+from ... import defaults, validate
+from ...outcomes import HarnessError, ImplLost, Outcome, call_outcome, describe_exit
+from ...target import resolve_target
+from ...timing import HANG_FACTOR, Compile, hang_deadline, reference_seconds
+from .. import wire
+from ..environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
+from ..fork_server.child import Child
+from ..fork_server.client import zygote_for
+from ..guard.stops import resumed_by_pool, unwatch, watch
+from .bench import BenchRequests
 from .codec import decode_output, encode_input, write_back
 from .compile_clock import CompileClock
-from .environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
 from .held_outputs import HeldOutputs
 from .noise import Noise
+from .raised import LoadFailed, raised_from
 from .shared_input import SharedInput
-from .zygote import Zygote, resumed_by_pool, unwatch, watch, zygote_for
 
-__all__ = ["CandidateRaised", "IsolatedImpl", "LoadFailed", "Noise"]
+__all__ = ["IsolatedImpl"]
 
 LONGEST_WAIT = 7 * 24 * 3600.0
 """Seconds of the longest single wait for a worker's reply (a wait given longer is this long)."""
@@ -90,48 +90,7 @@ DEFAULT_LOAD_TIMEOUT = 120.0
 MAX_FRAME = 1 << 34
 """Largest frame accepted from a worker (an output or the input's storage)."""
 
-WORKER_ENTRY = "fuzz.isolation.worker:worker_main"
-
-
-class LoadFailed(InvalidArgument):
-    """The target could not be loaded in the worker (import error, missing function, signature).
-
-    ``chain`` is the exception chain the worker saw (see :func:`fuzz.failures.exception_chain`)."""
-
-    def __init__(self, message: str, chain: list[dict] | None = None) -> None:
-        super().__init__(message)
-        self.chain = list(chain or [])
-
-
-class CandidateRaised(Exception):
-    """The candidate raised in the worker. Subclasses carry the original exception's name, so
-    reports say ``ZeroDivisionError``; the worker's traceback is attached as a note."""
-
-    remote_type = "Exception"
-
-    def __init__(self, message: str, traceback_text: str = "", chain: list[dict] | None = None) -> None:
-        super().__init__(message)
-        self.traceback_text = traceback_text
-        self.remote_chain = list(chain or [])  # the exception chain in the worker, outermost first
-        if traceback_text and hasattr(self, "add_note"):  # Python 3.11+
-            self.add_note("traceback in the isolated worker:\n" + traceback_text.rstrip())
-
-
-_RAISED_CLASSES: dict[str, type[CandidateRaised]] = {}
-
-
-def _raised_class(name: str) -> type[CandidateRaised]:
-    if not name.isidentifier():
-        name = "Exception"
-    if name not in _RAISED_CLASSES:
-        _RAISED_CLASSES[name] = type(name, (CandidateRaised,), {"remote_type": name, "__module__": "candidate"})
-    return _RAISED_CLASSES[name]
-
-
-def _raised(header: dict) -> CandidateRaised:
-    """The worker's "raised" reply as an exception of the same type name."""
-    return _raised_class(header.get("type", "Exception"))(header.get("message", ""), header.get("traceback", ""),
-                                                          header.get("chain"))
+WORKER_ENTRY = "fuzz.isolation.worker.process:worker_main"
 
 
 @dataclass
@@ -141,11 +100,7 @@ class _Pinned:
     lines: list[str] | None = None
 
 
-# --------------------------------------------------------------------------------------------
-# The proxy
-
-
-class IsolatedImpl:
+class IsolatedImpl(BenchRequests):
     """A callable ``x -> object`` that runs ``target`` in a worker process.
 
     ``target`` is a TARGET string (``path/to/file.py:func`` or ``pkg.module:func``). The worker
@@ -154,11 +109,11 @@ class IsolatedImpl:
     past it, ``calibrate(x)`` (default: the seconds reference.lse takes on the same input) sets a
     second one (:func:`fuzz.timing.hang_deadline`), and only a call past both is a hang (None: the
     second deadline is the first again). Seconds the worker spends compiling count toward neither;
-    ``compile_timeout`` bounds them per call (:mod:`fuzz.isolation.compile_watch`). ``timeout`` (optional) bounds the whole life of the worker
+    ``compile_timeout`` bounds them per call (:mod:`fuzz.isolation.worker.compile_watch`). ``timeout`` (optional) bounds the whole life of the worker
     from :meth:`start` (a candidate's time budget). ``memory_limit`` (bytes) is the memory the candidate may use on the CPU
     (default :func:`default_memory_limit`; 0 for no limit), enforced as the worker's address-space
     limit with :data:`~fuzz.isolation.environment.INPUT_RESERVE` added for the inputs the fuzzer builds. ``threads``: torch intra-op threads of
-    the worker (default 1 on the CPU).
+    the worker (default 1 on the CPU). :meth:`bench` times it on the bandwidth benchmark's input.
     """
 
     def __init__(self, target: str, *, device: str | torch.device = "cpu", call_timeout: float = DEFAULT_CALL_TIMEOUT,
@@ -193,7 +148,7 @@ class IsolatedImpl:
         self.lost: ImplLost | None = None
         self.pid: int | None = None
         self._conn: Connection | None = None
-        self._zygote: Zygote | None = None
+        self._child: Child | None = None
         self._home: Path | None = None
         self._deadline: float | None = None
         self._shared = SharedInput()
@@ -226,32 +181,23 @@ class IsolatedImpl:
             # space reservation then left no room under RLIMIT_AS for a lazily allocated input.
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
-        self._zygote = zygote_for(env)
+        server = zygote_for(env)
         # Neutral names (tmpXXXXXXXX/cwd): the candidate's working directory does not say who runs it.
         self._home = Path(tempfile.mkdtemp())
         cwd = self._home / "cwd"
         cwd.mkdir()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        stdout = open(self._home / "stdout", "wb")
-        stderr = open(self._home / "stderr", "wb")
         rlimits = {"RLIMIT_FSIZE": FILE_SIZE_LIMIT}
         if self.memory_limit:
             rlimits["RLIMIT_AS"] = int(self.memory_limit) + INPUT_RESERVE
-        child_env = dict(env, TMPDIR=str(cwd), TEMP=str(cwd), TMP=str(cwd))
-        config = {
-            "entry": WORKER_ENTRY, "cwd": str(cwd), "env": child_env, "rlimits": rlimits,
-            "sys_path": worker_sys_path(self.environ),
-            "args": {"target": self.target, "device": self.device, "threads": self.threads},
-        }
-        try:
-            self.pid = self._zygote.spawn(config, (theirs.fileno(), stdout.fileno(), stderr.fileno()))
-        finally:
-            theirs.close()
-            stdout.close()
-            stderr.close()
+        self._child = Child.spawn(server, WORKER_ENTRY,
+                                  {"target": self.target, "device": self.device, "threads": self.threads},
+                                  cwd=cwd, env=dict(env, TMPDIR=str(cwd), TEMP=str(cwd), TMP=str(cwd)),
+                                  sys_path=worker_sys_path(self.environ), rlimits=rlimits,
+                                  stdout=self._home / "stdout", stderr=self._home / "stderr")
+        self.pid = self._child.pid
         if not resumed_by_pool():  # in a pool's driver, the pool's process continues it (the driver reports it)
-            watch(self.pid)  # another candidate may stop it: it is continued (see zygote.resume_if_stopped)
-        self._conn = Connection(ours.detach())
+            watch(self.pid)  # another candidate may stop it: it is continued (see guard.stops)
+        self._conn = self._child.conn
         started = time.monotonic()
         if self.timeout is not None:
             self._deadline = started + self.timeout
@@ -275,24 +221,17 @@ class IsolatedImpl:
                 wire.send_message(self._conn, {"op": "close"})
             except OSError:
                 pass
-            self._conn.close()
+            self._child.close()
             self._conn = None
             self._shared.drop()
             if self.lost is None:
-                self._kill()
-                self._zygote.wait_exit(self.pid, timeout=2.0)
+                self._child.kill()
+                self._child.wait(timeout=2.0)
         unwatch(self.pid)
         if self._home is not None:
             self._final_noise = self.noise()
             shutil.rmtree(self._home, ignore_errors=True)
             self._home = None
-
-    def _kill(self) -> None:
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     def _time_left(self) -> float:
         if self._deadline is None:
@@ -305,28 +244,12 @@ class IsolatedImpl:
         """What the worker has printed so far (also after :meth:`close`)."""
         if self._home is None:
             return getattr(self, "_final_noise", Noise(0, 0, "", ""))
-        sizes, heads = [], []
-        for name in ("stdout", "stderr"):
-            path = self._home / name
-            try:
-                sizes.append(path.stat().st_size)
-                with open(path, "rb") as f:
-                    heads.append(f.read(2000).decode(errors="replace"))
-            except OSError:
-                sizes.append(0)
-                heads.append("")
-        return Noise(sizes[0], sizes[1], heads[0], heads[1])
+        return Noise.read(self._home / "stdout", self._home / "stderr")
 
     def stderr_tail(self, limit: int = 4000) -> str:
-        if self._home is None:
+        if self._home is None or self._child is None:
             return ""
-        try:
-            with open(self._home / "stderr", "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - limit))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return self._child.tail(limit)
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -334,9 +257,10 @@ class IsolatedImpl:
               x: torch.Tensor | None = None, reaped: bool = False) -> ImplLost:
         """Kill what is left of the worker (its process group), wait until it is gone, and record
         why it was lost."""
-        self._kill()
-        if not reaped and self._zygote is not None and self.pid is not None:
-            self._zygote.wait_exit(self.pid, timeout=5.0)
+        if self._child is not None:
+            self._child.kill()
+            if not reaped:
+                self._child.wait(timeout=5.0)
         self.lost = ImplLost(outcome, detail, call=self.calls, input=x, returncode=returncode,
                                stderr=self.stderr_tail())
         return self.lost
@@ -394,7 +318,7 @@ class IsolatedImpl:
             raise self._lose(Outcome.CRASHED, f"the worker sent {exc.size} bytes while {what}, more than any "
                              f"answer to it holds ({max_frame}): refused unread", x=x) from None
         except (EOFError, OSError, ValueError):
-            code = self._zygote.wait_exit(self.pid) if self._zygote is not None else None
+            code = self._child.wait() if self._child is not None else None
             outcome = call_outcome(returncode=code if code is not None else -signal.SIGKILL)
             raise self._lose(outcome, f"the worker {describe_exit(code)} while {what}", returncode=code, x=x,
                              reaped=code is not None) from None
@@ -493,9 +417,9 @@ class IsolatedImpl:
             outcome = call_outcome(error_kind=header.get("kind", "exception"))
             if outcome.fatal:
                 raise self._lose(outcome, f"{message} during {what}", x=x)
-            raise _raised(header)
+            raise raised_from(header)
         if op == "exit":
-            code = self._zygote.wait_exit(self.pid)
+            code = self._child.wait()
             raise self._lose(call_outcome(exit_requested=True), f"{header.get('detail')} during {what}",
                              returncode=code if code is not None else header.get("code"), x=x,
                              reaped=code is not None)
@@ -538,47 +462,3 @@ class IsolatedImpl:
             yield self._pinning
         finally:
             self._config, self._pinning = previous, None
-
-    # -- benchmark ----------------------------------------------------------------------------
-
-    def bench(self, *, shape: tuple[int, int], dtype: torch.dtype, seed: int, min_seconds: float = 0.2,
-              repeats: int = 5) -> tuple[float, object]:
-        """Seconds per call on a seeded ``randn`` input generated in the worker, and the output.
-
-        Timed here, around whole requests of n calls between two device synchronisations (so
-        work on side streams counts, and the candidate's process cannot fake the clock), minus
-        the round trip of an empty request; the best of ``repeats``.
-        """
-        self._ensure_ready()
-        wire.send_message(self._conn, {"op": "bench_prepare", "shape": list(shape), "dtype": wire.dtype_name(dtype),
-                                       "seed": seed, "warmup": 3})
-        self._bench_reply(self.call_timeout * 4, "the benchmark warm-up")
-        overhead = min(self._bench_round(0)[0] for _ in range(3))
-        last: list[object] = [None]
-
-        def timed(iters: int) -> float:
-            seconds, last[0] = self._bench_round(iters)
-            return max(seconds - overhead, 1e-9 * iters)
-
-        return best_per_call(timed, min_seconds=min_seconds, repeats=repeats), last[0]
-
-    def _bench_round(self, iters: int) -> tuple[float, object]:
-        started = time.perf_counter()
-        wire.send_message(self._conn, {"op": "bench_run", "iters": iters})
-        header, frames = self._bench_reply(self.call_timeout * max(1, iters), "the benchmark")
-        seconds = time.perf_counter() - started
-        output = header.get("output") or {}
-        out = decode_output(output, frames, None) if output.get("kind") == "tensor" else None
-        return seconds, out
-
-    def _bench_reply(self, timeout: float, what: str):
-        header, frames = self._receive(min(timeout, self._time_left()), what=what)
-        if header.get("op") == "raised":
-            outcome = call_outcome(error_kind=header.get("kind", "exception"))
-            message = f"{header.get('type')}: {header.get('message')} (while {what})"
-            if outcome.fatal:
-                raise self._lose(outcome, message)
-            raise _raised(header)
-        if header.get("op") == "exit":
-            raise self._lose(Outcome.EXITED, f"{header.get('detail')} during {what}")
-        return header, frames

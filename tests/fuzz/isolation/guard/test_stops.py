@@ -1,8 +1,8 @@
 """Who stopped a process of the grading. SIGSTOP names no sender, so a stop found names every job
-in flight at any moment it may have happened in (fuzz.isolation.pool.Timeline, stop_event), and a
-job is blamed only when it was the only one (fuzz.isolation.signals.SignalGuard.claim): an
-innocent job that started after the stop, or ran beside the stopper, is never blamed. The resumer
-(fuzz.isolation.zygote) tells when a stop happened: between the last time the process was seen
+in flight at any moment it may have happened in (fuzz.isolation.guard.blame: Timeline, stop_event),
+and a job is blamed only when it was the only one (fuzz.isolation.guard.signals.SignalGuard.claim):
+an innocent job that started after the stop, or ran beside the stopper, is never blamed. The
+resumer (fuzz.isolation.guard.stops) continues a stopped process and tells when the stop happened: between the last time the process was seen
 running and the moment it was found stopped."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from fuzz.isolation.pool import Timeline, stop_event
-from fuzz.isolation.signals import Sender, SignalEvent, SignalGuard, Stopped, describe_stops
-from fuzz.isolation.zygote import report_stops, stop_reporting, sweep, unwatch, watch
+from fuzz.isolation.guard.blame import StopBlame, Timeline, stop_event
+from fuzz.isolation.guard.signals import Sender, SignalEvent, SignalGuard, Stopped, describe_stops
+from fuzz.isolation.guard.stops import report_stops, resume_if_stopped, stop_reporting, sweep, unwatch, watch
 
 FORK_SERVER, DRIVER, STOPPER_WORKER, INNOCENT_WORKER = 11, 12, 20, 21
 
@@ -156,7 +156,7 @@ def test_the_resumer_tells_when_a_watched_process_was_stopped(sleeper):
         assert len(found) == 1
         _, since, at = found[0]
         # It stops when the kernel next schedules it, a moment after the kill: the window holds that
-        # moment (a job counts as in flight for pool.LINGER after it ended, which covers the delay).
+        # moment (a job counts as in flight for blame.LINGER after it ended, which covers the delay).
         assert before_stop <= at <= after and since < at
         assert since >= checking  # the window opens at the last check that saw it running, not at the watch
         with open(f"/proc/{sleeper.pid}/stat") as f:
@@ -165,4 +165,69 @@ def test_the_resumer_tells_when_a_watched_process_was_stopped(sleeper):
         assert len(found) == 1  # one stop, told once
     finally:
         stop_reporting(listener)
+        unwatch(sleeper.pid)
+
+
+def test_a_stopped_process_is_continued_by_whoever_waits_on_it():
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not resume_if_stopped(sleeper.pid)  # running: left alone
+        os.kill(sleeper.pid, signal.SIGSTOP)
+        time.sleep(0.2)
+        assert resume_if_stopped(sleeper.pid)
+        time.sleep(0.2)
+        with open(f"/proc/{sleeper.pid}/stat") as f:
+            assert f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t")
+        # A watched process is continued without anyone asking: a reader blocked halfway through
+        # a message from a stopped process runs no check of its own.
+        watch(sleeper.pid)
+        os.kill(sleeper.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        with open(f"/proc/{sleeper.pid}/stat") as f:
+            assert f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t")
+    finally:
+        unwatch(sleeper.pid)
+        sleeper.kill()
+        sleeper.wait()
+
+
+def _stop_and_find(pid: int, events: list) -> None:
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 5
+    while not events and time.monotonic() < deadline:
+        sweep()
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("kind, owner, in_flight, named", [
+    (Stopped.DRIVER, None, ("a",), ("a",)),
+    (Stopped.WORKER, "b", ("a", "b"), ("a", "b")),  # beside another job: an event, suspects "a" only
+    (Stopped.WORKER, "a", ("a",), None),  # its own job alone stopped it: no attack
+    (None, None, ("a",), None),  # not one of the pool's processes
+], ids=["driver", "worker-beside-another-job", "own-worker-alone", "untracked"])
+def test_the_pools_blame_names_the_jobs_in_flight_when_its_process_was_stopped(sleeper, kind, owner, in_flight, named):
+    blame, events = StopBlame(), []
+    blame.report = events.append
+    try:
+        if kind is Stopped.WORKER:
+            blame.worker_started(sleeper.pid, owner, time.monotonic())
+        else:
+            watch(sleeper.pid, time.monotonic())
+            if kind is not None:
+                blame.track(sleeper.pid, kind)
+        for key in in_flight:
+            blame.handed(key)
+        _stop_and_find(sleeper.pid, events)
+        if named is None:
+            time.sleep(0.3)
+            assert events == []
+        else:
+            [event] = events
+            assert (event.stopped, event.stopped_pid, event.in_flight, event.owner) == (kind, sleeper.pid, named, owner)
+            assert event.suspects == tuple(key for key in named if key != owner)
+        for key in in_flight:
+            blame.over(key, (sleeper.pid,) if kind is Stopped.WORKER else ())
+        assert blame.quiet_from() <= time.monotonic() + blame._timeline.linger
+    finally:
+        blame.close()
         unwatch(sleeper.pid)

@@ -17,14 +17,13 @@ import pytest
 import torch
 
 import fuzz
-from fuzz.isolation.environment import worker_environment
-from fuzz.isolation.codec import ReturnedObject
-from fuzz.isolation.proxy import CandidateRaised, IsolatedImpl, LoadFailed
+from fuzz.isolation import CandidateRaised, IsolatedImpl, LoadFailed, worker_environment
+from fuzz.isolation.worker.codec import ReturnedObject
 from fuzz.outcomes import ImplLost, Outcome
 from fuzz.layouts import Layout, LayoutKind
 from reference.errors import InvalidArgument
 
-CANDIDATES = Path(__file__).resolve().parents[2] / "implementations" / "candidates"
+CANDIDATES = Path(__file__).resolve().parents[3] / "implementations" / "candidates"
 HOSTILE = CANDIDATES.parent / "hostile"  # attacks on the harness itself, kept out of the graded set
 
 

@@ -14,7 +14,7 @@ import weakref
 
 import torch
 
-from . import wire
+from .. import wire
 
 __all__ = ["HeldOutputs"]
 

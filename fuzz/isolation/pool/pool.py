@@ -4,57 +4,50 @@
         for result in pool.run([Job("a", "fuzz.grading.evaluate:grade_job", payload), ...]):
             result.outcome, result.record          # one outcome per job, in completion order
 
-``lse-fuzz grade``, ``lse-fuzz mutants`` and the campaign scripts all run their jobs here. A job
+``lse-fuzz grade``, ``lse-fuzz mutants``, ``lse-fuzz mutate`` and the campaign scripts all run their jobs here. A job
 is an entry ``module:function`` taking a JSON-able payload and returning a JSON-able record; a
-driver runs one job at a time and serves the next one after it. Each driver is a child of the
-fork server (:mod:`fuzz.isolation.child`): scrubbed environment, its own session and working
-directory, stdout to /dev/null and stderr to a log file of its own. Hard limits: a job that runs
+driver (:mod:`.driver`) runs one job at a time and serves the next one after it. Each driver is a
+child of the fork server (:class:`~fuzz.isolation.fork_server.child.Child`): scrubbed environment,
+its own session and working directory, stdout to /dev/null and stderr to a log file of its own. Hard limits: a job that runs
 past its timeout has its driver killed (with its process group; the candidate workers it started
 die with its connection to the fork server) and gets :attr:`Outcome.TIMED_OUT`; a driver that
 dies gives its job :attr:`Outcome.CRASHED` or :attr:`Outcome.EXITED`. Either way a new driver
 takes its place and the remaining jobs run: one bad job never stops the others. A driver tells
 the pool the pid of each worker it starts for its job (:attr:`JobResult.processes`), so that a
-signal sent to the grader from a worker's process tree is blamed on its job (:mod:`.signals`).
+signal sent to the grader from a worker's process tree is blamed on its job
+(:mod:`fuzz.isolation.guard.signals`).
 
 A job's process can also stop (SIGSTOP) the fork server, a driver or another job's worker. The
 pool's process continues them all (the drivers leave it to the pool: ``RESUMED_BY_POOL_ENV``), so
 it hears of every stop, and hands each on (:attr:`Pool.report_stop`) as an event naming the jobs
-that were in flight at any moment between the last time that process was seen running and the
-moment it was found stopped (:class:`Timeline`): SIGSTOP names no sender, only the time does.
+in flight then (:mod:`fuzz.isolation.guard.blame`).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
 import shutil
-import signal
-import socket
 import tempfile
-import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from ..outcomes import Outcome, describe_exit
-from . import signals, wire
-from .environment import fork_server_environment, worker_environment, worker_sys_path
+from ...outcomes import Outcome, describe_exit
+from .. import wire
+from ..environment import fork_server_environment, worker_environment, worker_sys_path
+from ..fork_server.child import Child
+from ..fork_server.client import ZYGOTE_ADDRESS_ENV, Zygote, zygote_for
+from ..guard import signals
+from ..guard.blame import StopBlame
+from ..guard.signals import SignalEvent, Stopped
+from ..guard.stops import RESUMED_BY_POOL_ENV, sweep, unwatch, watch
 from .gpus import VISIBLE
-from .signals import Sender, SignalEvent, Stopped
-from .zygote import (RESUMED_BY_POOL_ENV, ZYGOTE_ADDRESS_ENV, Zygote, report_spawns, report_stops, stop_reporting,
-                     sweep, unwatch, watch, zygote_for)
 
-__all__ = ["Job", "JobResult", "LINGER", "Pool", "Timeline", "driver_main", "stop_event"]
+__all__ = ["Job", "JobResult", "Pool"]
 
-DRIVER_ENTRY = "fuzz.isolation.pool:driver_main"
-LINGER = 1.0
-"""Seconds a job still counts as in flight after it ended: what its worker left behind (an
-orphan) lives until the fork server has killed it, a moment later, and may act meanwhile; and a
-process sent SIGSTOP stops only when the kernel next schedules it, a moment after the sending."""
+DRIVER_ENTRY = "fuzz.isolation.pool.driver:driver_main"
 
 
 @dataclass(frozen=True)
@@ -81,67 +74,15 @@ class JobResult:
     processes: tuple[int, ...] = ()  # the pids of the workers its driver started for it (to blame signals)
 
 
-class Timeline:
-    """When each job was in flight: which jobs could have done what happened in a window of time.
-
-    Times are ``time.monotonic()``. A job counts from the moment it is handed to a driver until
-    :data:`LINGER` after it ended; a job run again is in flight again.
-    """
-
-    def __init__(self, linger: float = LINGER) -> None:
-        self.linger = linger
-        self._spans: list[list] = []  # [key, start, end or None], in the order started
-
-    def started(self, key: str, at: float) -> None:
-        self._spans.append([key, at, None])
-
-    def ended(self, key: str, at: float) -> None:
-        for span in self._spans:
-            if span[0] == key and span[2] is None:
-                span[2] = at
-                return
-
-    def quiet_from(self) -> float:
-        """The moment from which no job handed so far counts as in flight (inf while one runs)."""
-        if any(end is None for _, _, end in self._spans):
-            return math.inf
-        return max((end + self.linger for _, _, end in self._spans), default=-math.inf)
-
-    def between(self, since: float, until: float) -> tuple[str, ...]:
-        """The keys of the jobs in flight at any moment from ``since`` to ``until`` (those that
-        started or ended meanwhile too), in the order they started."""
-        return tuple(dict.fromkeys(key for key, start, end in self._spans
-                                   if start <= until and (end is None or end + self.linger >= since)))
-
-
-def stop_event(kind: Stopped, pid: int, in_flight: tuple[str, ...], owner: str | None = None) -> SignalEvent | None:
-    """The event of the pool's process ``pid`` found stopped while the jobs ``in_flight`` ran
-    (``owner``: the job ``pid`` works for, if a worker); None when it is no attack: a job's own
-    worker, stopped while that job ran alone (by itself: no other process of the grading waited)."""
-    if owner is not None and in_flight == (owner,):
-        return None
-    return SignalEvent(signal.SIGSTOP, 0, Sender.UNNAMED, (), in_flight, kind, pid, owner)
-
-
 class _Driver:
-    def __init__(self, zygote: Zygote, work_dir: Path, index: int, env: dict[str, str]) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.log = work_dir / f"driver-{index}.log"
-        log = open(self.log, "ab")
-        devnull = open(os.devnull, "wb")
-        config = {"entry": DRIVER_ENTRY, "cwd": str(work_dir), "env": env, "sys_path": worker_sys_path(),
-                  "args": {}}
-        since = time.monotonic()  # nothing can have stopped it before it existed
-        try:
-            self.pid = zygote.spawn(config, (theirs.fileno(), devnull.fileno(), log.fileno()))
-        finally:
-            theirs.close()
-            log.close()
-            devnull.close()
-        self.zygote = zygote
-        watch(self.pid, since)  # another job's process may stop it: it is continued (zygote.resume_if_stopped)
+    """A grading driver (:func:`.driver.driver_main` in a child of the fork server) and the job in hand."""
+
+    def __init__(self, server: Zygote, work_dir: Path, index: int, env: dict[str, str]) -> None:
+        self.child = Child.spawn(server, DRIVER_ENTRY, {}, cwd=work_dir, env=env, sys_path=worker_sys_path(),
+                                 stderr=work_dir / f"driver-{index}.log")
+        self.pid, self.conn = self.child.pid, self.child.conn
+        watch(self.pid, self.child.since)  # another job's process may stop it: it is continued (guard.stops)
         self.gpu = env.get(VISIBLE)
-        self.conn = Connection(ours.detach())
         self.job: Job | None = None
         self.started = 0.0
         self.processes: list[int] = []  # the workers started for the job in hand
@@ -150,26 +91,13 @@ class _Driver:
         self.job, self.started, self.processes = job, time.monotonic(), []
         wire.send_message(self.conn, {"op": "job", "entry": job.entry, "payload": job.payload})
 
-    def log_tail(self, limit: int = 4000) -> str:
-        try:
-            with open(self.log, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - limit))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
-
     def kill(self) -> int | None:
         """Kill the driver's process group; its exit code once the fork server has reaped it."""
         unwatch(self.pid)
         signals.forget((self.pid, *self.processes))
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.conn.close()
-        return self.zygote.wait_exit(self.pid, timeout=5.0)
+        self.child.kill()
+        self.child.close()
+        return self.child.wait(timeout=5.0)
 
 
 class Pool:
@@ -177,7 +105,7 @@ class Pool:
 
     ``timeout(job) -> seconds`` is asked again while the job runs, so a caller may tighten it once
     it knows more (the mutation analysis does, once its gate has measured a baseline).
-    ``gpus`` (values of ``CUDA_VISIBLE_DEVICES``, see :func:`fuzz.isolation.gpus.spread_over`)
+    ``gpus`` (values of ``CUDA_VISIBLE_DEVICES``, see :func:`fuzz.isolation.pool.gpus.spread_over`)
     spreads the drivers over those GPUs: each new driver sees the one with the fewest drivers.
     """
 
@@ -195,13 +123,17 @@ class Pool:
         self._drivers: list[_Driver] = []
         self._zygote: Zygote | None = None
         self._started = 0
-        # Who could have stopped a process of the pool (read by the resumer's thread, hence the lock).
-        self.report_stop: Callable[[SignalEvent], None] | None = None
-        self._lock = threading.Lock()
-        self._timeline = Timeline()
-        self._kinds: dict[int, Stopped] = {}  # pid -> which of the pool's processes it is
-        self._owners: dict[int, str] = {}  # a worker's pid -> the key of the job it works for
-        report_stops(self._found_stopped)
+        self._blame = StopBlame()  # who could have stopped a process of the pool
+
+    @property
+    def report_stop(self) -> Callable[[SignalEvent], None] | None:
+        """Called with an event for every process of the pool found stopped (and continued),
+        naming the jobs in flight then (:class:`fuzz.isolation.guard.blame.StopBlame`)."""
+        return self._blame.report
+
+    @report_stop.setter
+    def report_stop(self, report: Callable[[SignalEvent], None] | None) -> None:
+        self._blame.report = report
 
     def __enter__(self) -> Pool:
         return self
@@ -215,8 +147,7 @@ class Pool:
             # (and so to their workers), not into the fork server's key.
             self._zygote = zygote_for(fork_server_environment(self._env))
             if self._zygote.pid is not None:
-                with self._lock:
-                    self._kinds[self._zygote.pid] = Stopped.FORK_SERVER
+                self._blame.track(self._zygote.pid, Stopped.FORK_SERVER)
         env = dict(self._env, **{ZYGOTE_ADDRESS_ENV: self._zygote.address, RESUMED_BY_POOL_ENV: "1"})
         if self._gpus:
             # A retired driver's replacement takes its GPU back, so the spread stays even.
@@ -227,50 +158,23 @@ class Pool:
         driver = _Driver(self._zygote, self.work_dir, self._started, env)
         self._started += 1
         self._drivers.append(driver)
-        with self._lock:
-            self._kinds[driver.pid] = Stopped.DRIVER
+        self._blame.track(driver.pid, Stopped.DRIVER)
         return driver
 
     def _retire(self, driver: _Driver) -> int | None:
         self._drivers.remove(driver)
-        with self._lock:
-            self._kinds.pop(driver.pid, None)
+        self._blame.untrack(driver.pid)
         return driver.kill()
 
     def _handed(self, driver: _Driver, job: Job) -> bool:
         """Hand ``job`` to ``driver``; False if the driver is gone (the job never reached it)."""
-        with self._lock:
-            self._timeline.started(job.key, time.monotonic())
+        self._blame.handed(job.key)
         try:
             driver.send(job)
         except OSError:
-            self._over(job, ())
+            self._blame.over(job.key, ())
             return False
         return True
-
-    def _over(self, job: Job, processes: Sequence[int]) -> None:
-        """``job`` ended (its workers are gone or going): a stop of a process of the pool found
-        from now on may still name it, for :data:`LINGER`, and its workers are no longer watched."""
-        sweep()  # a stop it did before it ended is found now, while it is still in flight
-        with self._lock:
-            self._timeline.ended(job.key, time.monotonic())
-            for pid in processes:
-                self._kinds.pop(pid, None)
-                self._owners.pop(pid, None)
-        for pid in processes:
-            unwatch(pid)
-
-    def _found_stopped(self, pid: int, since: float, found: float) -> None:
-        """A process found stopped between ``since`` and ``found`` and continued (the resumer's
-        thread calls this): an event for :attr:`report_stop` naming every job in flight then."""
-        with self._lock:
-            kind, owner = self._kinds.get(pid), self._owners.get(pid)
-            in_flight = self._timeline.between(since, found)
-        if kind is None:
-            return  # not one of this pool's (the caller's own worker, another pool's)
-        event, report = stop_event(kind, pid, in_flight, owner), self.report_stop
-        if event is not None and report is not None:
-            report(event)
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
         """Run ``jobs`` (started in the order given, each taken from the iterable only when a driver
@@ -332,7 +236,7 @@ class Pool:
                     if result is None:
                         continue  # a notice: the job runs on
                     driver = busy.pop(conn)
-                    self._over(result.job, result.processes)
+                    self._blame.over(result.job.key, result.processes)
                     signals.forget(result.processes)  # its workers are gone: their pids may be reused
                     if result.outcome in (Outcome.RETURNED, Outcome.RAISED):
                         driver.job = None
@@ -342,23 +246,23 @@ class Pool:
                             casualties.append(result.job)
                             continue
                         # Its own fork server (a dead one is replaced by the next driver started).
-                        result = replace(result, fork_server_died=not driver.zygote.alive())
+                        result = replace(result, fork_server_died=not driver.child.server.alive())
                     yield result
                 now = time.monotonic()
                 for conn, driver in list(busy.items()):
                     limit = self._timeout(driver.job)
                     if now - driver.started > limit:
                         del busy[conn]
-                        job, seconds, tail = driver.job, now - driver.started, driver.log_tail()
+                        job, seconds, tail = driver.job, now - driver.started, driver.child.tail()
                         self._retire(driver)
-                        self._over(job, driver.processes)
+                        self._blame.over(job.key, driver.processes)
                         yield JobResult(job, Outcome.TIMED_OUT, None, seconds,
                                         f"no result within the time limit of {limit:g} s: its driver was killed"
                                         + _tail(tail), processes=tuple(driver.processes))
         finally:
             for driver in list(busy.values()):
                 self._retire(driver)
-                self._over(driver.job, driver.processes)
+                self._blame.over(driver.job.key, driver.processes)
 
     def _receive(self, driver: _Driver) -> JobResult | None:
         """How the driver's job ended, or None for a notice (the pid of a worker it started)."""
@@ -368,7 +272,7 @@ class Pool:
         try:
             header, _ = wire.recv_message(driver.conn)
         except (EOFError, OSError, ValueError):
-            seconds, tail = time.monotonic() - driver.started, driver.log_tail()
+            seconds, tail = time.monotonic() - driver.started, driver.child.tail()
             code = self._retire(driver)
             outcome = Outcome.CRASHED if code is None or code < 0 else Outcome.EXITED
             return JobResult(job, outcome, None, seconds, f"its driver {describe_exit(code)}" + _tail(tail),
@@ -386,19 +290,15 @@ class Pool:
         process continues it when stopped (the driver leaves that to the pool)."""
         driver.processes.append(pid)
         signals.remember(pid)
-        with self._lock:
-            self._kinds[pid] = Stopped.WORKER
-            self._owners[pid] = job.key
         # Not before its job started, whatever the driver said; nor later than now.
         if not isinstance(since, (int, float)):
             since = driver.started
-        watch(pid, min(max(since, driver.started), time.monotonic()))
+        self._blame.worker_started(pid, job.key, min(max(since, driver.started), time.monotonic()))
 
     def wait_until_quiet(self) -> None:
-        """Between runs: wait until no job counts as in flight any more (:data:`LINGER`), so that
+        """Between runs: wait until no job counts as in flight any more (:data:`fuzz.isolation.guard.blame.LINGER`), so that
         the next one runs alone, also to whatever names the jobs in flight by time."""
-        with self._lock:
-            left = self._timeline.quiet_from() - time.monotonic()
+        left = self._blame.quiet_from() - time.monotonic()
         if 0 < left < math.inf:
             time.sleep(left)
             # Every process seen running now: a stop found later happened later, and names no
@@ -407,15 +307,14 @@ class Pool:
 
     def in_flight(self, since: float | None = None) -> tuple[str, ...]:
         """The keys of the jobs running now, or with ``since`` (a ``time.monotonic()``), of those in
-        flight at any moment from then until now (:class:`Timeline`). Read from other threads too."""
+        flight at any moment from then until now (:class:`fuzz.isolation.guard.blame.Timeline`). Read from other threads too."""
         if since is not None:
-            with self._lock:
-                return self._timeline.between(since, time.monotonic())
+            return self._blame.between(since, time.monotonic())
         return tuple(driver.job.key for driver in list(self._drivers) if driver.job is not None)
 
     def close(self) -> None:
         """Kill every driver (and so the workers they started)."""
-        stop_reporting(self._found_stopped)
+        self._blame.close()
         for driver in list(self._drivers):
             self._retire(driver)
         if self._own_dir:
@@ -427,37 +326,3 @@ def _tail(text: str, lines: int = 12) -> str:
     if not text:
         return ""
     return "\n  stderr (last lines):\n" + "\n".join("    " + line for line in text.splitlines()[-lines:])
-
-
-# --------------------------------------------------------------------------------------------
-# The driver (runs in a child of the fork server)
-
-
-def driver_main(channel_fd: int, args: dict) -> int:
-    """Run the jobs the parent sends, one at a time, until it closes the channel."""
-    conn = Connection(channel_fd)
-    entries: dict[str, Callable[[dict], dict]] = {}
-    sending = threading.Lock()  # a notice from a thread of the job never cuts into the reply
-
-    def send(header: dict) -> None:
-        with sending:
-            wire.send_message(conn, header)
-
-    report_spawns(lambda pid, since: send({"op": "spawned", "pid": pid, "since": since}))
-    while True:
-        try:
-            header, _ = wire.recv_message(conn)
-        except (EOFError, OSError):
-            return 0
-        if header.get("op") != "job":
-            return 0
-        entry = header["entry"]
-        try:
-            if entry not in entries:
-                module_name, _, function = entry.partition(":")
-                entries[entry] = getattr(importlib.import_module(module_name), function)
-            record = entries[entry](header.get("payload") or {})
-        except Exception as exc:  # a bug in the job's code: report it, serve the next job
-            send({"op": "raised", "type": type(exc).__name__, "traceback": traceback.format_exc()[-20000:]})
-            continue
-        send({"op": "result", "record": record})

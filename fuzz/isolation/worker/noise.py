@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = ["Noise"]
 
@@ -15,6 +16,20 @@ class Noise:
     stderr_bytes: int
     stdout_head: str
     stderr_head: str
+
+    @classmethod
+    def read(cls, stdout: Path, stderr: Path, *, head: int = 2000) -> Noise:
+        """What a worker whose streams went to the files ``stdout`` and ``stderr`` printed so far."""
+        sizes, heads = [], []
+        for path in (stdout, stderr):
+            try:
+                sizes.append(path.stat().st_size)
+                with open(path, "rb") as f:
+                    heads.append(f.read(head).decode(errors="replace"))
+            except OSError:
+                sizes.append(0)
+                heads.append("")
+        return cls(sizes[0], sizes[1], heads[0], heads[1])
 
     @property
     def any(self) -> bool:

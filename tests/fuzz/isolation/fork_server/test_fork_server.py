@@ -1,16 +1,23 @@
-"""The fork server's start (fuzz.isolation.zygote, fuzz.isolation.child): early, once, and ready
-for kernels to compile."""
+"""The fork server (fuzz.isolation.fork_server: its client and its server): started early, once,
+ready for kernels to compile, and what it forks takes none of the grader's blocked signals."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
-from fuzz.isolation import child, zygote
-from fuzz.isolation.environment import worker_environment
+from fuzz.isolation import worker_environment
+from fuzz.isolation.fork_server import client as zygote
+from fuzz.isolation.fork_server import server
+
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _fresh_env() -> dict[str, str]:
@@ -69,9 +76,26 @@ def test_the_fork_server_hashes_triton_once_for_its_workers_when_kernels_compile
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     triton_key.cache_clear()
-    child._hash_triton()
+    server._hash_triton()
     assert triton_key.cache_info().currsize == 1  # forked workers inherit it
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     triton_key.cache_clear()
-    child._hash_triton()
+    server._hash_triton()
     assert triton_key.cache_info().currsize == 0  # nothing compiles in the interpreter: no time spent
+
+
+def test_workers_do_not_inherit_the_signals_the_grader_blocks():
+    # The grader blocks them in every thread; a blocked mask survives fork and exec, so without the
+    # fork server's reset its drivers and workers would shrug off SIGTERM and Ctrl-C.
+    script = """
+import signal
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+from fuzz.isolation import IsolatedImpl
+with IsolatedImpl("tests/implementations/correct/torch_float32.py:lse") as impl:
+    status = open(f"/proc/{impl.pid}/status").read()
+    print(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")))
+"""
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout.split()[-1], 16) == 0

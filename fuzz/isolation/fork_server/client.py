@@ -2,7 +2,8 @@
 
 One fork server per environment per process (:func:`zygote_for`); a grading driver connects to
 its parent's (its address is in ``LSE_FUZZ_ZYGOTE``) so every worker of a run comes from one place.
-The child side is :mod:`fuzz.isolation.child`.
+The server side is :mod:`fuzz.isolation.fork_server.server`; a child it started is a
+:class:`fuzz.isolation.fork_server.child.Child`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import atexit
 import json
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -22,14 +22,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import signals
-from .child import MAX_SPAWN_MESSAGE
+from ..guard import signals
+from ..guard.stops import resumed_by_pool, unwatch, watch
+from .server import MAX_SPAWN_MESSAGE
 
 DEFAULT_START_TIMEOUT = 120.0
-WAIT_SLICE = 0.5  # seconds between the resumer's checks that no watched process is stopped
 
-# The fork server imports only this package's child module (and torch, triton), never the kernels.
-_BOOT = "import sys; from fuzz.isolation.child import zygote_main; zygote_main(int(sys.argv[1]))"
+# The fork server imports only its server module (and torch, triton), never the kernels.
+_BOOT = "import sys; from fuzz.isolation.fork_server.server import zygote_main; zygote_main(int(sys.argv[1]))"
 
 
 class Zygote:
@@ -179,130 +179,13 @@ class Zygote:
                     shutil.rmtree(self.log.parent, ignore_errors=True)
 
 
-def resume_if_stopped(pid: int | None) -> bool:
-    """Continue ``pid`` if it is stopped (SIGSTOP, SIGTSTP, ...); True if it was.
-
-    Every process of a run shares one user with the candidates, so a candidate can stop any of
-    them: the fork server, a driver grading a neighbour, a neighbour's worker. Each process that
-    starts or connects to one :func:`watch`es it, so that a stop costs a moment, not a hang;
-    under a pool, its process watches them all (:func:`resumed_by_pool`), to blame the stops.
-    """
-    if pid is None:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    if state not in ("T", "t"):
-        return False
-    try:
-        os.kill(pid, signal.SIGCONT)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-class _Resumer:
-    """A daemon thread that continues every watched process it finds stopped, twice a second.
-
-    A thread rather than checks where we wait: a process stopped halfway through sending a
-    message leaves its reader blocked inside the read, where no check runs.
-
-    Each stop it finds is told to the listeners (:func:`report_stops`) with the window it happened
-    in: SIGSTOP names no sender, so when it happened is all there is to tell who sent it. The
-    window opens when the process was last seen running (or, for a process not checked yet, at
-    the time its watcher gave: before it existed) and closes once it has been continued.
-    """
-
-    def __init__(self) -> None:
-        self._pids: dict[int, int] = {}  # pid -> how many watch it
-        self._clear: dict[int, float] = {}  # pid -> a time since which any stop of it is still to be found
-        self._listeners: list[Callable[[int, float, float], None]] = []
-        self._lock = threading.Lock()
-        self._sweeping = threading.Lock()  # one sweep at a time: a stop is found, and told, once
-        self._thread: threading.Thread | None = None
-
-    def watch(self, pid: int | None, since: float | None = None) -> None:
-        if pid is None:
-            return
-        since = time.monotonic() if since is None else since
-        with self._lock:
-            self._pids[pid] = self._pids.get(pid, 0) + 1
-            self._clear[pid] = min(self._clear.get(pid, since), since)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="lse-fuzz-resumer", daemon=True)
-                self._thread.start()
-
-    def unwatch(self, pid: int | None) -> None:
-        with self._lock:
-            if pid in self._pids:
-                self._pids[pid] -= 1
-                if not self._pids[pid]:
-                    del self._pids[pid]
-                    del self._clear[pid]
-
-    def listen(self, listener: Callable[[int, float, float], None]) -> None:
-        with self._lock:
-            self._listeners.append(listener)
-
-    def unlisten(self, listener: Callable[[int, float, float], None]) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-    def sweep(self) -> None:
-        """Continue every watched process found stopped now, and tell the listeners."""
-        with self._sweeping:
-            with self._lock:
-                watched = dict(self._clear)
-            for pid, since in watched.items():
-                checked = time.monotonic()  # it is read after this: a later stop is found next time
-                stopped = resume_if_stopped(pid)
-                found = time.monotonic()
-                with self._lock:
-                    if pid in self._clear:
-                        self._clear[pid] = checked
-                    listeners = list(self._listeners) if stopped else []
-                for listener in listeners:
-                    try:
-                        listener(pid, since, found)
-                    except Exception:  # a listener's bug must not end the thread: nothing would be continued
-                        pass
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(WAIT_SLICE)
-            self.sweep()
-
-
-_RESUMER = _Resumer()
-watch = _RESUMER.watch
-unwatch = _RESUMER.unwatch
-sweep = _RESUMER.sweep
-report_stops = _RESUMER.listen
-"""Call ``listener(pid, since, found)`` for every watched process found stopped and continued:
-it was stopped between ``since`` and ``found`` (``time.monotonic()``, system-wide on Linux)."""
-stop_reporting = _RESUMER.unlisten
-
-RESUMED_BY_POOL_ENV = "LSE_FUZZ_RESUMED_BY_POOL"
-"""Set in a pool's drivers: the pool's process continues the fork server and the workers they
-start (it watches every pid they report), and hears of every stop, which is how a stop is blamed
-(fuzz.isolation.pool). A driver that continued one itself first would hide it from the pool."""
-
-
-def resumed_by_pool() -> bool:
-    """True in a pool's driver: whoever watches a process here leaves it to the pool's process."""
-    return bool(os.environ.get(RESUMED_BY_POOL_ENV))
-
-
 _SPAWN_LISTENERS: list[Callable[[int, float], None]] = []
 
 
 def report_spawns(listener: Callable[[int, float], None]) -> None:
     """Call ``listener(pid, since)`` for every process this process has a fork server start,
     ``since`` a ``time.monotonic()`` from before it existed (a grading driver tells the pool the
-    pids of its job's workers: see fuzz.isolation.signals and fuzz.isolation.pool)."""
+    pids of its job's workers: see fuzz.isolation.guard and fuzz.isolation.pool)."""
     _SPAWN_LISTENERS.append(listener)
 
 

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import fuzz
-from fuzz.isolation.compile_clock import CompileClock
-from fuzz.isolation.proxy import IsolatedImpl
+from fuzz.isolation import IsolatedImpl
+from fuzz.isolation.worker.compile_clock import CompileClock
 from fuzz.outcomes import ImplLost, Outcome
 from fuzz.grading import GradeOptions
 from fuzz.grading.evaluate import evaluate
@@ -24,7 +24,7 @@ from fuzz.grading.reports import format_record
 from fuzz.timing import (SLOW_FLOOR, Compile, compile_summary, describe_compile_summary, describe_compiles,
                          merge_compile_summaries)
 
-IMPLEMENTATIONS = Path(__file__).resolve().parents[2] / "implementations"
+IMPLEMENTATIONS = Path(__file__).resolve().parents[3] / "implementations"
 COMPILING = IMPLEMENTATIONS / "compiling"
 
 

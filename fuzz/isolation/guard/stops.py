@@ -1,0 +1,136 @@
+"""Stopped processes are continued: SIGSTOP from a candidate costs a moment, not a hang, and is told.
+
+Every process of a run shares one user with the candidates, so a candidate can stop any of them
+(the fork server, a driver grading a neighbour, a neighbour's worker). Whoever starts or connects
+to one watches it (:func:`watch`); a daemon thread continues it when it is found stopped and tells the
+listeners (:func:`report_stops`) the window it was stopped in, which is all there is to blame a
+stop on (:mod:`fuzz.isolation.guard.blame`). Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from ..processes import stat_fields
+
+__all__ = ["RESUMED_BY_POOL_ENV", "WAIT_SLICE", "report_stops", "resume_if_stopped", "resumed_by_pool",
+           "stop_reporting", "sweep", "unwatch", "watch"]
+
+WAIT_SLICE = 0.5  # seconds between the resumer's checks that no watched process is stopped
+
+
+def resume_if_stopped(pid: int | None) -> bool:
+    """Continue ``pid`` if it is stopped (SIGSTOP, SIGTSTP, ...); True if it was.
+
+    Every process of a run shares one user with the candidates, so a candidate can stop any of
+    them: the fork server, a driver grading a neighbour, a neighbour's worker. Each process that
+    starts or connects to one :func:`watch`es it, so that a stop costs a moment, not a hang;
+    under a pool, its process watches them all (:func:`resumed_by_pool`), to blame the stops.
+    """
+    if pid is None:
+        return False
+    fields = stat_fields(pid)
+    if not fields or fields[0] not in ("T", "t"):
+        return False
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+class _Resumer:
+    """A daemon thread that continues every watched process it finds stopped, twice a second.
+
+    A thread rather than checks where we wait: a process stopped halfway through sending a
+    message leaves its reader blocked inside the read, where no check runs.
+
+    Each stop it finds is told to the listeners (:func:`report_stops`) with the window it happened
+    in: SIGSTOP names no sender, so when it happened is all there is to tell who sent it. The
+    window opens when the process was last seen running (or, for a process not checked yet, at
+    the time its watcher gave: before it existed) and closes once it has been continued.
+    """
+
+    def __init__(self) -> None:
+        self._pids: dict[int, int] = {}  # pid -> how many watch it
+        self._clear: dict[int, float] = {}  # pid -> a time since which any stop of it is still to be found
+        self._listeners: list[Callable[[int, float, float], None]] = []
+        self._lock = threading.Lock()
+        self._sweeping = threading.Lock()  # one sweep at a time: a stop is found, and told, once
+        self._thread: threading.Thread | None = None
+
+    def watch(self, pid: int | None, since: float | None = None) -> None:
+        if pid is None:
+            return
+        since = time.monotonic() if since is None else since
+        with self._lock:
+            self._pids[pid] = self._pids.get(pid, 0) + 1
+            self._clear[pid] = min(self._clear.get(pid, since), since)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="lse-fuzz-resumer", daemon=True)
+                self._thread.start()
+
+    def unwatch(self, pid: int | None) -> None:
+        with self._lock:
+            if pid in self._pids:
+                self._pids[pid] -= 1
+                if not self._pids[pid]:
+                    del self._pids[pid]
+                    del self._clear[pid]
+
+    def listen(self, listener: Callable[[int, float, float], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unlisten(self, listener: Callable[[int, float, float], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def sweep(self) -> None:
+        """Continue every watched process found stopped now, and tell the listeners."""
+        with self._sweeping:
+            with self._lock:
+                watched = dict(self._clear)
+            for pid, since in watched.items():
+                checked = time.monotonic()  # it is read after this: a later stop is found next time
+                stopped = resume_if_stopped(pid)
+                found = time.monotonic()
+                with self._lock:
+                    if pid in self._clear:
+                        self._clear[pid] = checked
+                    listeners = list(self._listeners) if stopped else []
+                for listener in listeners:
+                    try:
+                        listener(pid, since, found)
+                    except Exception:  # a listener's bug must not end the thread: nothing would be continued
+                        pass
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(WAIT_SLICE)
+            self.sweep()
+
+
+_RESUMER = _Resumer()
+watch = _RESUMER.watch
+unwatch = _RESUMER.unwatch
+sweep = _RESUMER.sweep
+report_stops = _RESUMER.listen
+"""Call ``listener(pid, since, found)`` for every watched process found stopped and continued:
+it was stopped between ``since`` and ``found`` (``time.monotonic()``, system-wide on Linux)."""
+stop_reporting = _RESUMER.unlisten
+
+RESUMED_BY_POOL_ENV = "LSE_FUZZ_RESUMED_BY_POOL"
+"""Set in a pool's drivers: the pool's process continues the fork server and the workers they
+start (it watches every pid they report), and hears of every stop, which is how a stop is blamed
+(fuzz.isolation.guard.blame). A driver that continued one itself first would hide it from the pool."""
+
+
+def resumed_by_pool() -> bool:
+    """True in a pool's driver: whoever watches a process here leaves it to the pool's process."""
+    return bool(os.environ.get(RESUMED_BY_POOL_ENV))
