@@ -4,7 +4,8 @@ Every example costs about three calls of the implementation: one call whose outp
 checks that need only it (output contract, input unchanged, agreement, bounds:
 :mod:`.first_call`), a second call on the same input (determinism), and one metamorphic check
 drawn per example (shift, permutation, row independence, fresh values: :mod:`.metamorphic`),
-each with one more call. :func:`run_checks` runs them in that order and raises the first
+each with one more call; with ``--backward``, one call of the forward and backward, whose
+gradient the gradient checks judge (:mod:`.backward`). :func:`run_checks` runs them in that order and raises the first
 :class:`~fuzz.failures.CheckFailure` (or :class:`~fuzz.failures.ImplError` when the
 implementation raised).
 """
@@ -20,10 +21,10 @@ from ..contract import Contract
 from ..failures import CheckFailure, ImplError
 from ..strategies import LseInput
 from ..timing import SlowCall
-from . import first_call, metamorphic
+from . import backward, first_call, metamorphic
 from .context import Context, Impl, Pin, Plan
 
-__all__ = ["CHECKS", "METAMORPHIC", "Check", "CheckFailure", "Context", "Impl", "ImplError", "Pin", "Plan", "Stage",
+__all__ = ["CHECKS", "GRADIENT_CHECKS", "METAMORPHIC", "Check", "CheckFailure", "Context", "Impl", "ImplError", "Pin", "Plan", "Stage",
            "run_checks", "validate_checks"]
 
 
@@ -33,6 +34,7 @@ class Stage(enum.Enum):
     FIRST_CALL = "first_call"  # judges the output of the example's first call
     SECOND_CALL = "second_call"  # calls again on the same input
     METAMORPHIC = "metamorphic"  # calls on a transformed input; one drawn per example
+    BACKWARD = "backward"  # judges the gradient of the forward and backward call (--backward only)
 
 
 @dataclass(frozen=True)
@@ -114,22 +116,44 @@ _CHECK_LIST = (
         Stage.METAMORPHIC,
     ),
 )
+_BACKWARD_CHECKS = (
+    Check(
+        "grad_input_unchanged",
+        "with --backward: x is bit for bit the same after the forward and backward",
+        "the input is the previous layer's activation, which its own backward still needs; a backward that "
+        "writes its gradient over it corrupts training silently",
+        backward.check_grad_input_unchanged,
+        Stage.BACKWARD,
+    ),
+    Check(
+        "grad_agreement",
+        "with --backward: dx = g * softmax(x) within the gradient's tolerance model; NaN where torch has NaN",
+        "the gradient is what training uses; a softmax without its max shift, an upstream gradient not applied "
+        "or masked lanes counted train a wrong model with no error",
+        backward.check_grad_agreement,
+        Stage.BACKWARD,
+    ),
+)
 CHECKS: dict[str, Check] = {check.name: check for check in _CHECK_LIST}
 """Every check by name, in the order they run within an example."""
 
 METAMORPHIC: tuple[str, ...] = tuple(c.name for c in _CHECK_LIST if c.stage is Stage.METAMORPHIC)
+GRADIENT_CHECKS: dict[str, Check] = {check.name: check for check in _BACKWARD_CHECKS}
+"""The checks of the backward, by name: they run after the forward's, only with ``--backward``."""
 
 
 def validate_checks(checks: Iterable[str] | str | None, *, name: str = "checks") -> tuple[str, ...]:
-    """The requested check names in registry order; all of them for None."""
+    """The requested check names in registry order (the forward's, then the gradient's); the
+    forward's for None (the gradient's join them with ``--backward``)."""
     if checks is None:
         return tuple(CHECKS)
-    return validate.names(checks, name=name, choices=CHECKS)
+    return validate.names(checks, name=name, choices={**CHECKS, **GRADIENT_CHECKS})
 
 
 def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = None, plan: Plan | None = None,
                contract: Contract | str = Contract.STRICT, time_limit: float | None = None,
-               on_slow: Callable[[SlowCall], None] | None = None, pin: Pin | None = None) -> None:
+               on_slow: Callable[[SlowCall], None] | None = None, pin: Pin | None = None,
+               gradient_impl: Impl | None = None) -> None:
     """Run the selected checks on one example; raise the first :class:`CheckFailure` or :class:`ImplError`.
 
     All first-call checks run, then determinism, then only the metamorphic check the plan names
@@ -137,20 +161,28 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
     is what ``output_contract`` holds the result to). A call slower than ``time_limit`` seconds
     fails the check ``time_limit``; without one, a slow call is passed to ``on_slow`` (see
     :mod:`fuzz.timing`). ``pin(plan.config)`` wraps every call (see :mod:`fuzz.autotune`); the
-    configurations the failing call ran are added to the failure's report.
+    configurations the failing call ran are added to the failure's report. ``gradient_impl``
+    (``x -> dx``, :func:`fuzz.gradient.gradient_of`) turns the gradient checks on; without it they
+    are skipped.
     """
     names = validate_checks(checks)
+    if gradient_impl is not None and checks is None:
+        names = (*names, *GRADIENT_CHECKS)
     if plan is None:
         plan = Plan(next((n for n in names if n in METAMORPHIC), None))
-    ctx = Context(impl, example, plan, Contract.parse(contract), time_limit=time_limit, on_slow=on_slow, pin=pin)
+    ctx = Context(impl, example, plan, Contract.parse(contract), time_limit=time_limit, on_slow=on_slow, pin=pin,
+                  gradient_impl=gradient_impl)
     try:
         ctx.out = ctx.call(example.x, "the first call")
         for name in names:
-            check = CHECKS[name]
+            check = CHECKS.get(name) or GRADIENT_CHECKS[name]
+            if check.stage is Stage.BACKWARD and gradient_impl is None:
+                continue
             if check.stage is not Stage.METAMORPHIC or name == plan.metamorphic:
                 check.fn(impl, example, ctx)
     except CheckFailure as failure:
-        failure.why = failure.why or (CHECKS[failure.check].why if failure.check in CHECKS else "")
+        known = {**CHECKS, **GRADIENT_CHECKS}
+        failure.why = failure.why or (known[failure.check].why if failure.check in known else "")
         failure.input = example.describe()
         failure.details.extend(f"config:   {line}" for line in ctx.configs)
         raise

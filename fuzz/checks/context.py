@@ -84,8 +84,10 @@ class Context:
 
     def __init__(self, impl: Impl, example: LseInput, plan: Plan, contract: Contract = Contract.STRICT, *,
                  time_limit: float | None = None, on_slow: Callable[[SlowCall], None] | None = None,
-                 pin: Pin | None = None) -> None:
+                 pin: Pin | None = None, gradient_impl: Impl | None = None) -> None:
         self.impl = impl
+        self.gradient_impl = gradient_impl  # x -> dx (fuzz.gradient), with --backward
+        self.dx: object = None
         self.example = example
         self.plan = plan
         self.contract = contract
@@ -97,9 +99,10 @@ class Context:
         self.out: object = None
         self._comparison = None
 
-    def call(self, x: torch.Tensor, call: str) -> object:
+    def call(self, x: torch.Tensor, call: str, *, impl: Impl | None = None) -> object:
+        impl = self.impl if impl is None else impl
         # Compiling is not the call's time (an isolated worker reports it: fuzz.isolation.worker.compile_watch).
-        compiled = _compile_seconds(self.impl)
+        compiled = _compile_seconds(impl)
         started = time.perf_counter()
         pinning = self.pin(self.plan.config) if self.pin is not None else contextlib.nullcontext()
         pinned = None
@@ -108,14 +111,14 @@ class Context:
             # those warnings say nothing about the implementation.
             with warnings.catch_warnings(), pinning as pinned:
                 warnings.simplefilter("ignore", RuntimeWarning)
-                out = self.impl(x)
+                out = impl(x)
         except HarnessError:  # the worker could not build the input: no verdict on the implementation
             raise
         except Exception as exc:  # anything the implementation raises is its error, not ours
             self.configs = _lines(pinned)
             raise ImplError(call, exc) from None
         self.configs = _lines(pinned)
-        elapsed = time.perf_counter() - started - (_compile_seconds(self.impl) - compiled)
+        elapsed = time.perf_counter() - started - (_compile_seconds(impl) - compiled)
         if elapsed > SLOW_FLOOR or (self.time_limit is not None and elapsed > self.time_limit):
             self._timed(x, call, elapsed)
         return out
