@@ -39,7 +39,14 @@ import torch
 
 from .errors import InvalidArgument
 from .oracle import lse_reference, validate_input
-from .tolerance import ACCUMULATION_DTYPE, FIXED_ULPS, SAFETY_FACTOR, UNIT_ROUNDOFF, acceptance_interval, allowed_error
+from .tolerance import (
+    ACCUMULATION_DTYPE,
+    FIXED_ULPS,
+    SAFETY_FACTOR,
+    UNIT_ROUNDOFF,
+    acceptance_interval,
+    allowed_error,
+)
 
 
 def validate_gradient_input(x: object, grad: object) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,7 +9,8 @@ import math
 import mpmath
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fuzz import bfloat16_interpreter
 from reference import (
