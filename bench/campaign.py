@@ -53,7 +53,7 @@ def _candidates(paths: list[str]):
     return found
 
 
-DECLARABLE = ("contract", "dtypes", "layouts", "output_dtype", "max_n")
+DECLARABLE = ("contract", "dtypes", "layouts", "output_dtype", "max_n", "ndim", "dim", "keepdim", "call_args", "result")
 
 
 def declared_contract(path: Path | None) -> dict:

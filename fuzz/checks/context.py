@@ -14,6 +14,7 @@ import torch
 
 from reference import compare
 
+from ..calls import CallMismatch
 from ..contract import Contract
 from ..failures import CheckFailure, ImplError
 from ..outcomes import HarnessError
@@ -103,12 +104,13 @@ class Context:
         started = time.perf_counter()
         pinning = self.pin(self.plan.config) if self.pin is not None else contextlib.nullcontext()
         pinned = None
+        convention = self.contract.call
         try:
             # Triton's interpreter evaluates masked lanes with numpy and warns about inf - inf;
             # those warnings say nothing about the implementation.
             with warnings.catch_warnings(), pinning as pinned:
                 warnings.simplefilter("ignore", RuntimeWarning)
-                out = self.impl(x)
+                out = convention.invoke(self.impl, x)
         except HarnessError:  # the worker could not build the input: no verdict on the implementation
             raise
         except Exception as exc:  # anything the implementation raises is its error, not ours
@@ -118,12 +120,16 @@ class Context:
         elapsed = time.perf_counter() - started - (_compile_seconds(self.impl) - compiled)
         if elapsed > SLOW_FLOOR or (self.time_limit is not None and elapsed > self.time_limit):
             self._timed(x, call, elapsed)
-        return out
+        # The LSE at its declared place, as (M,) rows; a result of another structure than declared
+        # is bad input (ConventionError), not a verdict on the implementation.
+        return convention.settle(self.impl, out, x)
 
     def _timed(self, x: torch.Tensor, call: str, elapsed: float) -> None:
         """A slow call: a finding, or a failure when it is over the user's time limit."""
-        layout = self.example.layout.describe(*x.shape)
-        slow = SlowCall.of(call, x, layout, elapsed, reference_seconds(x))
+        rows = self.contract.call.as_rows(x)
+        layout = self.example.describe_layout() if self.example.batch is not None else \
+            self.example.layout.describe(*x.shape)
+        slow = SlowCall.of(call, rows, layout, elapsed, reference_seconds(rows))
         if self.time_limit is not None and elapsed > self.time_limit:
             raise CheckFailure("time_limit", f"{call} took {elapsed:.2f} s, over the time limit of "
                                f"{self.time_limit:g} s", details=[f"timing:   {slow.describe()}"],
@@ -161,6 +167,8 @@ def rows_of(check: str, out: object, rows: int, device: torch.device) -> torch.T
 
     ``device`` is the input's: a result on the meta device holds no values to judge.
     """
+    if isinstance(out, CallMismatch):  # an N-D result of the wrong shape or strides (fuzz.calls)
+        raise CheckFailure(check, out.text)
     if not isinstance(out, torch.Tensor):
         what = getattr(out, "type_name", None) or type(out).__name__  # a stand-in from a worker names the real type
         raise CheckFailure(check, f"returned a {what}, not a torch.Tensor: there is nothing to compare")
