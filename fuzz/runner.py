@@ -25,7 +25,7 @@ from hypothesis import errors as hypothesis_errors
 from reference.errors import InvalidArgument
 
 from . import autotune, bfloat16_interpreter, defaults, interpreter_numpy, validate
-from .calls import ConventionError
+from .calls import CallConvention, ConventionError
 from .checks import METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
 from .failures import CheckFailure, ImplError, headline
@@ -229,6 +229,7 @@ def check(
     layouts: str | None = None,
     output_dtype: str | None = None,
     max_n: int | None = None,
+    call: CallConvention | dict | None = None,
     checks: Iterable[str] | None = None,
     profile: str | None = None,
     database: ExampleDatabase | Path | str | None = None,
@@ -246,7 +247,11 @@ def check(
     :data:`fuzz.checks.CHECKS`. ``contract`` is what the implementation declares it supports (a
     :class:`fuzz.contract.Contract`, or "strict"/"finite" for its values policy); ``dtypes``,
     ``layouts``, ``output_dtype`` and ``max_n`` set those fields of it. Only inputs inside the
-    contract are generated, and the output must have the declared dtype. ``max_elements`` and
+    contract are generated, and the output must have the declared dtype. ``call`` (a
+    :class:`fuzz.calls.CallConvention` or its dict) declares how ``impl`` is called: an N-D input
+    reduced over a dim, ``dim``/``keepdim`` passed or fixed, the LSE at a place of the result; a
+    result of another structure than declared raises :class:`fuzz.calls.ConventionError` (an
+    InvalidArgument). ``max_elements`` and
     ``max_rows`` cap M * N and M (defaults: :func:`fuzz.strategies.default_max_elements` and
     :func:`~fuzz.strategies.default_max_rows`). ``huge_offsets`` (on by default) adds inputs with
     element offsets >= 2**31: a kernel with 32-bit indexing may crash the process on them, so each
@@ -268,7 +273,7 @@ def check(
     device = validate.device(device)
     time_limit = validate.seconds(time_limit, name="time_limit", optional=True)
     contract = Contract.parse(contract).with_options(dtypes=dtypes, layouts=layouts, output_dtype=output_dtype,
-                                                     max_n=max_n)
+                                                     max_n=max_n, call=call)
     names = validate_checks(checks)
     db = database_for(database)
     _interpreter_semantics(device)
