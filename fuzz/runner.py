@@ -134,6 +134,7 @@ class CheckResult:
                 "dtype": str(example.dtype).replace("torch.", ""),
                 "layout": example.layout.to_dict(),
                 "recipes": [str(spec) for spec in example.specs],
+                **({} if example.batch is None else {"batch": example.batch.to_dict()}),
             },
             "plan": None if self.plan is None else self.plan.to_dict(),
             "reproducer": None if self.reproducer is None else str(self.reproducer),
@@ -247,11 +248,8 @@ def check(
     :data:`fuzz.checks.CHECKS`. ``contract`` is what the implementation declares it supports (a
     :class:`fuzz.contract.Contract`, or "strict"/"finite" for its values policy); ``dtypes``,
     ``layouts``, ``output_dtype`` and ``max_n`` set those fields of it. Only inputs inside the
-    contract are generated, and the output must have the declared dtype. ``call`` (a
-    :class:`fuzz.calls.CallConvention` or its dict) declares how ``impl`` is called: an N-D input
-    reduced over a dim, ``dim``/``keepdim`` passed or fixed, the LSE at a place of the result; a
-    result of another structure than declared raises :class:`fuzz.calls.ConventionError` (an
-    InvalidArgument). ``max_elements`` and
+    contract are generated, and the output must have the declared dtype. ``call`` sets how ``impl``
+    is called (:mod:`fuzz.calls`: N-D input, dim, keepdim, the LSE's place). ``max_elements`` and
     ``max_rows`` cap M * N and M (defaults: :func:`fuzz.strategies.default_max_elements` and
     :func:`~fuzz.strategies.default_max_rows`). ``huge_offsets`` (on by default) adds inputs with
     element offsets >= 2**31: a kernel with 32-bit indexing may crash the process on them, so each

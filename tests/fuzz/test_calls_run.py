@@ -94,3 +94,12 @@ def test_cli_wrong_structure_is_exit_2_and_a_declared_one_passes(tmp_path):
     done = _cli(file, "--ndim", "3", "--dim", "0", "--call-args", "x,dim", "--result", "1", "--budget", "8",
                 "--reproducers", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_cli_an_isolated_nd_bug_is_caught_by_its_check(tmp_path):
+    buggy = str(Path(nd_buggy.__file__)) + ":ignores_keepdim"
+    done = _cli(buggy, "--ndim", "3", "--dim", "1", "--keepdim", "--call-args", "x,dim,keepdim", "--budget", "20",
+                "--reproducers", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "check 'output_contract' failed: returned shape" in done.stdout
+    assert "--ndim 3 --dim 1 --keepdim --call-args x,dim,keepdim" in done.stdout  # the replay line
