@@ -197,7 +197,8 @@ def main() -> int:
     args = parser.parse_args()
     # The N-D members (a call convention in contracts.json) take other inputs than this table's.
     table = json.loads((HERE / "contracts.json").read_text())
-    names = args.names or sorted(p.stem for p in HERE.glob("*.py") if not {"ndim", "dim"} & set(table.get(p.name, {})))
+    names = args.names or sorted(p.stem for p in HERE.glob("*.py")
+                                 if not {"ndim", "dim"} & set(table.get(p.name, {})))
     failures = 0
     for name in names:
         module = load(name)

@@ -47,7 +47,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="declared contract: the longest row (default: any)")
     group.addoption("--lse-ndim", metavar="R", type=int, default=None,
                     help="call convention: the input's rank (default 2)")
-    group.addoption("--lse-dim", metavar="D", type=int, default=None, help="call convention: the dim reduced (default -1)")
+    group.addoption("--lse-dim", metavar="D", type=int, default=None,
+                    help="call convention: the dim reduced (default -1)")
     group.addoption("--lse-keepdim", action="store_true", default=None,
                     help="call convention: the result keeps the reduced dim with size 1")
     group.addoption("--lse-call-args", choices=("x", "x,dim", "x,dim,keepdim"), default=None,

@@ -33,7 +33,8 @@ from .contract import DTYPES, Contract
 from .layouts import COLUMN_STEPS, HUGE_KINDS, Layout, LayoutKind
 from .recipes import LEVELS, RECIPES, Generator, Recipe, RowSpec, row_recipes, row_values
 
-__all__ = ["DTYPES", "LEVELS", "RECIPES", "BatchLayout", "Contract", "Generator", "LseInput", "Recipe", "RowSpec", "default_device",
+__all__ = ["DTYPES", "LEVELS", "RECIPES", "BatchLayout", "Contract", "Generator", "LseInput", "Recipe", "RowSpec",
+           "default_device",
            "default_max_elements", "default_max_rows", "dtypes", "layouts", "lse_inputs", "row_recipes",
            "row_values", "shapes"]
 

@@ -61,8 +61,9 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
     ``--lse-impl``. ``isolate=True`` runs a TARGET in a worker process (a crash or hang fails one
     item, the next gets a fresh worker); None follows ``--lse-isolate``. ``options`` are
     :func:`fuzz.check`'s: the declared contract (``contract``, ``dtypes``, ``layouts``,
-    ``output_dtype``, ``max_n``, ``call``: how it is called, see :mod:`fuzz.calls`), the run's knobs (``budget``, ``seed``, ``profile``, ``device``,
-    ``database``, ``reproducer_dir``; the ``--lse-*`` options fill in those not given) and
+    ``output_dtype``, ``max_n``, ``call``: how it is called, see :mod:`fuzz.calls`), the run's
+    knobs (``budget``, ``seed``, ``profile``, ``device``, ``database``, ``reproducer_dir``; the
+    ``--lse-*`` options fill in those not given) and
     ``max_elements``, ``max_rows``, ``huge_offsets``, ``time_limit``. Assign the result to a
     ``test_*`` name in a test module.
     """
@@ -121,7 +122,8 @@ def _implementation(request: pytest.FixtureRequest, target: Callable | str | Non
     key = (target, isolate, device, repr(call))
     if key not in loaded:
         try:
-            impl = load_implementation(target, isolate=isolate, device=device, name="lse_suite(target)", call=call)
+            impl = load_implementation(target, isolate=isolate, device=device, name="lse_suite(target)",
+                                       call=call)
         except InvalidArgument as exc:
             pytest.fail(str(exc), pytrace=False)
         if isolate:

@@ -196,11 +196,11 @@ def _batch_slice(example: LseInput, rng: np.random.Generator):
     entries, per_entry = batch.batch[0], batch.rows // max(batch.batch[0], 1)
     first = int(rng.integers(0, entries))
     last = first + 1 if rng.random() < 0.5 else int(rng.integers(first + 1, entries + 1))
-    start, stop = first * per_entry, last * per_entry
+    start, stop, narrow = first * per_entry, last * per_entry, f"x.narrow({dim}, {first}, {last - first})"
     if rng.random() < 0.5:
-        return start, stop, example.x.narrow(dim, first, last - first), f"a view x.narrow({dim}, {first}, {last - first})"
+        return start, stop, example.x.narrow(dim, first, last - first), f"a view {narrow}"
     copy = batch.sliced(last - first).materialize(example.values[start:stop], example.x.device)
-    return start, stop, copy, f"a contiguous copy of x.narrow({dim}, {first}, {last - first})"
+    return start, stop, copy, f"a contiguous copy of {narrow}"
 
 
 def _fresh_values(values: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
