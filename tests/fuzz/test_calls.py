@@ -95,3 +95,32 @@ def test_the_carrier_is_the_input_under_a_stride_0_dim_and_the_worker_call_gets_
     rows = call.worker_call(lambda t, dim: seen.append(t) or torch.logsumexp(t, dim=dim))(carrier)
     assert seen[0].stride() == x.stride() and torch.equal(seen[0], x)
     assert torch.allclose(rows, torch.logsumexp(x, dim=1).reshape(-1))
+
+
+def test_grade_options_name_the_call_only_when_one_is_declared():
+    from fuzz.grading import GradeOptions
+
+    plain = GradeOptions().validated()
+    assert "ndim" not in plain.public() and plain.worker_target("k.py:lse") == "k.py:lse"
+    declared = GradeOptions(ndim=3, dim=1, call_args="x,dim", result="1").validated(cli=True)
+    assert declared.public()["ndim"] == 3 and declared.result == 1
+    assert declared.worker_target("k.py:lse") == "k.py:lse@ndim=3,dim=1,keepdim=0,args=dim,result=1"
+    assert GradeOptions.from_wire(declared.to_wire()) == declared
+    with pytest.raises(InvalidArgument, match="pass such a --dim"):
+        GradeOptions(ndim=2, dim=2).validated(cli=True)
+
+
+def test_a_target_carries_the_call_to_a_worker(tmp_path):
+    from fuzz.target import describe_target, load_target, parse_target
+
+    file = tmp_path / "k.py"
+    file.write_text("import torch\n\ndef lse(x, dim):\n    return torch.logsumexp(x, dim=dim)\n")
+    call = CallConvention(ndim=3, dim=1, args="x,dim")
+    target = f"{file}:lse{call.suffix()}"
+    assert parse_target(target).call == call.suffix()[1:]
+    worker = load_target(target)
+    x = torch.randn(2, 3, 4)
+    assert torch.allclose(worker(call.carrier(x, 8)), torch.logsumexp(x, dim=1).reshape(-1))
+    assert describe_target(type("Isolated", (), {"target": target})()) == f"{file}:lse"
+    with pytest.raises(InvalidArgument, match="unknown keys"):
+        parse_target(f"{file}:lse@depth=3")

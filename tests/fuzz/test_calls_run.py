@@ -103,3 +103,19 @@ def test_cli_an_isolated_nd_bug_is_caught_by_its_check(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "check 'output_contract' failed: returned shape" in done.stdout
     assert "--ndim 3 --dim 1 --keepdim --call-args x,dim,keepdim" in done.stdout  # the replay line
+
+
+def test_cli_replay_takes_the_options_of_its_line_and_refuses_others(tmp_path):
+    result = _check(nd_buggy.ignores_batch_stride, MIDDLE, tmp_path, budget=100)
+    line = result.failure.replay.split()
+    target = str(Path(nd_buggy.__file__)) + ":ignores_batch_stride"
+    options = line[line.index("--ndim"):]
+    done = subprocess.run([sys.executable, "-m", "fuzz", "replay", str(result.reproducer), "--impl", target,
+                           *options], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "check 'agreement' failed" in done.stdout, done.stdout + done.stderr
+    done = subprocess.run([sys.executable, "-m", "fuzz", "replay", str(result.reproducer), "--impl", target,
+                           "--ndim", "3", "--dim", "2"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "lse-fuzz: error: --ndim 3 --dim 2: the file was found with --ndim 3 --dim 1 --call-args x,dim,keepdim; "
+        "give those, or none."]
