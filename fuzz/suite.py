@@ -104,8 +104,9 @@ def load_implementation(target: str, *, isolate: bool, device: object = None, na
         return load_target(target, name=name)
     parse_target(target, name=name)
     convention = Contract(call=call or CallConvention()).call
-    worker_target = target if convention.is_default else target + convention.suffix()
-    return RestartingImpl(worker_target, device=str(validate.device(device, name="--lse-device"))).start()
+    if not convention.is_default:  # the worker applies it (fuzz.calls): the TARGET carries it
+        target = str(parse_target(target, name=name)) + convention.suffix()
+    return RestartingImpl(target, device=str(validate.device(device, name="--lse-device"))).start()
 
 
 def _implementation(request: pytest.FixtureRequest, target: Callable | str | None, isolate: bool | None,

@@ -17,6 +17,7 @@ from ..checks import validate_checks
 from ..profiles import PROFILES
 from ..calls import CallConvention
 from ..contract import Contract, Layouts, OutputDtype, parse_dtypes
+from ..target import parse_target
 
 __all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "driver_environment", "torch_threads",
            "use_torch_threads"]
@@ -126,7 +127,7 @@ class GradeOptions:
     def worker_target(self, target: str) -> str:
         """The TARGET an isolated worker loads: ``target`` with the call convention, if any (fuzz.target)."""
         call = self.convention()
-        return target if call.is_default else target + call.suffix()
+        return target if call.is_default else str(parse_target(target)) + call.suffix()
 
     @property
     def effective_seed(self) -> int:

@@ -105,6 +105,7 @@ def test_grade_options_name_the_call_only_when_one_is_declared():
     declared = GradeOptions(ndim=3, dim=1, call_args="x,dim", result="1").validated(cli=True)
     assert declared.public()["ndim"] == 3 and declared.result == 1
     assert declared.worker_target("k.py:lse") == "k.py:lse@ndim=3,dim=1,keepdim=0,args=dim,result=1"
+    assert declared.worker_target("k.py") == "k.py:lse@ndim=3,dim=1,keepdim=0,args=dim,result=1"
     assert GradeOptions.from_wire(declared.to_wire()) == declared
     with pytest.raises(InvalidArgument, match="pass such a --dim"):
         GradeOptions(ndim=2, dim=2).validated(cli=True)

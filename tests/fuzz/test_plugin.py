@@ -177,3 +177,10 @@ def test_a_dim_out_of_range_is_a_usage_error(tmp_path):
     done = pytest_run(tmp_path, "--lse-impl", "nd_buggy:ignores_keepdim", "--lse-ndim", "2", "--lse-dim", "2")
     assert done.returncode == 4, done.stdout + done.stderr
     assert "dim=2 is out of range for 2-D inputs" in done.stderr
+
+
+def test_an_isolated_nd_implementation_gets_its_call_convention_in_the_worker(tmp_path):
+    correct = str(HERE / "correct" / "nd_tuple_result.py")  # no :func: lse
+    done = pytest_run(tmp_path, "--lse-impl", correct, "--lse-isolate", "--lse-ndim", "3", "--lse-dim", "0",
+                      "--lse-call-args", "x,dim", "--lse-result", "1", "--lse-device", "cpu")
+    assert done.returncode == 0, done.stdout + done.stderr
