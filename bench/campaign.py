@@ -16,7 +16,8 @@ implementation runs in an isolated worker, the fuzzer in a driver, with the defa
 
 An implementation that supports less than the full contract says so in a ``contracts.json``
 beside it: ``{"file.py": {"max_n": 65519, "why": "..."}}`` (any of ``contract``, ``dtypes``,
-``layouts``, ``output_dtype``, ``max_n``, as ``fuzz.check`` takes them); its runs check that
+``layouts``, ``output_dtype``, ``max_n``, as ``fuzz.check`` takes them, and the call convention's
+``ndim``, ``dim``, ``keepdim``, ``call_args``, ``result``, as ``lse-fuzz check`` takes them); its runs check that
 declared contract, and the summary prints it.
 
 Results go to ``--out`` (JSON lines, one per run, appended as they finish); ``--resume`` skips
@@ -53,7 +54,17 @@ def _candidates(paths: list[str]):
     return found
 
 
-DECLARABLE = ("contract", "dtypes", "layouts", "output_dtype", "max_n")
+CALL = ("ndim", "dim", "keepdim", "call_args", "result")  # the call convention (fuzz.calls), as GradeOptions names it
+DECLARABLE = ("contract", "dtypes", "layouts", "output_dtype", "max_n", *CALL)
+
+
+def check_keywords(declared: dict) -> dict:
+    """``declared`` as ``fuzz.check`` keywords: the call convention's fields as one ``call``."""
+    keywords = {name: value for name, value in declared.items() if name not in CALL}
+    call = {("args" if name == "call_args" else name): declared[name] for name in CALL if name in declared}
+    if call:
+        keywords["call"] = call
+    return keywords
 
 
 def declared_contract(path: Path | None) -> dict:

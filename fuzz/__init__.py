@@ -36,6 +36,8 @@ _EXPORTS = {
     "replay": "runner",
     "RECIPES": "strategies",
     "Contract": "strategies",
+    "CallConvention": "calls",
+    "ConventionError": "calls",
     "LseInput": "strategies",
     "RowSpec": "strategies",
     "describe_target": "target",

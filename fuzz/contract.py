@@ -9,6 +9,12 @@ report states the contract that was checked. The default is the full contract, t
     Contract()                                   # everything: the default
     Contract(values="finite", dtypes=("float32", "bfloat16"), layouts="rows", output_dtype="input", max_n=8192)
     Contract.parse("finite")                     # a values policy alone, as ``--contract finite`` gives
+    Contract(call=CallConvention(ndim=3, dim=1, keepdim=True, args="x,dim,keepdim", result=1))
+
+``call`` is how the implementation is called (:mod:`fuzz.calls`): by default the 2-D ``lse(x)``
+returning the (M,) LSE; otherwise an N-D input reduced over a declared dim, the dim and keepdim
+passed or fixed, the LSE at a declared place of the result. It appears in ``to_dict()`` and
+``describe()`` only when it is not the default, so a 2-D contract reads and serializes as before.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import torch
 from reference.errors import InvalidArgument
 
 from . import validate
+from .calls import CallConvention
 from .layouts import LayoutKind
 
 __all__ = ["DTYPES", "Contract", "Layouts", "OutputDtype", "Values", "dtype_name", "parse_dtypes"]
@@ -105,7 +112,8 @@ class Contract:
 
     ``values``: :class:`Values`; ``dtypes``: the input dtypes it accepts; ``layouts``:
     :class:`Layouts`; ``output_dtype``: :class:`OutputDtype`; ``max_n``: the longest row it
-    accepts (None: any). Strings are accepted wherever an enum or a dtype is expected.
+    accepts (None: any); ``call``: :class:`fuzz.calls.CallConvention`, how it is called. Strings
+    are accepted wherever an enum or a dtype is expected.
     """
 
     values: Values = Values.STRICT
@@ -113,6 +121,7 @@ class Contract:
     layouts: Layouts = Layouts.ANY
     output_dtype: OutputDtype = OutputDtype.EITHER
     max_n: int | None = None
+    call: CallConvention = CallConvention()
 
     def __post_init__(self) -> None:
         try:
@@ -125,6 +134,10 @@ class Contract:
         object.__setattr__(self, "output_dtype", _enum(OutputDtype, self.output_dtype, "output_dtype"))
         if self.max_n is not None:
             validate.integer(self.max_n, name="max_n", low=1)
+        if isinstance(self.call, dict):
+            object.__setattr__(self, "call", CallConvention.from_dict(self.call))
+        if not isinstance(self.call, CallConvention):
+            raise InvalidArgument(f"call={self.call!r}; expected a fuzz.calls.CallConvention or its to_dict().")
 
     STRICT: ClassVar[Contract]  # the full contract (assigned below)
     FINITE: ClassVar[Contract]  # the full contract without NaN and +inf inputs
@@ -155,22 +168,28 @@ class Contract:
     @property
     def is_full(self) -> bool:
         return self.dtypes == DTYPES and self.layouts is Layouts.ANY and self.max_n is None \
-            and self.output_dtype is OutputDtype.EITHER
+            and self.output_dtype is OutputDtype.EITHER and self.call.is_default
 
     def describe(self) -> str:
         """One line for reports, e.g. ``strict; dtypes float32, float16; rows layouts; output float32; N <= 8192``."""
         parts = [self.values.value, "dtypes " + ", ".join(dtype_name(d) for d in self.dtypes),
                  f"{self.layouts.value} layouts", f"output {self.output_dtype.describe()}",
                  "any N" if self.max_n is None else f"N <= {self.max_n}"]
+        if not self.call.is_default:
+            parts.append(self.call.describe())
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
-        return {"values": self.values.value, "dtypes": [dtype_name(d) for d in self.dtypes],
-                "layouts": self.layouts.value, "output_dtype": self.output_dtype.value, "max_n": self.max_n}
+        data: dict[str, object] = {"values": self.values.value, "dtypes": [dtype_name(d) for d in self.dtypes],
+                                   "layouts": self.layouts.value, "output_dtype": self.output_dtype.value,
+                                   "max_n": self.max_n}
+        if not self.call.is_default:
+            data["call"] = self.call.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> Contract:
-        unknown = set(data) - {"values", "dtypes", "layouts", "output_dtype", "max_n"}
+        unknown = set(data) - {"values", "dtypes", "layouts", "output_dtype", "max_n", "call"}
         if unknown:
             raise InvalidArgument(f"contract has unknown keys {sorted(unknown)!r}.")
         return cls(**data)

@@ -22,13 +22,14 @@ from collections.abc import Callable
 
 import torch
 
-from reference.errors import InvalidArgument
+from .calls import ConventionError
 
 __all__ = ["NotDifferentiable", "gradient_of", "upstream_gradient"]
 
 
-class NotDifferentiable(InvalidArgument):
-    """``--backward`` was asked of an implementation whose result autograd cannot differentiate."""
+class NotDifferentiable(ConventionError):
+    """``--backward`` was asked of an implementation whose result autograd cannot differentiate:
+    bad input (exit 2), as a result of another structure than declared is."""
 
 
 def upstream_gradient(rows: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:

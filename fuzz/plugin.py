@@ -45,6 +45,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="declared contract: the result's dtype (default: float32 or the input's)")
     group.addoption("--lse-max-n", metavar="N", type=int, default=None,
                     help="declared contract: the longest row (default: any)")
+    group.addoption("--lse-ndim", metavar="R", type=int, default=None,
+                    help="call convention: the input's rank (default 2)")
+    group.addoption("--lse-dim", metavar="D", type=int, default=None,
+                    help="call convention: the dim reduced (default -1)")
+    group.addoption("--lse-keepdim", action="store_true", default=None,
+                    help="call convention: the result keeps the reduced dim with size 1")
+    group.addoption("--lse-call-args", choices=("x", "x,dim", "x,dim,keepdim"), default=None,
+                    help="call convention: lse(x) (default), lse(x, dim=D) or lse(x, dim=D, keepdim=K)")
+    group.addoption("--lse-result", metavar="PLACE", default=None,
+                    help="call convention: where the LSE is in the result (a tuple index, or a key or attribute name)")
     group.addoption("--lse-budget", metavar="N", type=int, default=None,
                     help="examples per check (default: the profile's, 50 for lse-ci)")
     group.addoption("--lse-seed", metavar="N", type=int, default=0, help="seed of the example generator")
@@ -71,11 +81,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # Loaded here, not in the fixture, so a bad target stops the run with one usage line.
         from reference.errors import InvalidArgument
 
-        from .suite import load_implementation
+        from .suite import command_line_call, load_implementation
 
         try:
             impl = load_implementation(target or "reference:lse", isolate=isolate,
-                                       device=config.getoption("lse_device"))
+                                       device=config.getoption("lse_device"), call=command_line_call(config))
         except InvalidArgument as exc:
             raise pytest.UsageError(str(exc)) from None  # the message names --lse-impl and its value
         if isolate:

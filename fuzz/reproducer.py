@@ -18,6 +18,8 @@ import torch
 
 from reference.errors import InvalidArgument
 
+from .batching import BatchLayout
+from .calls import CallConvention
 from .checks import Plan, validate_checks
 from .layouts import Layout
 from .strategies import Contract, LseInput, RowSpec
@@ -38,16 +40,21 @@ class Reproducer:
     message: str
     meta: dict[str, str]
     lost: str | None = None  # the Outcome when the isolated worker was lost on this example (crash, hang)
+    batch: BatchLayout | None = None  # the N-D layout under an N-D call convention
 
     def example(self, device: torch.device | str | None = None) -> LseInput:
         device = torch.device("cpu") if device is None else torch.device(device)
-        x = self.layout.materialize(self.values, device)
-        return LseInput(x=x, values=self.values, layout=self.layout, specs=self.specs, seed=self.seed)
+        example = LseInput(values=self.values, layout=self.layout, specs=self.specs, seed=self.seed, device=device,
+                           batch=self.batch)
+        example.x = example.rebuild(self.values, device)
+        return example
 
 
-def replay_command(path: Path | str, target: str, *, isolate: bool = False) -> str:
-    """The one replay command; ``isolate`` for an input that crashed or hung its worker."""
-    return f"python -m fuzz replay {path} --impl {target}" + (" --isolate" if isolate else "")
+def replay_command(path: Path | str, target: str, *, isolate: bool = False, call: CallConvention | None = None) -> str:
+    """The one replay command; ``isolate`` for an input that crashed or hung its worker; ``call``
+    adds the call convention's options (the file holds it too: the line says how it was called)."""
+    options = "" if call is None or call.is_default else " " + call.cli_args()
+    return f"python -m fuzz replay {path} --impl {target}{options}" + (" --isolate" if isolate else "")
 
 
 def save_reproducer(
@@ -79,6 +86,7 @@ def save_reproducer(
         "check": check,
         "message": message,
         "lost": lost,
+        **({} if example.batch is None else {"batch": example.batch.to_dict()}),
         "meta": {
             "torch": str(torch.__version__),
             "python": platform.python_version(),
@@ -88,7 +96,7 @@ def save_reproducer(
     digest = hashlib.sha1()
     digest.update(values.view(torch.uint8).numpy().tobytes() if values.numel() else b"")
     digest.update(repr((str(values.dtype), tuple(values.shape), payload["layout"], payload["plan"],
-                        payload["checks"], check)).encode())
+                        payload["checks"], check) + ((payload["batch"],) if "batch" in payload else ())).encode())
     path = directory / (name or f"lse-fuzz-{check or lost or 'error'}-{digest.hexdigest()[:10]}.pt")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     torch.save(payload, tmp)
@@ -120,4 +128,5 @@ def load_reproducer(path: Path | str) -> Reproducer:
         message=data["message"],
         meta=dict(data["meta"]),
         lost=data.get("lost"),
+        batch=None if data.get("batch") is None else BatchLayout.from_dict(data["batch"]),
     )

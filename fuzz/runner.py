@@ -25,6 +25,7 @@ from hypothesis import errors as hypothesis_errors
 from reference.errors import InvalidArgument
 
 from . import autotune, bfloat16_interpreter, defaults, interpreter_numpy, validate
+from .calls import CallConvention, ConventionError
 from .checks import METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
 from .failures import CheckFailure, ImplError, headline
@@ -133,6 +134,7 @@ class CheckResult:
                 "dtype": str(example.dtype).replace("torch.", ""),
                 "layout": example.layout.to_dict(),
                 "recipes": [str(spec) for spec in example.specs],
+                **({} if example.batch is None else {"batch": example.batch.to_dict()}),
             },
             "plan": None if self.plan is None else self.plan.to_dict(),
             "reproducer": None if self.reproducer is None else str(self.reproducer),
@@ -159,9 +161,11 @@ def _detached(exc: BaseException) -> BaseException:
 
 class _HarnessStop(BaseException):
     """Carries a :class:`HarnessError` through Hypothesis, which would otherwise shrink it as a bug
-    of the implementation (more huge examples on a full GPU): a BaseException ends the run now."""
+    of the implementation (more huge examples on a full GPU): a BaseException ends the run now.
+    A :class:`~fuzz.calls.ConventionError` (the result has another structure than declared) too:
+    bad input, raised to the caller as it is."""
 
-    def __init__(self, error: HarnessError) -> None:
+    def __init__(self, error: HarnessError | ConventionError) -> None:
         super().__init__(str(error))
         self.error = error
 
@@ -226,6 +230,7 @@ def check(
     layouts: str | None = None,
     output_dtype: str | None = None,
     max_n: int | None = None,
+    call: CallConvention | dict | None = None,
     checks: Iterable[str] | None = None,
     profile: str | None = None,
     database: ExampleDatabase | Path | str | None = None,
@@ -236,14 +241,15 @@ def check(
     time_limit: float | None = None,
     target: str | None = None,
 ) -> CheckResult:
-    """Fuzz ``impl`` (any callable x -> Tensor) and return what was found.
+    """Fuzz ``impl`` (any callable x -> Tensor; see ``contract.call`` for others) and return what was found.
 
     ``budget`` examples (default 200, or the profile's max_examples) are generated unless a check
     fails first; each costs about three calls of ``impl``. ``checks`` selects a subset of
     :data:`fuzz.checks.CHECKS`. ``contract`` is what the implementation declares it supports (a
     :class:`fuzz.contract.Contract`, or "strict"/"finite" for its values policy); ``dtypes``,
     ``layouts``, ``output_dtype`` and ``max_n`` set those fields of it. Only inputs inside the
-    contract are generated, and the output must have the declared dtype. ``max_elements`` and
+    contract are generated, and the output must have the declared dtype. ``call`` sets how ``impl``
+    is called (:mod:`fuzz.calls`: N-D input, dim, keepdim, the LSE's place). ``max_elements`` and
     ``max_rows`` cap M * N and M (defaults: :func:`fuzz.strategies.default_max_elements` and
     :func:`~fuzz.strategies.default_max_rows`). ``huge_offsets`` (on by default) adds inputs with
     element offsets >= 2**31: a kernel with 32-bit indexing may crash the process on them, so each
@@ -265,7 +271,7 @@ def check(
     device = validate.device(device)
     time_limit = validate.seconds(time_limit, name="time_limit", optional=True)
     contract = Contract.parse(contract).with_options(dtypes=dtypes, layouts=layouts, output_dtype=output_dtype,
-                                                     max_n=max_n)
+                                                     max_n=max_n, call=call)
     names = validate_checks(checks)
     db = database_for(database)
     _interpreter_semantics(device)
@@ -289,7 +295,7 @@ def check(
                 if on_gpu:
                     _materialize(example)
                 _run_example(example, plan)
-            except HarnessError as exc:
+            except (HarnessError, ConventionError) as exc:
                 raise _HarnessStop(exc) from None
             finally:
                 if on_gpu:
@@ -332,7 +338,7 @@ def check(
             # was lost on, replayable like any failure, then stop the run (no shrinking).
             _record_lost(lost, example, plan, names, contract, target, reproducer_dir)
             raise
-        except (HarnessError, hypothesis_errors.HypothesisException):
+        except (HarnessError, ConventionError, hypothesis_errors.HypothesisException):
             raise
         except Exception as exc:
             # The checks' own code failed (the oracle; timing a slow call against reference.lse, which
@@ -435,7 +441,7 @@ def _record_lost(lost: ImplLost, example: LseInput, plan: Plan, names, contract:
     path = save_reproducer(directory, example, plan, checks=names, contract=contract, check=None,
                            message=f"the worker was lost during call {lost.call}: {lost}", lost=lost.outcome.value)
     lost.example, lost.reproducer = example, path
-    lost.replay = replay_command(path, target, isolate=True)
+    lost.replay = replay_command(path, target, isolate=True, call=contract.call)
 
 
 def _pristine(example: LseInput) -> LseInput:
@@ -443,7 +449,7 @@ def _pristine(example: LseInput) -> LseInput:
     # (input_unchanged) must not hand its caller a scribbled counterexample. The view is rebuilt
     # from the untouched CPU values when it is first used.
     return LseInput(values=example.values, layout=example.layout, specs=example.specs, seed=example.seed,
-                    device=example.device)
+                    device=example.device, batch=example.batch)
 
 
 def _record_failure(result: CheckResult, falsified: _Falsified, reproducer_dir: Path | str | None) -> None:
@@ -455,7 +461,7 @@ def _record_failure(result: CheckResult, falsified: _Falsified, reproducer_dir: 
         check=result.check, message=failure.message(),
     )
     result.reproducer = path
-    failure.replay = replay_command(path, result.target)
+    failure.replay = replay_command(path, result.target, call=result.contract.call)
 
 
 def replay(
@@ -488,5 +494,5 @@ def replay(
         counterexample=_pristine(example), plan=saved.plan, reproducer=Path(path),
     )
     if failure is not None:
-        failure.replay = replay_command(path, target)
+        failure.replay = replay_command(path, target, call=saved.contract.call)
     return result

@@ -28,18 +28,20 @@ import pytest
 from reference.errors import InvalidArgument
 
 from . import validate
+from .calls import CallConvention
 from .checks import CHECKS
 from .contract import Contract
 from .isolation import RestartingImpl
 from .runner import check
 from .target import load_target, parse_target
 
-__all__ = ["ALL", "CONTRACT_OPTIONS", "RUN_OPTIONS", "command_line_options", "load_implementation", "lse_suite"]
+__all__ = ["ALL", "CONTRACT_OPTIONS", "RUN_OPTIONS", "command_line_call", "command_line_options", "load_implementation",
+           "lse_suite"]
 
 ALL = "all"
 """The parameter of the item that runs every check together."""
 
-CONTRACT_OPTIONS = ("contract", "dtypes", "layouts", "output_dtype", "max_n")
+CONTRACT_OPTIONS = ("contract", "dtypes", "layouts", "output_dtype", "max_n", "call")
 """What the implementation declares it supports (``fuzz.check``'s names)."""
 
 RUN_OPTIONS = {"budget": "lse_budget", "seed": "lse_seed", "profile": "lse_profile", "device": "lse_device",
@@ -59,8 +61,9 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
     ``--lse-impl``. ``isolate=True`` runs a TARGET in a worker process (a crash or hang fails one
     item, the next gets a fresh worker); None follows ``--lse-isolate``. ``options`` are
     :func:`fuzz.check`'s: the declared contract (``contract``, ``dtypes``, ``layouts``,
-    ``output_dtype``, ``max_n``), the run's knobs (``budget``, ``seed``, ``profile``, ``device``,
-    ``database``, ``reproducer_dir``; the ``--lse-*`` options fill in those not given) and
+    ``output_dtype``, ``max_n``, ``call``: how it is called, see :mod:`fuzz.calls`), the run's
+    knobs (``budget``, ``seed``, ``profile``, ``device``, ``database``, ``reproducer_dir``; the
+    ``--lse-*`` options fill in those not given) and
     ``max_elements``, ``max_rows``, ``huge_offsets``, ``time_limit``. Assign the result to a
     ``test_*`` name in a test module.
     """
@@ -80,7 +83,7 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
     @pytest.mark.lse_fuzz
     @pytest.mark.parametrize("check_name", [*CHECKS, ALL])
     def test_lse(check_name: str, request: pytest.FixtureRequest) -> None:
-        impl, described = _implementation(request, target, isolate, options.get("device"))
+        impl, described = _implementation(request, target, isolate, options.get("device"), options.get("call"))
         given = command_line_options(request.config, with_contract=target is None)
         run = functools.partial(check, impl, target=described, **{**given, **options})
         result = run(checks=None if check_name == ALL else [check_name])
@@ -90,19 +93,24 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
     return test_lse
 
 
-def load_implementation(target: str, *, isolate: bool, device: object = None, name: str = "--lse-impl") -> Callable:
-    """The callable a TARGET names, or with ``isolate`` a :class:`RestartingImpl` running it in a worker.
+def load_implementation(target: str, *, isolate: bool, device: object = None, name: str = "--lse-impl",
+                        call: CallConvention | dict | None = None) -> Callable:
+    """The callable a TARGET names, or with ``isolate`` a :class:`RestartingImpl` running it in a worker
+    (which applies the call convention ``call`` itself: fuzz.calls).
 
     InvalidArgument (one line) when it cannot be loaded; the caller closes a RestartingImpl.
     """
     if not isolate:
         return load_target(target, name=name)
     parse_target(target, name=name)
+    convention = Contract(call=call or CallConvention()).call
+    if not convention.is_default:  # the worker applies it (fuzz.calls): the TARGET carries it
+        target = str(parse_target(target, name=name)) + convention.suffix()
     return RestartingImpl(target, device=str(validate.device(device, name="--lse-device"))).start()
 
 
 def _implementation(request: pytest.FixtureRequest, target: Callable | str | None, isolate: bool | None,
-                    device: object) -> tuple[Callable, str | None]:
+                    device: object, call: object = None) -> tuple[Callable, str | None]:
     """(the callable under test, the TARGET its replay command names; None: derived from the callable)."""
     config = request.config
     if target is None:
@@ -112,10 +120,11 @@ def _implementation(request: pytest.FixtureRequest, target: Callable | str | Non
     isolate = config.getoption("lse_isolate") if isolate is None else isolate
     device = config.getoption("lse_device") if device is None else device  # where the worker runs it
     loaded = config.stash.setdefault(_LOADED, {})
-    key = (target, isolate, device)
+    key = (target, isolate, device, repr(call))
     if key not in loaded:
         try:
-            impl = load_implementation(target, isolate=isolate, device=device, name="lse_suite(target)")
+            impl = load_implementation(target, isolate=isolate, device=device, name="lse_suite(target)",
+                                       call=call)
         except InvalidArgument as exc:
             pytest.fail(str(exc), pytrace=False)
         if isolate:
@@ -129,6 +138,21 @@ def command_line_options(config: pytest.Config, *, with_contract: bool) -> dict[
     ``with_contract`` the declared contract (for ``--lse-impl``, whose contract is declared there too)."""
     given = {name: config.getoption(option) for name, option in RUN_OPTIONS.items()}
     if with_contract:
-        given.update({name: config.getoption(f"lse_{name}") for name in CONTRACT_OPTIONS})
+        given.update({name: config.getoption(f"lse_{name}") for name in CONTRACT_OPTIONS if name != "call"})
+        given["call"] = command_line_call(config)
     return given
+
+
+def command_line_call(config: pytest.Config) -> CallConvention | None:
+    """The call convention the ``--lse-ndim``, ``--lse-dim``, ... options declare (None: the default)."""
+    given = {name: config.getoption(f"lse_{option}", default=None)
+             for name, option in (("ndim", "ndim"), ("dim", "dim"), ("keepdim", "keepdim"), ("args", "call_args"),
+                                  ("result", "result"))}
+    given = {name: value for name, value in given.items() if value is not None}
+    if not given:
+        return None
+    try:
+        return CallConvention(**given)
+    except InvalidArgument as exc:
+        raise pytest.UsageError(str(exc)) from None
 

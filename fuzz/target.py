@@ -1,8 +1,13 @@
 """TARGET: how every command names the implementation under test, and how it is loaded.
 
-    TARGET   := LOCATION [":" FUNCTION]
+    TARGET   := LOCATION [":" FUNCTION ["@" CALL]]
     LOCATION := a file path (ends in .py or contains a path separator) | a dotted module name
     FUNCTION := a dotted attribute path in that module (``lse`` when omitted; ``Class.method`` works)
+    CALL     := a call convention, key=value pairs (``fuzz.calls.CallConvention.suffix``)
+
+``@CALL`` is how the fuzzer hands an isolated worker an implementation with a call convention
+(``--dim``, ``--result``, ...): the worker's callable then takes the convention's carrier and
+returns the LSE rows (:meth:`fuzz.calls.CallConvention.worker_call`). Users give the options.
 
 ``path/to/file.py:func`` loads a file that need not be on ``sys.path``; ``pkg.module:func``
 imports a module. :func:`resolve_target` checks a TARGET without running anything (the file
@@ -27,6 +32,7 @@ from reference._device import ensure_interpreter
 from reference.errors import InvalidArgument
 
 from . import bfloat16_interpreter, interpreter_numpy
+from .calls import CallConvention
 
 __all__ = ["DEFAULT_FUNCTION", "Target", "describe_target", "load_target", "parse_target", "resolve_target"]
 
@@ -40,9 +46,10 @@ class Target:
     location: str  # a file path or a dotted module name
     function: str  # a dotted attribute path
     is_file: bool
+    call: str = ""  # the call convention's suffix without its "@" (empty: the plain lse(x))
 
     def __str__(self) -> str:
-        return f"{self.location}:{self.function}"
+        return f"{self.location}:{self.function}" + (f"@{self.call}" if self.call else "")
 
 
 def _is_path(location: str) -> bool:
@@ -56,13 +63,16 @@ def parse_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str 
     location, _, func = target.rpartition(":")
     if not location:
         location, func = target, function
+    func, _, call = func.partition("@")
     if not all(part.isidentifier() for part in func.split(".")):
         raise InvalidArgument(f"{name}={target!r}: {func!r} is not a function name.")
+    if call:
+        CallConvention.from_suffix(call)  # InvalidArgument naming what is wrong
     if _is_path(location):
-        return Target(location, func, True)
+        return Target(location, func, True, call)
     if not all(part.isidentifier() for part in location.split(".")):
         raise InvalidArgument(f"{name}={target!r}: {location!r} is neither a .py file nor a dotted module name.")
-    return Target(location, func, False)
+    return Target(location, func, False, call)
 
 
 def resolve_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str = "target") -> str:
@@ -81,7 +91,7 @@ def resolve_target(target: object, *, function: str = DEFAULT_FUNCTION, name: st
     if not path.is_file():
         raise InvalidArgument(f"{name}={target!r}: {str(path)!r} is a directory, not a .py file.")
     _check_syntax(path, target, name)
-    return f"{path}:{parsed.function}"
+    return str(Target(str(path), parsed.function, True, parsed.call))
 
 
 def _check_syntax(path: Path, target: object, name: str) -> None:
@@ -118,6 +128,8 @@ def load_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str =
                 f"{name}={target!r}: {parsed.location} has no attribute {parsed.function!r}.") from None
     if not callable(obj):
         raise InvalidArgument(f"{name}={target!r}: {parsed.function} is a {type(obj).__name__}, not a callable.")
+    if parsed.call:
+        return CallConvention.from_suffix(parsed.call).worker_call(obj)
     return obj
 
 
@@ -157,7 +169,7 @@ def describe_target(impl: Callable) -> str:
     """A TARGET string that loads ``impl`` again, or a placeholder when there is none."""
     explicit = getattr(impl, "target", None)  # isolated implementations know theirs
     if isinstance(explicit, str):
-        return explicit
+        return explicit.partition("@")[0] if "@" in explicit.rpartition(":")[2] else explicit
     module = getattr(impl, "__module__", None)
     qualname = getattr(impl, "__qualname__", None)
     if module is None or qualname is None or "<locals>" in qualname or "<lambda>" in qualname:

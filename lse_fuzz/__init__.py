@@ -42,6 +42,8 @@ _EXPORTS = {
     "lse_suite": "fuzz.suite",
     "lse_inputs": "fuzz.strategies",
     "Contract": "fuzz.contract",
+    "CallConvention": "fuzz.calls",  # how the implementation is called: N-D input, dim, keepdim, result
+    "ConventionError": "fuzz.calls",
     "LseInput": "fuzz.strategies",
     "RECIPES": "fuzz.strategies",
     # what "right" means

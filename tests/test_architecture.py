@@ -24,9 +24,9 @@ LAYERS = [
     ("mutants",),
     ("fuzz._version", "fuzz.defaults", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
      "fuzz.gpu_memory", "fuzz.layouts", "fuzz.autotune", "fuzz.specialization", "fuzz.bfloat16_interpreter",
-     "fuzz.interpreter_numpy"),
+     "fuzz.interpreter_numpy", "fuzz.calls"),
     ("fuzz.contract",),
-    ("fuzz.strategies", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing"),
+    ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing"),
     ("fuzz.checks",),
     # fuzz.isolation from the bottom up: what its subpackages share, then the guard (which the fork
     # server's client tells of every child), the fork server, the worker and the pool (both forked

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 PACKAGES = ["lse_fuzz", "reference", "mutants", "fuzz", "fuzz.suite", "fuzz.checks", "fuzz.isolation", "fuzz.grading",
-            "fuzz.mutation", "fuzz.strategies", "fuzz.contract", "fuzz.outcomes", "fuzz.validate", "fuzz.target", "fuzz.autotune"]
+            "fuzz.mutation", "fuzz.strategies", "fuzz.contract", "fuzz.outcomes", "fuzz.validate", "fuzz.target", "fuzz.autotune",
+            "fuzz.calls", "fuzz.batching", "fuzz.recipes"]
 
 
 def _public(module: types.ModuleType) -> set[str]:

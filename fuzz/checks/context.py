@@ -14,8 +14,10 @@ import torch
 
 from reference import compare
 
+from ..calls import CallMismatch
 from ..contract import Contract
 from ..failures import CheckFailure, ImplError
+from ..gradient import NotDifferentiable
 from ..outcomes import HarnessError
 from ..strategies import LseInput
 from ..timing import SLOW_FACTOR, SLOW_FLOOR, SlowCall, reference_seconds
@@ -106,27 +108,35 @@ class Context:
         started = time.perf_counter()
         pinning = self.pin(self.plan.config) if self.pin is not None else contextlib.nullcontext()
         pinned = None
+        convention = self.contract.call
         try:
             # Triton's interpreter evaluates masked lanes with numpy and warns about inf - inf;
             # those warnings say nothing about the implementation.
             with warnings.catch_warnings(), pinning as pinned:
                 warnings.simplefilter("ignore", RuntimeWarning)
-                out = impl(x)
-        except HarnessError:  # the worker could not build the input: no verdict on the implementation
+                # The gradient (--backward) is a call of its own: x -> dx, with the default convention.
+                out = convention.invoke(self.impl, x) if impl is self.impl else impl(x)
+        except (HarnessError, NotDifferentiable):  # no verdict on the implementation: ours, or bad input
             raise
         except Exception as exc:  # anything the implementation raises is its error, not ours
+            if getattr(exc, "remote_type", None) == NotDifferentiable.__name__:  # said by an isolated worker
+                raise NotDifferentiable(str(exc)) from None
             self.configs = _lines(pinned)
             raise ImplError(call, exc) from None
         self.configs = _lines(pinned)
         elapsed = time.perf_counter() - started - (_compile_seconds(impl) - compiled)
         if elapsed > SLOW_FLOOR or (self.time_limit is not None and elapsed > self.time_limit):
             self._timed(x, call, elapsed)
-        return out
+        # The LSE at its declared place, as (M,) rows; a result of another structure than declared
+        # is bad input (ConventionError), not a verdict on the implementation.
+        return convention.settle(self.impl, out, x) if impl is self.impl else out
 
     def _timed(self, x: torch.Tensor, call: str, elapsed: float) -> None:
         """A slow call: a finding, or a failure when it is over the user's time limit."""
-        layout = self.example.layout.describe(*x.shape)
-        slow = SlowCall.of(call, x, layout, elapsed, reference_seconds(x))
+        rows = self.contract.call.as_rows(x)
+        layout = self.example.describe_layout() if self.example.batch is not None else \
+            self.example.layout.describe(*x.shape)
+        slow = SlowCall.of(call, rows, layout, elapsed, reference_seconds(rows))
         if self.time_limit is not None and elapsed > self.time_limit:
             raise CheckFailure("time_limit", f"{call} took {elapsed:.2f} s, over the time limit of "
                                f"{self.time_limit:g} s", details=[f"timing:   {slow.describe()}"],
@@ -164,6 +174,8 @@ def rows_of(check: str, out: object, rows: int, device: torch.device) -> torch.T
 
     ``device`` is the input's: a result on the meta device holds no values to judge.
     """
+    if isinstance(out, CallMismatch):  # an N-D result of the wrong shape or strides (fuzz.calls)
+        raise CheckFailure(check, out.text)
     if not isinstance(out, torch.Tensor):
         what = getattr(out, "type_name", None) or type(out).__name__  # a stand-in from a worker names the real type
         raise CheckFailure(check, f"returned a {what}, not a torch.Tensor: there is nothing to compare")

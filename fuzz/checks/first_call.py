@@ -49,16 +49,17 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def check_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
     x = example.x
-    before, after = ctx.snapshot.view, bits(x)
+    # Judged on the rows: for an N-D input, the (M, N) rows of each (the same elements).
+    before, after = example.as_rows(ctx.snapshot.view), example.as_rows(bits(x))
     changed = before != after
     if changed.any():
         row, col = (int(i) for i in torch.nonzero(changed)[0])
         width = x.element_size()
         was = ctx.example.values[row, col].item()
-        now = x[row, col].item()
+        now = example.as_rows(x)[row, col].item()
         raise CheckFailure(
             "input_unchanged",
-            f"the call changed the input at x[{row}, {col}] ({int(changed.sum())} elements changed)",
+            f"the call changed the input at {example.where(row, col)} ({int(changed.sum())} elements changed)",
             row=row,
             details=[
                 f"before:   {hex_bits(int(before[row, col]), width)} ({was!r})",
@@ -73,7 +74,7 @@ def check_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
             raise CheckFailure(
                 "input_unchanged",
                 f"the call wrote into the input's storage outside the view, at storage element {first}",
-                details=[f"layout:   {example.layout.describe(*example.shape)}: "
+                details=[f"layout:   {example.describe_layout()}: "
                          "padding and neighbouring data belong to the caller"],
             )
 

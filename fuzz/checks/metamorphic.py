@@ -123,7 +123,7 @@ def check_shift_invariance(impl: Impl, example: LseInput, ctx: Context) -> None:
     overflow = (torch.isfinite(values) & ~torch.isfinite(shifted)).any(dim=1)
     c = torch.where(overflow, torch.zeros_like(c), c)
     shifted = (values.to(torch.float64) + c[:, None]).to(values.dtype)
-    x = example.layout.materialize(shifted, example.x.device)
+    x = example.rebuild(shifted, example.x.device)
     _metamorphic(
         "shift_invariance", example, ctx, pick=None, values=shifted, x=x,
         relation="lse(x + c) != lse(x) + c",
@@ -149,7 +149,7 @@ def check_permutation_invariance(impl: Impl, example: LseInput, ctx: Context) ->
         order = (torch.arange(cols) + shift).remainder(max(cols, 1)).expand(rows, cols)
         how = f"each row rotated by {shift}"
     permuted = values.gather(1, order.to(torch.int64)) if cols else values.clone()
-    x = example.layout.materialize(permuted, example.x.device)
+    x = example.rebuild(permuted, example.x.device)
     _metamorphic(
         "permutation_invariance", example, ctx, pick=None, values=permuted, x=x,
         relation="lse of a permuted row differs from lse of the row",
@@ -163,14 +163,19 @@ def check_row_independence(impl: Impl, example: LseInput, ctx: Context) -> None:
     if rows == 0:
         return
     rng = ctx.rng("row_independence")
-    start = int(rng.integers(0, rows))
-    stop = start + 1 if rng.random() < 0.5 else int(rng.integers(start + 1, rows + 1))
+    if example.batch is not None:
+        start, stop, x, form = _batch_slice(example, rng)
+        if x is None:
+            return
+    else:
+        start = int(rng.integers(0, rows))
+        stop = start + 1 if rng.random() < 0.5 else int(rng.integers(start + 1, rows + 1))
+        as_view = bool(rng.random() < 0.5) and not example.layout.is_huge
+        # A view keeps the batch's strides and moves the storage offset; a fresh contiguous copy
+        # changes the launch (fewer rows, other tiles) but not the answer.
+        x = example.x[start:stop] if as_view else example.values[start:stop].to(example.x.device).clone()
+        form = "a view of the batch" if as_view else "a contiguous copy"
     values = example.values[start:stop]
-    as_view = bool(rng.random() < 0.5) and not example.layout.is_huge
-    # A view keeps the batch's strides and moves the storage offset; a fresh contiguous copy
-    # changes the launch (fewer rows, other tiles) but not the answer.
-    x = example.x[start:stop] if as_view else values.to(example.x.device).clone()
-    form = "a view of the batch" if as_view else "a contiguous copy"
     _metamorphic(
         "row_independence", example, ctx, pick=slice(start, stop), values=values, x=x,
         relation=f"rows {start}:{stop} alone give a different answer than inside the batch",
@@ -178,6 +183,24 @@ def check_row_independence(impl: Impl, example: LseInput, ctx: Context) -> None:
         row_details=lambda row: [f"rows:        x[{start}:{stop}] passed alone as {form}; "
                                  f"this is batch row {start + row} (recipe {example.row_recipe(start + row)})"],
     )
+
+
+def _batch_slice(example: LseInput, rng: np.random.Generator):
+    """(start, stop, x, form) for an N-D input: entries of its first batch dim, whose rows are
+    consecutive, as a view of the input (its strides kept) or a contiguous copy; x None when the
+    input has no batch dim to slice (a 1-D input: its one row is the batch)."""
+    batch = example.batch
+    dim = batch.leading()
+    if dim is None:
+        return 0, 0, None, ""
+    entries, per_entry = batch.batch[0], batch.rows // max(batch.batch[0], 1)
+    first = int(rng.integers(0, entries))
+    last = first + 1 if rng.random() < 0.5 else int(rng.integers(first + 1, entries + 1))
+    start, stop, narrow = first * per_entry, last * per_entry, f"x.narrow({dim}, {first}, {last - first})"
+    if rng.random() < 0.5:
+        return start, stop, example.x.narrow(dim, first, last - first), f"a view {narrow}"
+    copy = batch.sliced(last - first).materialize(example.values[start:stop], example.x.device)
+    return start, stop, copy, f"a contiguous copy of {narrow}"
 
 
 def _fresh_values(values: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -201,11 +224,11 @@ def check_fresh_values(impl: Impl, example: LseInput, ctx: Context) -> None:
     fresh, order, delta = _fresh_values(example.values, ctx.rng("fresh_values"))
     x = example.x
     # Same tensor object, same storage, new contents.
-    x.copy_(fresh.to(x.device))
+    example.write(x, fresh)
     try:
         out = rows_of("fresh_values", ctx.call(x, "the call after writing fresh values into the input"), rows, x.device)
     finally:
-        x.copy_(example.values.to(x.device))
+        example.write(x, example.values)
     stale = []
     if isinstance(ctx.out, torch.Tensor) and ctx.out.dtype == out.dtype and tuple(ctx.out.shape) == (rows,):
         same = bits(out.cpu()) == bits(ctx.out.detach().cpu())

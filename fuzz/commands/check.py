@@ -19,7 +19,9 @@ TAKES_SIGNALS = True
 
 EPILOG = """\
 TARGET is path/to/file.py[:func] or package.module[:func]; func defaults to lse and must take
-the 2-D input tensor and return the (M,) result.
+the 2-D input tensor and return the (M,) result, unless the call convention options say how it
+is called: e.g. --ndim 3 --dim 1 --call-args x,dim,keepdim --keepdim --result 1 for
+func(x, dim=1, keepdim=True) returning (out, lse) with lse of shape (B, 1, C).
 
 The implementation runs in a separate worker process (fuzz/isolation/): a segfault, a hang, an
 exit or an out-of-memory there ends the run with a verdict instead of taking the fuzzer down.
@@ -69,6 +71,7 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
                           help="the result's dtype: float32, the input's, or either (default)")
     declared.add_argument("--max-n", type=int, default=None, metavar="N",
                           help="the longest row it accepts (default: any)")
+    add_call_options(parser)
     limits = parser.add_argument_group("limits")
     limits.add_argument("--call-timeout", type=float, default=defaults.CALL_TIMEOUT, metavar="S",
                         help="a call's first deadline, not counting the seconds it spends compiling (default "
@@ -93,6 +96,33 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
                        help="fixed shape of the bandwidth measurement (default 8192x8192)")
     bench.add_argument("--bench-dtype", default="float32", choices=("float32", "float16", "bfloat16", "float64"),
                        help="dtype of the bandwidth measurement (default float32)")
+
+
+def add_call_options(parser: argparse.ArgumentParser) -> None:
+    """The call convention (fuzz.calls): how the implementation is called, where the LSE is."""
+    call = parser.add_argument_group(
+        "call convention", "how the implementation is called (default: lse(x) on a 2-D x, returning the (M,) LSE)")
+    call.add_argument("--ndim", type=int, default=None, metavar="R",
+                      help="the input's rank (default 2): every dim but --dim is a batch dim, of any size (1 and 0 "
+                           "included) and any stride --layouts allows")
+    call.add_argument("--dim", type=int, default=None, metavar="D",
+                      help="the dim reduced (default -1; negative counts from the end)")
+    call.add_argument("--keepdim", action="store_true", default=None,
+                      help="the result keeps the reduced dim with size 1 (default: it drops it)")
+    call.add_argument("--call-args", choices=("x", "x,dim", "x,dim,keepdim"), default=None, metavar="ARGS",
+                      help="what is passed: x (lse(x): dim and keepdim fixed by the implementation; the default), "
+                           "x,dim (lse(x, dim=D)) or x,dim,keepdim (lse(x, dim=D, keepdim=K))")
+    call.add_argument("--result", default=None, metavar="PLACE",
+                      help="where the LSE is in what it returns: an index of a returned tuple (e.g. 1 for "
+                           "(out, lse)), or the key of a returned dict or attribute of a returned object "
+                           "(e.g. lse); default: the result is the LSE")
+
+
+def call_options(args: argparse.Namespace) -> dict[str, object]:
+    """The GradeOptions fields of the call convention given on the command line (none given: {})."""
+    given = {"ndim": args.ndim, "dim": args.dim, "keepdim": args.keepdim, "call_args": args.call_args,
+             "result": args.result}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def options_from_args(args: argparse.Namespace, *, bench: bool):
@@ -134,7 +164,7 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
         memory_limit=memory_limit,
         huge_offsets=args.huge_offsets, max_elements=args.max_elements, profile=args.profile, parts=args.parts,
         bench=bench,
-        bench_shape=args.bench_shape, bench_dtype=args.bench_dtype,
+        bench_shape=args.bench_shape, bench_dtype=args.bench_dtype, **call_options(args),
     ).validated(cli=True)
 
 

@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from .. import defaults
+from .check import add_call_options, call_options
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -34,7 +35,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="run the implementation in a worker process (for an example that crashed or hung it)")
     parser.add_argument("--call-timeout", type=float, default=defaults.CALL_TIMEOUT, metavar="S",
                         help=f"with --isolate: seconds the call may take (default {defaults.CALL_TIMEOUT:g})")
+    add_call_options(parser)  # as the replay line prints them: they must be the file's
     return parser
+
+
+def _same_call(args: argparse.Namespace, saved_call) -> None:
+    """The call convention options given must be the file's (the replay line prints them)."""
+    from reference.errors import InvalidArgument
+
+    from ..grading import GradeOptions
+
+    given = call_options(args)
+    if given and GradeOptions(**given).convention() != saved_call:
+        found = saved_call.cli_args() or "no call convention options (the default lse(x))"
+        raise InvalidArgument(f"{GradeOptions(**given).convention().cli_args() or 'the options given'}: the file "
+                              f"was found with {found}; give those, or none.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,11 +66,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         raise InvalidArgument(f"file={str(args.file)!r} does not exist; pass the path printed after 'replay:'.")
     saved = load_reproducer(args.file)  # a bad file is one line, before anything is loaded
+    _same_call(args, saved.contract.call)
     target = resolve_target(args.impl, name="--impl")
     if args.isolate:
         device = args.device or ("cuda" if saved.meta.get("device", "").startswith("cuda") else "cpu")
+        call = saved.contract.call
         options = GradeOptions(device=str(validate.device(device, name="--device")),
-                               call_timeout=validate.seconds(args.call_timeout, name="--call-timeout"))
+                               call_timeout=validate.seconds(args.call_timeout, name="--call-timeout"),
+                               ndim=call.ndim, dim=call.dim, keepdim=call.keepdim, call_args=call.args.value,
+                               result=call.result)
         record = evaluate_replay(target, args.file, options)
         verdict = Verdict(record["verdict"])
         if verdict is Verdict.LOAD_ERROR:

@@ -20,6 +20,7 @@ from reference.errors import InvalidArgument
 from .. import static_scan
 from ..gpu_memory import gpu_name, sparse_huge_inputs
 from .._version import __version__
+from ..calls import ConventionError
 from ..failures import headline, traceback_headline
 from ..isolation import (IsolatedImpl, Job, JobResult, LoadFailed, Pool, SignalEvent, default_memory_limit,
                          describe_signals, describe_stops)
@@ -105,7 +106,8 @@ def _memory_limit(options: GradeOptions) -> int | None:
 def _isolated(target: str, options: GradeOptions, guard=None) -> IsolatedImpl:
     memory_limit = _memory_limit(options)
     threads = torch_threads(options) if options.threads is None else options.threads
-    impl = IsolatedImpl(target, device=options.device, call_timeout=options.call_timeout, timeout=options.timeout,
+    # The worker applies the call convention itself (fuzz.calls): it loads the target with it.
+    impl = IsolatedImpl(options.worker_target(target), device=options.device, call_timeout=options.call_timeout, timeout=options.timeout,
                         compile_timeout=options.compile_timeout,
                         memory_limit=memory_limit, threads=threads)
     impl.guard = guard
@@ -222,6 +224,9 @@ def evaluate(
         return record
     except HarnessError as exc:  # no verdict on the candidate: the run could not go on
         _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, **_harness_failed(exc))
+        return record
+    except ConventionError as exc:  # its result has another structure than declared: it cannot be used so
+        _finish(record, started, impl, verdict=Verdict.LOAD_ERROR, reason=str(exc))
         return record
     except BaseException:  # Ctrl-C, or a bug here: do not leave the worker behind
         impl.close()

@@ -15,7 +15,9 @@ from .. import defaults, validate
 from .._version import __version__
 from ..checks import validate_checks
 from ..profiles import PROFILES
+from ..calls import CallConvention
 from ..contract import Contract, Layouts, OutputDtype, parse_dtypes
+from ..target import parse_target
 
 __all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "driver_environment", "torch_threads",
            "use_torch_threads"]
@@ -23,6 +25,10 @@ __all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "driver_envi
 DEFAULT_BUDGET = defaults.CHECK_BUDGET
 DEFAULT_BENCH_SHAPE = (8192, 8192)
 BENCH_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+CALL_FIELDS = ("ndim", "dim", "keepdim", "call_args", "result")
+"""The options that declare the call convention (fuzz.calls)."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,12 @@ class GradeOptions:
     dtypes: tuple[str, ...] | None = None  # ... its input dtypes (None: all four)
     layouts: str = "any"  # ... its layouts
     output_dtype: str = "either"  # ... its output dtype policy
-    max_n: int | None = None  # ... and its longest row
+    max_n: int | None = None  # ... its longest row
+    ndim: int = 2  # ... and its call convention (fuzz.calls): the input's rank,
+    dim: int = -1  # the dim reduced,
+    keepdim: bool = False  # whether the result keeps it,
+    call_args: str = "x"  # what is passed ("x", "x,dim", "x,dim,keepdim"),
+    result: int | str | None = None  # where the LSE is in the result
     checks: tuple[str, ...] | None = None
     device: str = "cpu"
     call_timeout: float = defaults.CALL_TIMEOUT
@@ -95,7 +106,9 @@ class GradeOptions:
         validate.choice(self.output_dtype, name=name("output_dtype"), choices=[v.value for v in OutputDtype])
         declared = self.declared()
         dtypes = None if self.dtypes is None else tuple(declared.to_dict()["dtypes"])
-        return replace(self, contract=declared.value, dtypes=dtypes, layouts=declared.layouts.value,
+        call = declared.call
+        return replace(self, ndim=call.ndim, dim=call.dim, keepdim=call.keepdim, call_args=call.args.value,
+                       result=call.result, contract=declared.value, dtypes=dtypes, layouts=declared.layouts.value,
                        output_dtype=declared.output_dtype.value, checks=checks,
                        device=str(validate.device(self.device, name=name("device"))),
                        bench_shape=validate.shape(self.bench_shape, name=name("bench_shape")))
@@ -103,7 +116,18 @@ class GradeOptions:
     def declared(self) -> Contract:
         """The declared contract these options describe."""
         return Contract(values=self.contract, layouts=self.layouts, output_dtype=self.output_dtype,
-                        max_n=self.max_n, **({} if self.dtypes is None else {"dtypes": self.dtypes}))
+                        max_n=self.max_n, call=self.convention(),
+                        **({} if self.dtypes is None else {"dtypes": self.dtypes}))
+
+    def convention(self) -> CallConvention:
+        """How the candidate is called (the default: the 2-D lse(x))."""
+        return CallConvention(ndim=self.ndim, dim=self.dim, keepdim=self.keepdim, args=self.call_args,
+                              result=self.result)
+
+    def worker_target(self, target: str) -> str:
+        """The TARGET an isolated worker loads: ``target`` with the call convention, if any (fuzz.target)."""
+        call = self.convention()
+        return target if call.is_default else str(parse_target(target)) + call.suffix()
 
     @property
     def effective_seed(self) -> int:
@@ -130,6 +154,9 @@ class GradeOptions:
         data["bench_shape"] = list(self.bench_shape)
         data["seed_id"] = self.seed_id
         data["declared_contract"] = self.declared().describe()
+        if self.convention().is_default:  # a 2-D run's report and key are what they were before
+            for name in CALL_FIELDS:
+                data.pop(name)
         return data
 
     def key(self) -> str:

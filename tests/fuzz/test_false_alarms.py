@@ -14,7 +14,7 @@ import fuzz
 from fuzz.target import load_target
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.campaign import declared_contract  # noqa: E402  (the campaign's own reading of contracts.json)
+from bench.campaign import check_keywords, declared_contract  # noqa: E402  (the campaign's own reading of contracts.json)
 
 CORPUS = sorted((Path(__file__).resolve().parents[1] / "implementations" / "correct").glob("*.py"))
 SLICE_BUDGET = 25  # examples per implementation: a slice, on the 2-core CI machine
@@ -36,7 +36,7 @@ def test_the_corpus_has_every_style_the_campaign_promises():
 def test_a_correct_implementation_passes_with_default_options(path, tmp_path):
     impl = load_target(f"{path}:lse")
     result = fuzz.check(impl, budget=SLICE_BUDGET, seed=0, reproducer_dir=tmp_path, target=f"{path}:lse",
-                        **declared_contract(path))
+                        **check_keywords(declared_contract(path)))
     assert result.passed, result.summary()
 
 

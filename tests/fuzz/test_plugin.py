@@ -159,3 +159,28 @@ def test_the_shipped_suite_checks_the_contract_declared_on_the_command_line(tmp_
     done = pytest_run(tmp_path, "--lse-impl", "doubles:hardcoded_row_stride", "-k", "agreement", *declared,
                       suite=UNRELATED, name_it=False)
     assert f"{outcome}, {len(CHECKS) + 1} deselected" in done.stdout, done.stdout + done.stderr  # and test_unrelated
+
+
+ND_OPTIONS = ("--lse-ndim", "3", "--lse-dim", "1", "--lse-call-args", "x,dim,keepdim")
+
+
+def test_the_call_convention_options_declare_how_an_nd_implementation_is_called(tmp_path):
+    correct = str(HERE / "correct" / "nd_torch_dim.py")
+    done = pytest_run(tmp_path, "--lse-impl", correct, *ND_OPTIONS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = pytest_run(tmp_path, "--lse-impl", "nd_buggy:ignores_batch_stride", *ND_OPTIONS)
+    assert done.returncode == 1 and "check 'agreement' failed" in done.stdout, done.stdout + done.stderr
+    assert "--ndim 3 --dim 1 --call-args x,dim,keepdim" in done.stdout  # the replay line
+
+
+def test_a_dim_out_of_range_is_a_usage_error(tmp_path):
+    done = pytest_run(tmp_path, "--lse-impl", "nd_buggy:ignores_keepdim", "--lse-ndim", "2", "--lse-dim", "2")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "dim=2 is out of range for 2-D inputs" in done.stderr
+
+
+def test_an_isolated_nd_implementation_gets_its_call_convention_in_the_worker(tmp_path):
+    correct = str(HERE / "correct" / "nd_tuple_result.py")  # no :func: lse
+    done = pytest_run(tmp_path, "--lse-impl", correct, "--lse-isolate", "--lse-ndim", "3", "--lse-dim", "0",
+                      "--lse-call-args", "x,dim", "--lse-result", "1", "--lse-device", "cpu")
+    assert done.returncode == 0, done.stdout + done.stderr
