@@ -88,7 +88,8 @@ class CheckFailure(AssertionError):
         if self.expected is not None and not math.isfinite(self.expected) and (self.bound is not None or self.explanation):
             return "error:    a non-finite result must match exactly (no tolerance)"
         if self.explanation:
-            return f"error:    {self.explanation} (tolerance model of reference.compare)"
+            model = "reference.compare_gradient" if self.check.startswith("grad_") else "reference.compare"
+            return f"error:    {self.explanation} (tolerance model of {model})"
         if self.bound is None or self.expected is None or self.got is None:
             return None
         error = abs(self.got - self.expected)

@@ -65,5 +65,7 @@ def gradient_of(fn: Callable[[torch.Tensor], object]) -> Callable[[torch.Tensor]
                 "for x, or the result was computed from a detached copy).")
         return dx
 
-    gradient.__name__ = f"gradient_of_{getattr(fn, '__name__', 'lse')}"
+    gradient.__name__ = getattr(fn, "__name__", "lse")
+    # Autotuned kernels are found from the implementation's module (fuzz.autotune.discover).
+    gradient.__module__ = getattr(fn, "__module__", None) or __name__
     return gradient

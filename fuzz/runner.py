@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -18,24 +17,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from hypothesis import given, seed as hypothesis_seed, settings, strategies as st
-from hypothesis.database import ExampleDatabase
 from hypothesis import errors as hypothesis_errors
+from hypothesis import given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase
 
 from reference.errors import InvalidArgument
 
 from . import autotune, bfloat16_interpreter, defaults, interpreter_numpy, validate
 from .calls import CallConvention, ConventionError
-from .checks import METAMORPHIC, Plan, run_checks, validate_checks
+from .checks import GRADIENT_CHECKS, METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
 from .failures import CheckFailure, ImplError, headline
 from .gpu_memory import HugeInputSlots, sparse_huge_inputs, with_memory_retry
-from .outcomes import HarnessError, ImplLost, Status, run_status
+from .gradient import gradient_of
+from .outcomes import HarnessError, ImplLost, run_status
 from .profiles import PROFILES, database_for, profile_settings
 from .reproducer import load_reproducer, replay_command, save_reproducer
+from .result import CheckResult
 from .strategies import Contract, LseInput, lse_inputs
 from .target import describe_target
-from .timing import SLOW_FACTOR, SLOW_FLOOR, Compile, SlowCall, describe_compiles
+from .timing import SlowCall
 
 __all__ = ["CheckResult", "check", "replay"]
 
@@ -43,108 +46,6 @@ DEFAULT_BUDGET = defaults.CHECK_BUDGET
 # A failure that passed when Hypothesis ran the same example again (older versions: Flaky).
 _NOT_REPRODUCED = getattr(hypothesis_errors, "FlakyFailure", hypothesis_errors.Flaky)
 DEFAULT_REPRODUCER_DIR = Path(defaults.REPRODUCER_DIR)
-
-
-@dataclass
-class CheckResult:
-    """What a run found. ``failure`` is a CheckFailure (FAILED, FLAKY) or an ImplError (ERROR)."""
-
-    status: Status
-    examples: int
-    seconds: float
-    target: str
-    seed: int
-    budget: int
-    contract: Contract
-    checks: tuple[str, ...]
-    failure: CheckFailure | ImplError | None = None
-    counterexample: LseInput | None = None
-    plan: Plan | None = None
-    reproducer: Path | None = None
-    notes: list[str] = field(default_factory=list)
-    slow: list[SlowCall] = field(default_factory=list)  # calls far slower than reference.lse (findings, not failures)
-    tuning: list[str] = field(default_factory=list)  # the autotuned kernels found, one config pinned per example
-    compiles: list[Compile] = field(default_factory=list)  # what an isolated worker compiled (never timed as calls)
-
-    @property
-    def passed(self) -> bool:
-        return self.status is Status.PASSED
-
-    @property
-    def check(self) -> str | None:
-        """The failing check's name (None when passed or when the implementation raised)."""
-        return self.failure.check if isinstance(self.failure, CheckFailure) else None
-
-    @property
-    def error(self) -> str | None:
-        """The implementation's traceback text when it raised."""
-        return self.failure.text if isinstance(self.failure, ImplError) else None
-
-    @property
-    def examples_per_second(self) -> float:
-        return self.examples / self.seconds if self.seconds > 0 else math.inf
-
-    def summary(self) -> str:
-        pace = f"{self.examples} examples in {self.seconds:.1f} s ({self.examples_per_second:.1f}/s)"
-        if self.passed:
-            head = (f"PASSED {self.target}: {pace}; checks: {', '.join(self.checks)}; "
-                    f"contract {self.contract.describe()}; seed {self.seed}")
-            return "\n".join([head, *self._tuning_lines(), *self._slow_lines()])
-        what = f"check {self.check!r}" if self.check else "the implementation raised"
-        lines = [f"{self.status.name} {self.target}: {what} after {pace}; seed {self.seed}"]
-        lines.extend(self.notes)
-        if self.failure is not None:
-            lines.append(self.failure.message())
-        lines.extend(self._slow_lines())
-        return "\n".join(lines)
-
-    def _tuning_lines(self) -> list[str]:
-        if not self.tuning:
-            return []
-        return ["autotuned kernels, one configuration pinned per example: " + "; ".join(self.tuning)]
-
-    def _slow_lines(self) -> list[str]:
-        compiles = describe_compiles(self.compiles)
-        lines = [compiles] if compiles else []
-        if not self.slow:
-            return lines
-        slowest = max(self.slow, key=lambda call: call.seconds)
-        return [f"slow (a finding, not a failure): {len(self.slow)} call(s) over {SLOW_FACTOR:g} x reference.lse "
-                f"on the same input; the slowest: {slowest.describe()}", *lines]
-
-    def to_dict(self) -> dict[str, object]:
-        example = self.counterexample
-        return {
-            "status": self.status.value,
-            "passed": self.passed,
-            "check": self.check,
-            "target": self.target,
-            "examples": self.examples,
-            "seconds": round(self.seconds, 3),
-            "examples_per_second": round(self.examples_per_second, 2) if self.seconds > 0 else None,
-            "seed": self.seed,
-            "budget": self.budget,
-            "contract": self.contract.to_dict(),
-            "checks": list(self.checks),
-            "failure": None if self.failure is None else self.failure.to_dict(),
-            "error": self.error,
-            "counterexample": None if example is None else {
-                "description": example.describe(),
-                "shape": list(example.shape),
-                "dtype": str(example.dtype).replace("torch.", ""),
-                "layout": example.layout.to_dict(),
-                "recipes": [str(spec) for spec in example.specs],
-                **({} if example.batch is None else {"batch": example.batch.to_dict()}),
-            },
-            "plan": None if self.plan is None else self.plan.to_dict(),
-            "reproducer": None if self.reproducer is None else str(self.reproducer),
-            "notes": list(self.notes),
-            "slow": [call.to_dict() for call in self.slow],
-            "compiles": [c.to_dict() for c in self.compiles if c.seconds > SLOW_FLOOR],
-            "compile_count": len(self.compiles),
-            "compile_seconds": round(sum(c.seconds for c in self.compiles), 3),
-            "tuning": list(self.tuning),
-        }
 
 
 def _detached(exc: BaseException) -> BaseException:
@@ -240,6 +141,7 @@ def check(
     huge_offsets: bool = True,
     time_limit: float | None = None,
     target: str | None = None,
+    backward: bool = False,
 ) -> CheckResult:
     """Fuzz ``impl`` (any callable x -> Tensor; see ``contract.call`` for others) and return what was found.
 
@@ -260,7 +162,8 @@ def check(
     with ``time_limit`` (seconds) a call slower than that fails the example instead (check
     ``time_limit``). ``target`` is the TARGET string printed in the
     replay command (derived from ``impl`` when omitted). Failures are saved under
-    ``reproducer_dir`` (default ``./.lse-fuzz``).
+    ``reproducer_dir`` (default ``./.lse-fuzz``). ``backward`` (or a gradient check named in
+    ``checks``) also judges the gradient (:mod:`fuzz.gradient`, :data:`fuzz.checks.GRADIENT_CHECKS`).
     """
     if not callable(impl):
         raise InvalidArgument(f"impl={impl!r} is not callable; pass a function x -> Tensor.")
@@ -273,6 +176,9 @@ def check(
     contract = Contract.parse(contract).with_options(dtypes=dtypes, layouts=layouts, output_dtype=output_dtype,
                                                      max_n=max_n, call=call)
     names = validate_checks(checks)
+    backward = backward or any(name in GRADIENT_CHECKS for name in names)
+    names = (*names, *GRADIENT_CHECKS) if backward and checks is None else names
+    gradient = _gradient(impl, contract) if backward else None
     db = database_for(database)
     _interpreter_semantics(device)
     target = describe_target(impl) if target is None else target
@@ -324,7 +230,7 @@ def check(
         pending = _save_pending(example, plan, names, contract, reproducer_dir) if example.layout.is_huge else None
         try:
             run_checks(impl, example, checks=names, plan=plan, contract=contract, time_limit=time_limit,
-                       on_slow=state.note_slow, pin=tuning.pin)
+                       on_slow=state.note_slow, pin=tuning.pin, gradient_impl=gradient)
         except (CheckFailure, ImplError) as exc:
             failure = _detached(exc)
         except torch.OutOfMemoryError as exc:
@@ -358,8 +264,11 @@ def check(
     run_one.hypothesis.inner_test._hypothesis_internal_add_digest = repr((target, contract.to_dict(), names)).encode()
 
     started = time.perf_counter()
-    with _one_cpu_thread(device):
-        falsified, reproduced = _outcome(run_one, state)
+    try:
+        with _one_cpu_thread(device):
+            falsified, reproduced = _outcome(run_one, state)
+    finally:
+        getattr(gradient, "close", lambda: None)()  # an isolated implementation's gradient worker
     seconds = time.perf_counter() - started
 
     result = CheckResult(
@@ -426,6 +335,16 @@ class _RunState:
             self.slow[key] = call
 
 
+def _gradient(impl: Callable, contract: Contract) -> Callable:
+    """``x -> dx`` for the gradient checks: an isolated implementation's twin worker, else
+    :func:`~fuzz.gradient.gradient_of` the implementation itself."""
+    if not contract.call.is_default:
+        raise InvalidArgument("--backward judges the gradient of the 2-D lse(x): drop the call convention's "
+                              "options (--ndim, --dim, --keepdim, --call-args, --result) or --backward.")
+    twin = getattr(impl, "gradient", None)
+    return twin() if callable(twin) else gradient_of(impl)
+
+
 def _save_pending(example: LseInput, plan: Plan, names, contract: Contract, reproducer_dir) -> Path:
     # One name per process: parallel runs sharing a directory (a mutation gate runs the reference
     # and the mutants' base side by side, on the same examples) never touch each other's file.
@@ -483,11 +402,14 @@ def replay(
     target = describe_target(impl) if target is None else target
     started = time.perf_counter()
     failure = None
+    gradient = _gradient(impl, saved.contract) if any(name in GRADIENT_CHECKS for name in saved.checks) else None
     try:
         run_checks(impl, example, checks=saved.checks, plan=saved.plan, contract=saved.contract,
-                   pin=_tuning(impl).pin)
+                   pin=_tuning(impl).pin, gradient_impl=gradient)
     except (CheckFailure, ImplError) as exc:
         failure = exc
+    finally:
+        getattr(gradient, "close", lambda: None)()
     result = CheckResult(
         status=run_status(failure), examples=1, seconds=time.perf_counter() - started, target=target,
         seed=saved.seed, budget=1, contract=saved.contract, checks=saved.checks, failure=failure,

@@ -3,11 +3,13 @@
     TARGET   := LOCATION [":" FUNCTION ["@" CALL]]
     LOCATION := a file path (ends in .py or contains a path separator) | a dotted module name
     FUNCTION := a dotted attribute path in that module (``lse`` when omitted; ``Class.method`` works)
-    CALL     := a call convention, key=value pairs (``fuzz.calls.CallConvention.suffix``)
+    CALL     := a call convention, key=value pairs (``fuzz.calls.CallConvention.suffix``) | "backward"
 
 ``@CALL`` is how the fuzzer hands an isolated worker an implementation with a call convention
 (``--dim``, ``--result``, ...): the worker's callable then takes the convention's carrier and
-returns the LSE rows (:meth:`fuzz.calls.CallConvention.worker_call`). Users give the options.
+returns the LSE rows (:meth:`fuzz.calls.CallConvention.worker_call`). ``@backward`` hands it the
+implementation's gradient instead, ``x -> dx`` (:func:`fuzz.gradient.gradient_of`, for
+``--backward``). Users give the options.
 
 ``path/to/file.py:func`` loads a file that need not be on ``sys.path``; ``pkg.module:func``
 imports a module. :func:`resolve_target` checks a TARGET without running anything (the file
@@ -33,12 +35,17 @@ from reference.errors import InvalidArgument
 
 from . import bfloat16_interpreter, interpreter_numpy
 from .calls import CallConvention
+from .gradient import gradient_of
 
-__all__ = ["DEFAULT_FUNCTION", "Target", "describe_target", "load_target", "parse_target", "resolve_target"]
+__all__ = ["BACKWARD", "DEFAULT_FUNCTION", "Target", "describe_target", "load_target", "parse_target", "resolve_target"]
 
 DEFAULT_FUNCTION = "lse"
 
 _FILE_MODULES: dict[str, str] = {}  # synthetic module name -> the file it was loaded from
+
+
+BACKWARD = "backward"
+"""The CALL that makes a worker load the implementation's gradient (``TARGET@backward``)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,7 @@ def parse_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str 
     func, _, call = func.partition("@")
     if not all(part.isidentifier() for part in func.split(".")):
         raise InvalidArgument(f"{name}={target!r}: {func!r} is not a function name.")
-    if call:
+    if call and call != BACKWARD:
         CallConvention.from_suffix(call)  # InvalidArgument naming what is wrong
     if _is_path(location):
         return Target(location, func, True, call)
@@ -128,6 +135,8 @@ def load_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str =
                 f"{name}={target!r}: {parsed.location} has no attribute {parsed.function!r}.") from None
     if not callable(obj):
         raise InvalidArgument(f"{name}={target!r}: {parsed.function} is a {type(obj).__name__}, not a callable.")
+    if parsed.call == BACKWARD:
+        return gradient_of(obj)
     if parsed.call:
         return CallConvention.from_suffix(parsed.call).worker_call(obj)
     return obj

@@ -73,8 +73,9 @@ def check_grad_agreement(impl: Impl, example: LseInput, ctx: Context) -> None:
         got=float(comparison.got[row, col]),
         out_dtype=dtype_name(comparison.dtype),
         explanation=comparison.explain(row, col),
-        mismatches=comparison.mismatches,
+        mismatches=int(comparison.mismatch.any(dim=1).sum()),  # rows, as the report counts them
         rows=rows,
-        details=[f"upstream: g[{row}] = {float(grad[row])!r} (g_i = ((37 i) mod 17 - 8) / 4)",
+        details=[f"elements: {comparison.mismatches} of {comparison.mismatch.numel()} differ",
+                 f"upstream: g[{row}] = {float(grad[row])!r} (g_i = ((37 i) mod 17 - 8) / 4)",
                  f"row {row}:   recipe {example.row_recipe(row)}, x[{row}, {col}] = {example.values[row, col].item()!r}"],
     )

@@ -55,6 +55,9 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
     group.add_argument("--parts", type=int, default=None, metavar="N",
                        help="split the examples into N runs of seeds derived from --seed (default: 2 on the CPU, 4 "
                             "on a GPU, each part at least 50 examples); check runs them side by side, one per core")
+    group.add_argument("--backward", action="store_true",
+                       help="also check the gradient: autograd's dx for the upstream gradient g_i = ((37 i) mod 17 - "
+                            "8) / 4 against g * softmax(x) (the result must support autograd; 2-D lse(x) only)")
     group.add_argument("--no-huge-offsets", dest="huge_offsets", action="store_false",
                        help="do not draw inputs whose elements lie 2**31 or more elements into their storage "
                             "(drawn by default: they expose 32-bit index math)")
@@ -164,7 +167,7 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
         memory_limit=memory_limit,
         huge_offsets=args.huge_offsets, max_elements=args.max_elements, profile=args.profile, parts=args.parts,
         bench=bench,
-        bench_shape=args.bench_shape, bench_dtype=args.bench_dtype, **call_options(args),
+        bench_shape=args.bench_shape, bench_dtype=args.bench_dtype, backward=args.backward, **call_options(args),
     ).validated(cli=True)
 
 
@@ -217,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and not Path(value).parent.is_dir():
             raise InvalidArgument(f"--{name}={value!r}: the directory {str(Path(value).parent)!r} does not exist.")
     what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
+    what += "; forward and backward" if options.backward else ""
 
     def announce() -> None:  # only once the target loaded: a bad target gets one line, the error
         print(f"lse-fuzz check {target} on {options.device} ({what}; contract {options.declared().describe()})",

@@ -242,7 +242,8 @@ def _fuzz(impl: IsolatedImpl, candidate: Candidate, options: GradeOptions, max_e
     return check(impl, budget=options.budget, seed=options.effective_seed, device=options.device,
                  contract=options.declared(), checks=options.checks, profile=options.profile,
                  reproducer_dir=reproducer_dir, huge_offsets=options.huge_offsets,
-                 max_elements=max_elements, time_limit=options.time_limit, target=candidate.target)
+                 max_elements=max_elements, time_limit=options.time_limit, target=candidate.target,
+                 backward=options.backward)
 
 
 def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: dict, *,

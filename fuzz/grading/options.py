@@ -51,6 +51,7 @@ class GradeOptions:
     keepdim: bool = False  # whether the result keeps it,
     call_args: str = "x"  # what is passed ("x", "x,dim", "x,dim,keepdim"),
     result: int | str | None = None  # where the LSE is in the result
+    backward: bool = False  # also judge the gradient (fuzz.gradient; the 2-D lse(x) only)
     checks: tuple[str, ...] | None = None
     device: str = "cpu"
     call_timeout: float = defaults.CALL_TIMEOUT
@@ -105,6 +106,11 @@ class GradeOptions:
         validate.choice(self.layouts, name=name("layouts"), choices=[v.value for v in Layouts])
         validate.choice(self.output_dtype, name=name("output_dtype"), choices=[v.value for v in OutputDtype])
         declared = self.declared()
+        if not isinstance(self.backward, bool):
+            raise InvalidArgument(f"{name('backward')}={self.backward!r}; expected True or False.")
+        if self.backward and not declared.call.is_default:
+            raise InvalidArgument(f"{name('backward')} judges the gradient of the 2-D lse(x): drop the call "
+                                  "convention's options (ndim, dim, keepdim, call_args, result) or it.")
         dtypes = None if self.dtypes is None else tuple(declared.to_dict()["dtypes"])
         call = declared.call
         return replace(self, ndim=call.ndim, dim=call.dim, keepdim=call.keepdim, call_args=call.args.value,
@@ -157,6 +163,8 @@ class GradeOptions:
         if self.convention().is_default:  # a 2-D run's report and key are what they were before
             for name in CALL_FIELDS:
                 data.pop(name)
+        if not self.backward:  # likewise a forward-only run's
+            data.pop("backward")
         return data
 
     def key(self) -> str:

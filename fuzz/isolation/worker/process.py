@@ -97,7 +97,7 @@ def worker_main(channel_fd: int, args: dict) -> int:
         "tuning": {"combinations": autotune.combinations(tuners) if tuners else 0,
                    "description": autotune.describe(tuners)},
     })
-    state = _WorkerState(impl, device, tuners)
+    state = _WorkerState(impl, device, tuners, gradient=args["target"].endswith("@backward"))
     while True:
         try:
             header, frames = recv_message(conn)
@@ -202,10 +202,11 @@ def _error_kind(exc: BaseException) -> str:
 
 
 class _WorkerState:
-    def __init__(self, impl, device: str, tuners=()) -> None:
+    def __init__(self, impl, device: str, tuners=(), *, gradient: bool = False) -> None:
         self.impl = impl
         self.tuners = tuners
         self.device = torch.device(device)
+        self.gradient = gradient  # it serves an implementation's gradient (--backward): dx, x's shape
         self.key = None
         self.flat = None  # the storage the input view lives in (uint8), kept across calls
         self.x = None
@@ -398,9 +399,9 @@ class _WorkerState:
             if offset is not None:
                 return {"kind": "alias", "stride": list(out.stride()), "storage_offset": offset, **common}, []
             described = {"kind": "tensor", "device": str(out.device), **common}
-            if out.dim() != 1 or out.shape[0] != x.shape[0]:
-                # Only an (M,) result is judged by its values; for any other shape the parent needs
-                # the shape to report the mismatch, not the bytes of a possibly huge wrong answer.
+            if tuple(out.shape) != (tuple(x.shape) if self.gradient else (x.shape[0],)):
+                # Only an (M,) result (or dx) is judged by its values; for another shape the parent
+                # needs the shape to report the mismatch, not a possibly huge wrong answer.
                 return dict(described, withheld=True), []
             return described, [_copied_bytes(out)]
         kind = type(out)

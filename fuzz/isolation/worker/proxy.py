@@ -168,6 +168,16 @@ class IsolatedImpl(BenchRequests):
     def __repr__(self) -> str:
         return f"IsolatedImpl({self.target!r}, device={self.device!r})"
 
+    def gradient(self) -> IsolatedImpl:
+        """The implementation's gradient ``x -> dx`` (:func:`fuzz.gradient.gradient_of`, for
+        ``--backward``) in a worker of its own, with this one's limits; the caller closes it."""
+        twin = IsolatedImpl(f"{self.target}@backward", device=self.device, call_timeout=self.call_timeout,
+                            load_timeout=self.load_timeout, timeout=self.timeout,
+                            compile_timeout=self.compile_timeout, memory_limit=self.memory_limit,
+                            threads=self.threads, environ=self.environ, calibrate=self.calibrate)
+        twin.guard = self.guard
+        return twin
+
     def start(self) -> IsolatedImpl:
         """Start the worker and load the target; LoadFailed (an InvalidArgument) if it cannot."""
         if self._conn is not None:

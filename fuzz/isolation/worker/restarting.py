@@ -55,5 +55,9 @@ class RestartingImpl:
             self._impl.close()
             self._impl = None
 
+    def gradient(self) -> RestartingImpl:
+        """The implementation's gradient (``--backward``) in workers of its own; the caller closes it."""
+        return RestartingImpl(f"{self.target}@backward", **self._options)
+
     def __repr__(self) -> str:
         return f"RestartingImpl({self.target!r})"
