@@ -313,12 +313,19 @@ def lse_inputs(
     ``dtype``, ``shape`` and ``layout`` replace the default sub-strategies (e.g.
     ``dtype=st.just(torch.float16)``). ``huge_offsets``: see :func:`layouts`.
 
+    With none of ``max_elements``, ``dtype``, ``shape`` and ``layout`` given, one input in
+    :data:`_WIDE_ONE_IN` is a single wide constant float16 or bfloat16 row, past the element cap
+    (:func:`_wide_constant_rows`).
+
     Under an N-D call convention (``contract.call``, see :mod:`fuzz.calls`) each (M, N) example is
     laid out as an N-D input (:func:`fuzz.batching.batch_layouts`) instead of a 2-D layout; huge
     offsets stay with 2-D inputs, and a 1-D input has one row.
     """
     contract = Contract.parse(contract)
     device = default_device() if device is None else torch.device(device)
+    # Wide constant rows join the default draws only: a caller who caps the elements or picks the
+    # dtype, shape or layout gets exactly what was asked for.
+    default = max_elements is None and dtype is None and shape is None and layout is None
     if max_elements is None:
         max_elements = default_max_elements(device)
     max_elements = _positive_int("max_elements", max_elements)
@@ -335,8 +342,12 @@ def lse_inputs(
     if not contract.call.is_default:
         return _nd_inputs(contract, device, dtype_strategy, shape_strategy, specs_strategy)
 
+    wide = _wide_constant_rows(contract, device) if default else None
+
     @st.composite
     def draw_input(draw: st.DrawFn) -> LseInput:
+        if wide is not None and draw(st.integers(0, _WIDE_ONE_IN - 1)) == _WIDE_ONE_IN - 1:
+            return draw(wide)
         chosen_dtype = draw(dtype_strategy)
         rows, cols = draw(shape_strategy)
         chosen_layout = draw(layout_strategy)
@@ -355,13 +366,46 @@ def lse_inputs(
     return draw_input()
 
 
+_WIDE_COLS = (65504, 65519, 65520, 65535, 65536, 131072, 262144)
+"""Row lengths around float16's largest finite value (65504; 65520 rounds to inf) and past it: a
+kernel that stores a float16 or bfloat16 row's sum of exp(x - max), which lies in [1, N], in the
+input's dtype overflows to inf on a constant row of 65520 or more (torch.logsumexp does; see
+docs/bugs-found.md), and bfloat16's 8 bits lose whole units of such a sum."""
+_WIDE_ONE_IN = 24  # one input in this many is one wide constant row, past the element cap
+
+
+def _wide_constant_rows(contract: Contract, device: torch.device) -> st.SearchStrategy[LseInput] | None:
+    """One contiguous float16 or bfloat16 row of N in :data:`_WIDE_COLS` equal values, where
+    lse(c * ones(N)) = c + log N exactly: drawn on every device, past ``max_elements`` (a single
+    row fits the interpreter too). None where the contract has no 16-bit dtype or caps N below."""
+    halves = [d for d in contract.dtypes if d in (torch.float16, torch.bfloat16)]
+    cols = [n for n in _WIDE_COLS if contract.max_n is None or n <= contract.max_n]
+    if not halves or not cols:
+        return None
+
+    @st.composite
+    def draw_wide(draw: st.DrawFn) -> LseInput:
+        chosen_dtype = draw(st.sampled_from(halves))
+        n = draw(st.sampled_from(cols))
+        specs = (RowSpec("constant", draw(st.integers(0, LEVELS - 1))),)
+        seed = draw(st.integers(0, 2**32 - 1))
+        values = row_values(specs, 1, n, chosen_dtype, seed)
+        return LseInput(x=Layout().materialize(values, device), values=values, layout=Layout(), specs=specs, seed=seed)
+
+    return draw_wide()
+
+
 def _nd_inputs(contract: Contract, device: torch.device, dtype_strategy, shape_strategy,
                specs_strategy) -> st.SearchStrategy[LseInput]:
     """Inputs under an N-D call convention: the 2-D draws, laid out by a batch layout."""
     call = contract.call
 
+    wide = _wide_constant_rows(contract, device) if default else None
+
     @st.composite
     def draw_input(draw: st.DrawFn) -> LseInput:
+        if wide is not None and draw(st.integers(0, _WIDE_ONE_IN - 1)) == _WIDE_ONE_IN - 1:
+            return draw(wide)
         chosen_dtype = draw(dtype_strategy)
         rows, cols = draw(shape_strategy)
         if call.ndim == 1:

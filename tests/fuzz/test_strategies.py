@@ -7,10 +7,12 @@ import math
 
 import numpy as np
 import pytest
+import hypothesis.errors
 import torch
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
+from fuzz import check
 from fuzz.layouts import COLUMN_STEP_STORAGE, HUGE_MAX_ROWS, Layout, LayoutKind
 from fuzz.strategies import (
     DTYPES,
@@ -282,3 +284,26 @@ def test_a_gpu_budget_draws_grids_of_long_rows_that_reach_a_gpu_kernels_loop():
                       settings=hsettings(max_examples=500, database=None))
     assert rows * cols <= 2**22
 
+
+
+# --------------------------------------------------------------------------------------------
+# Wide constant rows: float16's overflow of a stored row sum (torch.logsumexp's bug), on any device
+
+
+def test_default_draws_hold_wide_constant_half_rows_past_the_element_cap():
+    example = find(lse_inputs(device="cpu"), lambda e: e.shape[1] > 65536, settings=SEARCH)
+    rows, cols = example.shape
+    assert rows == 1 and cols in (65504, 65519, 65520, 65535, 65536, 131072, 262144) and example.dtype in (torch.float16, torch.bfloat16)
+    assert example.recipes == ["constant"] and torch.unique(example.values).numel() == 1
+
+
+@pytest.mark.parametrize("options", [{"max_elements": 65536}, {"contract": Contract(dtypes="float32,float64")},
+                                     {"contract": Contract(max_n=4096)}], ids=["capped", "no half dtype", "max_n"])
+def test_no_wide_rows_where_the_caller_capped_or_the_contract_excludes_them(options):
+    with pytest.raises(hypothesis.errors.NoSuchExample):
+        find(lse_inputs(device="cpu", **options), lambda e: e.shape[1] > 65536, settings=SEARCH)
+
+
+def test_a_row_sum_stored_in_float16_is_found_on_the_cpu_with_default_options(tmp_path):
+    result = check(lambda x: torch.logsumexp(x, dim=1), dtypes="float16", device="cpu", reproducer_dir=tmp_path)
+    assert result.check == "agreement" and result.counterexample.shape[1] >= 65520
