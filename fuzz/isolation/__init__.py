@@ -30,6 +30,7 @@ _EXPORTS = {
     "Job": "pool",
     "JobResult": "pool",
     "Pool": "pool",
+    "spread_over": "gpus",
     "default_memory_limit": "environment",
     "worker_environment": "environment",
 }

@@ -56,6 +56,9 @@ TINY_STATUSES = {
     "row_stride_as_length@tiny_lse.py:57:46": ("Killed", ["agreement"]),
     "column_stride_dropped@tiny_lse.py:57:57": ("Killed", ["agreement"]),
 }
+# Mutants that leave rows of the output unwritten (torch.empty): killed either way, but which check
+# sees the garbage first depends on what the allocator hands out, which differs from run to run.
+UNINITIALIZED = {"loop_bound_short@tiny_lse.py:29:14", "cdiv_floored@tiny_lse.py:56:13"}
 
 # Each bundled mutant and the check that kills it (the README's table; each mutant's file says it).
 CATALOG_KILLS = {
@@ -104,6 +107,7 @@ def test_mutate_gives_the_small_kernel_the_statuses_it_had(tmp_path):
     result = _cli("mutate", str(TINY), *TINY_OPTIONS, "--out-dir", str(tmp_path), "--no-progress", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = _mutants(tmp_path / "mutation.json")
-    statuses = {name: (m["status"], [c for c in m.get("killedBy", []) if c != "your-tests"] or None)
+    statuses = {name: (m["status"], None if name in UNINITIALIZED else m.get("killedBy"))
                 for name, m in found.items()}
-    assert statuses == TINY_STATUSES
+    assert statuses == {name: (status, None if name in UNINITIALIZED else checks)
+                        for name, (status, checks) in TINY_STATUSES.items()}
