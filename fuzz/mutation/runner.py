@@ -177,17 +177,14 @@ def run_mutation(
             results, verdicts, thorough_names, retried = _judge_all(run, gate, chosen, selected, matrix)
             reused = store.reused - reused_before
     finally:
-        shutil.rmtree(work / "pool", ignore_errors=True)
-        if out_dir is None:
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)  # the reproducers are in out_dir when there is one
     config = _config(kernel, chosen, options, source, jobs, timeout_factor, timeout_floor, thorough_budget, scaled,
                      matrix, tests)
     total = len(chosen) * (len(selected or validate_checks(None)) if matrix else 1) + (len(chosen) if tests else 0)
     return MutationReport(results=results, gate=gate.results, config=config, baseline_seconds=gate.baseline,
                           timeout_seconds=run.fuzz_limit, gate_seconds=gate.seconds,
                           mutation_seconds=time.perf_counter() - gate.started - gate.seconds,
-                          setup_seconds=setup_seconds,
-                          matrix=matrix, kernel=kernel, tests=verdicts if tests else None, thorough=thorough_names,
+                          setup_seconds=setup_seconds, matrix=matrix, kernel=kernel, tests=verdicts if tests else None, thorough=thorough_names,
                           retried=retried, reused=reused, judged=total - reused, command=kernel.target,
                           exit_rule=exit_rule, fail_under=fail_under)
 

@@ -67,7 +67,10 @@ def test_planted_patches_are_classified_and_reported(tmp_path):
     assert "SIGSEGV" in reasons["crash_segfault"]
     assert "CUDA error" in reasons["raises"]
     assert "logsumexp_that_does_not_exist" in reasons["compile_error"]
-    assert "time limit" in reasons["hang"] and "planted_hang" in report.retried
+    # Stopped by the job's time limit, or first by the worker's deadline for one call (a mutant that
+    # starts beside the gate has the gate's generous limit until the gate has measured its baseline).
+    assert "time limit" in reasons["hang"] or "a hang" in reasons["hang"]
+    assert "planted_hang" in report.retried  # a timeout is confirmed by a second run
 
     killed = results["no_max_added"]
     assert killed.status is MutantStatus.KILLED
