@@ -153,13 +153,13 @@ def test_a_timeout_is_confirmed_by_a_second_run_with_a_longer_limit(tmp_path, mo
 def test_cli_bad_input_is_one_line_and_exit_2(args, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     if "--tests" in args:
-        monkeypatch.setattr("fuzz.mutation.runner._gate", _tests_gate_only)
+        monkeypatch.setattr("fuzz.mutation.runner.Gate", _tests_gate_only)
     assert main(args) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
-def _tests_gate_only(run):
+def _tests_gate_only(run, timeout_factor, timeout_floor):
     """The --tests part of the gate alone (the fuzzer's part is shown above): what a bad command hits."""
     from fuzz.mutation import runner
 
