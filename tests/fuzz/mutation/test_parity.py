@@ -95,7 +95,7 @@ def _mutants(report: Path) -> dict[str, dict]:
 
 @pytest.mark.slow
 def test_every_bundled_mutant_is_killed_by_its_expected_check(tmp_path):
-    result = _cli("mutants", "--out-dir", str(tmp_path), "--no-progress", "-j", "2")
+    result = _cli("mutants", "--out-dir", str(tmp_path), "--no-progress", "-j", "2", "--no-cache")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = _mutants(tmp_path / "mutation.json")
     assert {name: (m["status"], m.get("killedBy")) for name, m in found.items()} == \
