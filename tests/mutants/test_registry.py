@@ -119,14 +119,15 @@ def test_the_minimal_input_is_a_tensor_on_the_kernel_device():
 # title) or the Triton tutorial by number.
 CITATION = re.compile(
     r"(?P<issue>\b[A-Za-z0-9][\w.-]*/[\w.-]+#\d+\b)"
-    r"|(?P<article>\b[A-Z]\. [A-Z][a-z]+, '[^']{8,}')"
-    r"|(?P<paper>\b[A-Z][a-z]+(?: et al\.|(?:,? (?:&|and) [A-Z][a-z]+)*)? (?:19[5-9]\d|20[0-2]\d)\b)"
+    r"|(?P<article>\b[A-Z]\. [A-Z][a-z]+, (?:'[^']{8,}'|\"[^\"]{8,}\"))"
+    r"|(?P<paper>\b[A-Z][a-z]+(?: et al\.|(?:,? (?:&|and) [A-Z][a-z]+)*)? \(?(?:19[5-9]\d|20[0-2]\d)\b)"
     r"|(?P<tutorial>\bTriton tutorial \d{2}\b)")
 
 
 @pytest.mark.parametrize(("text", "cites"), [
     ("triton-lang/triton#832", True), ("Milakov & Gimelshein 2018, 'Online normalizer'", True),
     ("Dao et al. 2023", True), ("Blanchard, Higham & Higham 2021", True), ("Triton tutorial 02-fused-softmax", True),
+    ("Blanchard, Higham and Higham (2021)", True), ('V. Guerra, "Triton: Row-Wise LogSumExp"', True), ("(2021)", False),
     ("see 1234 somewhere", False), ("an issue #42", False), ("Somebody 3021", False), ("the tutorial", False),
     ("'a quoted title'", False), ("V. Guerra, 'Triton: Row-Wise LogSumExp'", True), ("X. Y, 'z'", False),
 ])

@@ -111,14 +111,14 @@ def _options_of_a_run(monkeypatch, **kwargs) -> tuple:
     taken where the mutants would be judged (nothing is fuzzed)."""
     seen = {}
 
-    def fake_gate(run):
-        return [], 1.0, 0.0
+    def fake_gate(run, timeout_factor, timeout_floor):
+        return None
 
     def fake_judge_all(run, *rest):
         seen.update(options=run.options, thorough=run.thorough)
         raise _Stop
 
-    monkeypatch.setattr(runner, "_gate", fake_gate)
+    monkeypatch.setattr(runner, "Gate", fake_gate)
     monkeypatch.setattr(runner, "_judge_all", fake_judge_all)
     with pytest.raises(_Stop):
         runner.run_mutation(str(TINY_DIR / "tiny_lse.py"), cache=None, jobs=1, **kwargs)
