@@ -7,8 +7,6 @@
 #   default   the analysis as shipped, from an empty Triton cache, with a timeline of the jobs
 #             (bench/mutants_timeline.py) and the launch variants of the run (LSE_FUZZ_VARIANTS)
 #   warm      the same again on the cache the first run filled: what is left without compiling
-#   base      the first step with only the mutants' base as the gate's correct kernel (the default
-#             since the gate stopped running reference.lse beside it)
 #   part      one gate part alone (63 examples of the mutants' base), cold: seconds per compile
 #             without the other jobs' load
 #   bytecode  `python -m compileall` over the installed packages first (what pip does at install
@@ -19,7 +17,7 @@ mkdir -p "$out"; out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 one=(env CUDA_VISIBLE_DEVICES=0 taskset -c 0-15)
-steps=${STEPS:-default warm base part bytecode}
+steps=${STEPS:-default warm part bytecode}
 header() {
   date -u +"%Y-%m-%dT%H:%M:%SZ"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
@@ -39,7 +37,6 @@ cold() {  # STEP [ARGS]: the analysis from an empty Triton cache
   echo "$cache"
 }
 if wants default; then cache=$(cold default | tail -1); fi
-if wants base; then cold base --gate-correct mutants.patched:unmutated > /dev/null; fi
 if wants warm; then
   { header; echo "# the same, on the Triton cache the cold run filled"
     start=$(date +%s.%N)

@@ -1,12 +1,11 @@
 """Where the time of one mutation analysis goes: when each job ended, and each part's seconds.
 
-    python bench/mutants_timeline.py [--device cuda] [-j 14] [--parts N] [--gate-correct TARGET ...] [MUTANT ...]
+    python bench/mutants_timeline.py [--device cuda] [-j 14] [--parts N] [MUTANT ...]
 
-Runs :func:`fuzz.mutation.run_mutation_analysis` once (its workers' fork server started first,
+Runs :func:`fuzz.mutation.run_mutation` on the bundled catalog once (its workers' fork server started first,
 as the CLI starts it) and prints when each job reached a driver and, in the order they ended,
 every gate job and mutant with the second it ended (from the start of this script, imports included)
-and the seconds of each of its parts, then the report's summary. ``--gate-correct`` replaces the
-correct implementations of the gate (default: the analysis's own). With ``LSE_FUZZ_VARIANTS`` set
+and the seconds of each of its parts, then the report's summary. With ``LSE_FUZZ_VARIANTS`` set
 to a file, the launch variants of the whole run are summed per kernel at the end: the binaries a
 cold run compiles (see :mod:`fuzz.specialization`).
 """
@@ -35,14 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mutants", nargs="*", help="mutants to run (default: all)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("-j", "--jobs", type=int, default=None)
-    parser.add_argument("--gate-correct", action="append", default=None, metavar="TARGET",
-                        help="a correct implementation the gate must pass (repeat; default: the analysis's own)")
     parser.add_argument("--parts", type=int, default=None, help="the examples' parts (default: the analysis's)")
     parser.add_argument("--out-dir", default=None, help="keep the reports here")
     args = parser.parse_args(argv)
 
     from fuzz.isolation import Timeline
-    from fuzz.mutation import GATE_CORRECT, run_mutation_analysis
+    from fuzz.mutation import run_mutation
     from fuzz.specialization import ENV, read_records
 
     started = Timeline.started
@@ -64,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             ended.append((f"{stage} {count}/{total}", time.perf_counter() - STARTED))
             print(f"{ended[-1][1]:7.1f} s  {ended[-1][0]}", flush=True)
 
-    gate = GATE_CORRECT if args.gate_correct is None else [(target, target) for target in args.gate_correct]
-    report = run_mutation_analysis(args.mutants or None, jobs=args.jobs, device=args.device, gate_correct=gate,
-                                   parts=args.parts, out_dir=args.out_dir, progress=progress)
+    report = run_mutation(source="catalog", mutants=args.mutants or None, jobs=args.jobs, device=args.device,
+                          parts=args.parts, out_dir=args.out_dir, cache=None, progress=progress)
     print(f"\n{report.summary()}; setup {report.setup_seconds:.1f} s, gate {report.gate_seconds:.1f} s, "
           f"mutants after the gate {report.mutation_seconds:.1f} s; wall {time.perf_counter() - STARTED:.1f} s")
     for entry in report.gate:

@@ -13,7 +13,7 @@ GRADE_TIMEOUT = 900.0
 """Seconds one candidate of ``lse-fuzz grade`` may take in all."""
 
 MUTANT_BUDGET = 250
-"""Examples per mutant of ``lse-fuzz mutants`` (a killed mutant stops at its first failure)."""
+"""Examples per mutant of ``lse-fuzz mutants`` and ``mutate`` (a killed mutant stops at its first failure)."""
 
 MUTANT_TIMEOUT_FACTOR = 3.0
 MUTANT_TIMEOUT_FLOOR = 30.0

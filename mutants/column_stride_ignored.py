@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "agreement"
 
-PATCH = Patch(
-    path="reference/_lse_kernel.py",
-    anchor="x.stride(0), x.stride(1), cfg.cols_per_split",
-    replacement="x.stride(0), 1, cfg.cols_per_split",
-)
+PATH = "reference/_lse_kernel.py"
+ANCHOR = "x.stride(0), x.stride(1), cfg.cols_per_split"
+REPLACEMENT = "x.stride(0), 1, cfg.cols_per_split"
 
 
-def minimal_input() -> torch.Tensor:
-    return torch.tensor([[0.0, 2.0], [1.0, 3.0]], device=kernel_device()).t()
+def minimal_input(device: torch.device) -> torch.Tensor:
+    return torch.tensor([[0.0, 2.0], [1.0, 3.0]], device=device).t()

@@ -27,18 +27,16 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "input_unchanged"
 
-PATCH = Patch(
-    path="reference/_lse_kernel.py",
-    anchor="stride_col, BLOCK_N, INT64, False)\n",
-    replacement=(
-        "stride_col, BLOCK_N, INT64, False)\n"
-        "        tile = row_ptrs + _cols(start, BLOCK_N, INT64)[None, :] * stride_col\n"
-        "        tl.store(tile, (tl.load(tile) - run_max[:, None]).to(x_ptr.dtype.element_ty))\n"
-    ),
+PATH = "reference/_lse_kernel.py"
+ANCHOR = "stride_col, BLOCK_N, INT64, False)\n"
+REPLACEMENT = (
+    "stride_col, BLOCK_N, INT64, False)\n"
+    "        tile = row_ptrs + _cols(start, BLOCK_N, INT64)[None, :] * stride_col\n"
+    "        tl.store(tile, (tl.load(tile) - run_max[:, None]).to(x_ptr.dtype.element_ty))\n"
 )
 
 
-def minimal_input() -> torch.Tensor:
-    return torch.ones(1, 16, device=kernel_device())
+def minimal_input(device: torch.device) -> torch.Tensor:
+    return torch.ones(1, 16, device=device)

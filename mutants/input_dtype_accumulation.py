@@ -31,21 +31,19 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "agreement"
 
-PATCH = Patch(
-    path="reference/_lse_kernel.py",
-    anchor=(
-        "BLOCK_N, INT64, True)\n"
-        "    if PARTIALS:"
-    ),
-    replacement=(
-        "BLOCK_N, INT64, True)\n"
-        "    run_sum = run_sum.to(x_ptr.dtype.element_ty).to(dtype)\n"
-        "    if PARTIALS:"
-    ),
+PATH = "reference/_lse_kernel.py"
+ANCHOR = (
+    "BLOCK_N, INT64, True)\n"
+    "    if PARTIALS:"
+)
+REPLACEMENT = (
+    "BLOCK_N, INT64, True)\n"
+    "    run_sum = run_sum.to(x_ptr.dtype.element_ty).to(dtype)\n"
+    "    if PARTIALS:"
 )
 
 
-def minimal_input() -> torch.Tensor:
-    return torch.tensor([[0.0, -0.5]], dtype=torch.float16, device=kernel_device())
+def minimal_input(device: torch.device) -> torch.Tensor:
+    return torch.tensor([[0.0, -0.5]], dtype=torch.float16, device=device)

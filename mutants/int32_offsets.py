@@ -32,21 +32,18 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "shift_invariance"
 
-PATCH = Patch(
-    path="reference/_launch.py",
-    anchor="int64=_largest_offset(rows, cols, stride_row, stride_col) >= 2**31 - 1,",
-    replacement="int64=False,",
-)
+PATH = "reference/_launch.py"
+ANCHOR = "int64=_largest_offset(rows, cols, stride_row, stride_col) >= 2**31 - 1,"
+REPLACEMENT = "int64=False,"
 
 
-def minimal_input() -> torch.Tensor:
+def minimal_input(device: torch.device) -> torch.Tensor:
     rows, cols, row_stride, offset = 3, 4, 2**30 + 1, 2**31
     size = offset + (rows - 1) * row_stride + cols
     # torch.empty on a CPU maps pages lazily: the 8 GiB cost nothing until touched, and untouched
     # pages read as zeros. A GPU has no lazy pages; zero it so the wrapped read is deterministic.
-    device = kernel_device()
     make = torch.empty if device.type == "cpu" else torch.zeros
     storage = make(size, dtype=torch.float16, device=device)
     x = storage.as_strided((rows, cols), (row_stride, 1), offset)

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "agreement"
 
-PATCH = Patch(
-    path="reference/_lse_kernel.py",
-    anchor="    return x.to(dtype)",
-    replacement=(
-        "    x = x.to(dtype)\n"
-        '    return tl.where(x == x, x, -float("inf"))'
-    ),
+PATH = "reference/_lse_kernel.py"
+ANCHOR = "    return x.to(dtype)"
+REPLACEMENT = (
+    "    x = x.to(dtype)\n"
+    '    return tl.where(x == x, x, -float("inf"))'
 )
 
 
-def minimal_input() -> torch.Tensor:
-    return torch.tensor([[float("nan"), 0.0]], device=kernel_device())
+def minimal_input(device: torch.device) -> torch.Tensor:
+    return torch.tensor([[float("nan"), 0.0]], device=device)

@@ -26,22 +26,20 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "agreement"
 
-PATCH = Patch(
-    path="reference/_lse_kernel.py",
-    anchor=(
-        "shift = _shift(new_max)\n"
-        "    terms = _exp(x0, shift) + _exp(x1, shift) + _exp(x2, shift) + _exp(x3, shift)\n"
-        "    return new_max, run_sum * _rescale(run_max, new_max)"
-    ),
-    replacement=(
-        "shift = new_max\n"
-        "    terms = _exp(x0, shift) + _exp(x1, shift) + _exp(x2, shift) + _exp(x3, shift)\n"
-        "    return new_max, run_sum * tl.exp(run_max - new_max)"
-    ),
+PATH = "reference/_lse_kernel.py"
+ANCHOR = (
+    "shift = _shift(new_max)\n"
+    "    terms = _exp(x0, shift) + _exp(x1, shift) + _exp(x2, shift) + _exp(x3, shift)\n"
+    "    return new_max, run_sum * _rescale(run_max, new_max)"
+)
+REPLACEMENT = (
+    "shift = new_max\n"
+    "    terms = _exp(x0, shift) + _exp(x1, shift) + _exp(x2, shift) + _exp(x3, shift)\n"
+    "    return new_max, run_sum * tl.exp(run_max - new_max)"
 )
 
 
-def minimal_input() -> torch.Tensor:
-    return torch.tensor([[-float("inf")]], device=kernel_device())
+def minimal_input(device: torch.device) -> torch.Tensor:
+    return torch.tensor([[-float("inf")]], device=device)

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "agreement"
 
-PATCH = Patch(
-    path="reference/_lse_kernel.py",
-    anchor="new_max = tl.maximum(run_max, tl.max(tl.maximum(tl.maximum(x0, x1), tl.maximum(x2, x3)), axis=1))",
-    replacement="new_max = tl.zeros_like(run_max)",
-)
+PATH = "reference/_lse_kernel.py"
+ANCHOR = "new_max = tl.maximum(run_max, tl.max(tl.maximum(tl.maximum(x0, x1), tl.maximum(x2, x3)), axis=1))"
+REPLACEMENT = "new_max = tl.zeros_like(run_max)"
 
 
-def minimal_input() -> torch.Tensor:
-    return torch.tensor([[89.0]], device=kernel_device())
+def minimal_input(device: torch.device) -> torch.Tensor:
+    return torch.tensor([[89.0]], device=device)

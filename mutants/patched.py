@@ -1,33 +1,36 @@
-"""Loadable TARGET strings for the mutants: ``mutants.patched:<name>`` is mutant <name>'s ``lse``.
+"""Loadable TARGET strings for the bundled mutants: ``mutants.patched:<name>`` is mutant <name>'s ``lse``.
 
-The mutation harness and ``lse-fuzz`` load implementations from ``module:attribute`` strings (in
-worker processes too), and a mutant has no file of its own to point at: it is a patch of the
-reference package. This module's attributes are resolved on first access (PEP 562 ``__getattr__``):
+Workers load implementations from ``module:attribute`` strings, and a mutant has no file of its own
+to point at: it is a patch of the reference package. This module's attributes are resolved on first
+access (PEP 562 ``__getattr__``), each loaded once per process from a shadow copy of the package
+(:func:`fuzz.mutation.patch.load`):
 
     mutants.patched:no_max_added    the reference package with no_max_added's patch, its ``lse``
-    mutants.patched:unmutated       the empty patch, loaded the same way (the mutation gate's kernel)
-
-Each is loaded once per process (see :func:`mutants._patch.load`).
+    mutants.patched:unmutated       the empty patch, loaded the same way
 """
 
 from __future__ import annotations
 
-from . import MUTANTS, _patch
+import importlib
+
+from fuzz.mutation.patch import Patch, load
+
+from . import NAMES
 
 UNMUTATED = "unmutated"
 
 
 def __getattr__(name: str):
     if name == UNMUTATED:
-        return _patch.load(None).lse
-    mutant = MUTANTS.get(name)
-    if mutant is None:
-        # AttributeError, as for any missing attribute: `hasattr`, `from ... import` and the
-        # target loader all rely on it (and dunder lookups must not load anything).
+        return load(None).lse
+    if name not in NAMES:
+        # AttributeError, as for any missing attribute: `hasattr`, `from ... import` and the target
+        # loader rely on it (and dunder lookups must not load anything).
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}; "
-                             f"choose {UNMUTATED!r} or a mutant: {', '.join(MUTANTS)}")
-    return mutant.load()
+                             f"choose {UNMUTATED!r} or a mutant: {', '.join(NAMES)}")
+    data = importlib.import_module(f"{__package__}.{name}")
+    return load(Patch(data.PATH, data.ANCHOR, data.REPLACEMENT), name=name).lse
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), UNMUTATED, *MUTANTS])
+    return sorted([*globals(), UNMUTATED, *NAMES])

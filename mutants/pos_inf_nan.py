@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "agreement"
 
-PATCH = Patch(
-    path="reference/_lse_combine.py",
-    anchor='finite = (m != float("inf")) & (m != -float("inf"))',
-    replacement='finite = m != -float("inf")',
-)
+PATH = "reference/_lse_combine.py"
+ANCHOR = 'finite = (m != float("inf")) & (m != -float("inf"))'
+REPLACEMENT = 'finite = m != -float("inf")'
 
 
-def minimal_input() -> torch.Tensor:
-    return torch.tensor([[float("inf")]], device=kernel_device())
+def minimal_input(device: torch.device) -> torch.Tensor:
+    return torch.tensor([[float("inf")]], device=device)

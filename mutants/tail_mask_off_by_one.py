@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import torch
 
-from ._patch import Patch, kernel_device
+EXPECTED_CHECK = "agreement"
 
-PATCH = Patch(
-    path="reference/_lse_kernel.py",
-    anchor="(cols < col_end)",
-    replacement="(cols <= col_end)",
-)
+PATH = "reference/_lse_kernel.py"
+ANCHOR = "(cols < col_end)"
+REPLACEMENT = "(cols <= col_end)"
 
 
-def minimal_input() -> torch.Tensor:
+def minimal_input(device: torch.device) -> torch.Tensor:
     # Sliced on the device: a non-dense view moved to another device would lose its padding.
-    return torch.tensor([[0.0, 0.0, 0.0, 100.0]], device=kernel_device())[:, :3]
+    return torch.tensor([[0.0, 0.0, 0.0, 100.0]], device=device)[:, :3]

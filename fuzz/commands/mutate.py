@@ -1,4 +1,4 @@
-"""``lse-fuzz mutate TARGET``: does the fuzzer (and do your tests) notice a realistic bug in your kernel?
+"""``lse-fuzz mutate TARGET`` and ``lse-fuzz mutants``: one mutation engine, two presets.
 
     lse-fuzz mutate path/to/kernel.py:lse                      # every operator at every site
     lse-fuzz mutate path/to/kernel.py:lse --tests "pytest -q tests/test_kernel.py"
@@ -6,11 +6,16 @@
     lse-fuzz mutate path/to/kernel.py --list                   # the mutants, without running them
     lse-fuzz mutate path/to/kernel.py --show MUTANT            # one mutant's diff
     lse-fuzz mutate --operators-list                           # the operators and their pitfalls
+    lse-fuzz mutants                                           # the bundled catalog on reference:lse
 
-Exit code: 0 when the run finished (the score is in the reports; with ``--fail-under S``, 1 when it
-is below S); 2 for bad input (missing file, no @triton.jit kernel, a --tests command that fails on
-the unmutated kernel) or a failed gate. Reports: OUT_DIR/mutation.json (Stryker schema),
-mutation.md (a pull-request comment), mutation.html (opens offline).
+``mutants`` is ``mutate reference:lse`` with the bundled catalog as the source of mutants and the
+rule "every mutant killed"; both take the same options (see :mod:`fuzz.commands.mutants`).
+
+Exit code: 0 when the run passes its rule (``mutate``: it finished, and with ``--fail-under S`` the
+score is at least S; ``mutants``: every mutant was Killed), 1 when it does not; 2 for bad input
+(missing file, no @triton.jit kernel, a --tests command that fails on the unmutated kernel) or a
+failed gate. Reports: OUT_DIR/mutation.json (Stryker schema), mutation.md (a pull-request comment),
+mutation.html (opens offline); counterexamples in OUT_DIR/reproducers.
 """
 
 from __future__ import annotations
@@ -18,11 +23,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..defaults import MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR, OUT_DIR
+from ..defaults import MUTANT_BUDGET, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR, OUT_DIR
 
-# The runner's defaults (fuzz.mutate.runner), repeated here so that --help imports nothing heavy;
+# The runner's re-run defaults (fuzz.mutation.runner), repeated so that --help imports nothing heavy;
 # a test keeps the two in step.
-DEFAULT_BUDGET = 100
 GPU_THOROUGH_BUDGET = 2000
 CPU_THOROUGH_BUDGET = 300
 
@@ -42,50 +46,58 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--operators", default=None, metavar="NAMES", help="comma-separated operators (default all)")
     parser.add_argument("--mutant", action="append", default=None, metavar="NAME",
                         help="run only this mutant (repeatable; names from --list)")
-    parser.add_argument("--tests", default=None, metavar="CMD",
-                        help="your test command, run against each mutant too (exit 0 = the tests pass)")
-    parser.add_argument("--tests-root", default=None, metavar="DIR",
-                        help="the project directory CMD runs in, with the mutated file swapped in (default: .)")
-    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                        help=f"mutants at once (default: the CPU count, {os.cpu_count()})")
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
-                        help=f"examples per mutant (default {DEFAULT_BUDGET})")
-    parser.add_argument("--thorough-budget", type=int, default=None, metavar="N",
-                        help="examples of the survivors' re-run with the lse-thorough profile (default: "
-                             f"{GPU_THOROUGH_BUDGET} on a GPU, {CPU_THOROUGH_BUDGET} on the CPU, sized to Triton's "
-                             f"interpreter; --thorough-budget {GPU_THOROUGH_BUDGET} asks for the GPU-sized re-run "
-                             "there; 0: no re-run)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the example generator (default 0)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    parser.add_argument("--contract", choices=("strict", "finite"), default="strict",
-                        help="declared values policy (see lse-fuzz check)")
-    parser.add_argument("--dtypes", default=None, metavar="LIST", help="declared input dtypes (default all four)")
-    parser.add_argument("--layouts", default="any", choices=("contiguous", "rows", "any"), help="declared layouts")
-    parser.add_argument("--output-dtype", default="either", choices=("float32", "input", "either"),
-                        help="declared output dtype")
-    parser.add_argument("--max-n", type=int, default=None, metavar="N", help="declared longest row")
-    parser.add_argument("--checks", default=None, metavar="NAMES", help="comma-separated checks (default all)")
-    parser.add_argument("--max-elements", type=int, default=None, metavar="N", help="largest M*N drawn")
-    parser.add_argument("--timeout-factor", type=float, default=MUTANT_TIMEOUT_FACTOR, metavar="K",
-                        help=f"a mutant is stopped after max(K * the gate's run, floor) (default {MUTANT_TIMEOUT_FACTOR:g})")
-    parser.add_argument("--timeout-floor", type=float, default=MUTANT_TIMEOUT_FLOOR, metavar="SECONDS",
-                        help=f"the least seconds a mutant gets (default {MUTANT_TIMEOUT_FLOOR:g})")
-    parser.add_argument("--no-cache", action="store_true", help="judge every mutant again (no verdict cache)")
-    parser.add_argument("--cache-dir", default=None, metavar="DIR", help="where verdicts are kept")
-    parser.add_argument("--fail-under", type=float, default=None, metavar="SCORE",
-                        help="exit 1 when the mutation score (percent) is below SCORE")
-    parser.add_argument("--out-dir", default=OUT_DIR, metavar="DIR",
-                        help=f"where mutation.json, mutation.md and mutation.html go (default {OUT_DIR}/)")
-    parser.add_argument("--list", action="store_true", help="list TARGET's mutants and exit")
-    parser.add_argument("--show", metavar="MUTANT", default=None, help="print one mutant's diff and exit")
     parser.add_argument("--operators-list", action="store_true", help="list the operators and exit")
-    parser.add_argument("--no-progress", dest="show_progress", action="store_false", help="no progress bar")
+    add_options(parser)
     return parser
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The options of both presets."""
+    add = parser.add_argument
+    add("--tests", default=None, metavar="CMD",
+        help="your test command, run against each mutant too (exit 0 = the tests pass)")
+    add("--tests-root", default=None, metavar="DIR",
+        help="the project directory CMD runs in, with the mutated file swapped in (default: .)")
+    add("-j", "--jobs", type=int, default=None, metavar="N", help=f"mutants at once (default: the CPU count, "
+                                                                    f"{os.cpu_count()})")
+    add("--budget", type=int, default=MUTANT_BUDGET, metavar="N",
+        help=f"examples per mutant (default {MUTANT_BUDGET}; a killed mutant stops at its first failure)")
+    add("--thorough-budget", type=int, default=None, metavar="N",
+        help=f"examples of the survivors' re-run with the lse-thorough profile (default: {GPU_THOROUGH_BUDGET} on "
+             f"a GPU, {CPU_THOROUGH_BUDGET} on the CPU, sized to Triton's interpreter; 0: no re-run)")
+    add("--seed", type=int, default=0, metavar="N", help="seed of the example generator (default 0)")
+    add("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    add("--contract", choices=("strict", "finite"), default="strict",
+        help="declared values policy: strict includes NaN and +inf inputs (default); finite leaves them out")
+    add("--dtypes", default=None, metavar="LIST", help="declared input dtypes (default all four)")
+    add("--layouts", default="any", choices=("contiguous", "rows", "any"), help="declared layouts")
+    add("--output-dtype", default="either", choices=("float32", "input", "either"), help="declared output dtype")
+    add("--max-n", type=int, default=None, metavar="N", help="declared longest row")
+    add("--checks", default=None, metavar="NAMES", help="comma-separated checks (default all; the gate uses the same)")
+    add("--max-elements", type=int, default=None, metavar="N",
+        help="largest M*N drawn (default 4194304 on CUDA, 65536 on the CPU)")
+    add("--parts", type=int, default=None, metavar="N",
+        help="split each mutant's examples into N runs of seeds derived from --seed, run in turn (default 1)")
+    add("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")
+    add("--timeout-factor", type=float, default=MUTANT_TIMEOUT_FACTOR, metavar="K",
+        help=f"a mutant is stopped after max(K * the gate's run, floor) (default {MUTANT_TIMEOUT_FACTOR:g})")
+    add("--timeout-floor", type=float, default=MUTANT_TIMEOUT_FLOOR, metavar="SECONDS",
+        help=f"the least seconds a mutant gets (default {MUTANT_TIMEOUT_FLOOR:g})")
+    add("--no-cache", action="store_true", help="judge every mutant again (no verdict cache)")
+    add("--cache-dir", default=None, metavar="DIR", help="where verdicts are kept")
+    add("--fail-under", type=float, default=None, metavar="SCORE",
+        help="exit 1 when the mutation score (percent) is below SCORE")
+    add("--out-dir", default=OUT_DIR, metavar="DIR",
+        help=f"where mutation.json, mutation.md, mutation.html and reproducers go (default {OUT_DIR}/)")
+    add("--list", action="store_true", help="list the mutants and exit")
+    add("--show", metavar="MUTANT", default=None, help="print one mutant's diff and exit")
+    add("--no-progress", dest="show_progress", action="store_false", help="no progress bar")
 
 
 def uses_workers(args: argparse.Namespace) -> bool:
     """Whether this run starts isolated workers (the CLI then starts their fork server early)."""
-    return not args.list and args.show is None and not args.operators_list and args.target is not None
+    return not (args.list or args.show is not None or getattr(args, "operators_list", False)
+                or (args.command == "mutate" and args.target is None))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,54 +105,39 @@ def run(args: argparse.Namespace) -> int:
 
     from reference.errors import InvalidArgument
 
-    from .. import validate
-    from ..mutate import OPERATORS, discover, generate, run_mutate
-    from ..mutate.report import budgets, headline, rich_tables, write_reports
-    from ..mutation import GateFailure
+    from ..mutation import OPERATORS, ExitRule, GateFailure, catalog, discover, generate, run_mutation
+    from ..mutation.report import budgets, headline, rich_tables, write_reports
     from ..outcomes import ExitCode
-    from .mutants import _Progress
 
     console = Console()
-    if not console.is_terminal:
+    if not console.is_terminal:  # a log or a pipe: do not fold names to 80 columns
         console = Console(width=200)
-    if args.operators_list:
+    bundled = args.command == "mutants"
+    if getattr(args, "operators_list", False):
         for op in OPERATORS.values():
             console.print(f"[bold]{op.name}[/]: {op.pitfall} [dim]({op.documented})[/]")
         return ExitCode.OK
-    if args.target is None:
+    if not bundled and args.target is None:
         raise InvalidArgument("TARGET is missing; give the kernel's launcher: lse-fuzz mutate path/to/kernel.py:lse.")
-    operators = args.operators.split(",") if args.operators else None
+    operators = args.operators.split(",") if getattr(args, "operators", None) else None
     if args.list or args.show is not None:
-        mutants = generate(discover(args.target), operators)
-        if args.show is not None:
-            chosen = [m for m in mutants if m.name == args.show]
-            if not chosen:
-                raise InvalidArgument(f"--show={args.show!r} is not a mutant of {args.target}; see --list.")
-            print(chosen[0].diff(), end="")
-            return ExitCode.OK
-        for m in mutants:
-            where = "kernel" if m.kernel else "launcher"
-            console.print(f"{m.name}  [dim]{m.function} ({where}):[/] {m.original.strip()!r} -> {m.replacement.strip()!r}")
-        console.print(f"{len(mutants)} mutants")
-        return ExitCode.OK
-    for value, name, low in ((args.budget, "--budget", 1), (args.seed, "--seed", 0),
-                             (args.thorough_budget, "--thorough-budget", 0)):
-        if value is not None:
-            validate.integer(value, name=name, low=low)
-    if args.fail_under is not None:
-        validate.number(args.fail_under, name="--fail-under", low=0)
-    cache = None if args.no_cache else (args.cache_dir or _default_cache())
-    errors = Console(stderr=True)
-    with _Progress(errors, args.show_progress) as update:
+        mutants = list(catalog().values()) if bundled else generate(discover(args.target), operators)
+        return _list_or_show(console, args, mutants)
+    _validate(args)
+    names = (args.names or None) if bundled else args.mutant
+    with _Progress(Console(stderr=True), args.show_progress) as update:
         try:
-            report = run_mutate(
-                args.target, operators=operators, budget=args.budget, seed=args.seed, device=args.device,
-                contract=args.contract, dtypes=args.dtypes.split(",") if args.dtypes else None, layouts=args.layouts,
+            report = run_mutation(
+                None if bundled else args.target, source="catalog" if bundled else "operators", mutants=names,
+                operators=operators, budget=args.budget, seed=args.seed, device=args.device, contract=args.contract,
+                dtypes=args.dtypes.split(",") if args.dtypes else None, layouts=args.layouts,
                 output_dtype=args.output_dtype, max_n=args.max_n,
                 checks=args.checks.split(",") if args.checks else None, max_elements=args.max_elements,
-                jobs=args.jobs, timeout_factor=args.timeout_factor, timeout_floor=args.timeout_floor,
-                thorough_budget=args.thorough_budget, tests=args.tests, tests_root=args.tests_root, cache=cache,
-                only=args.mutant, progress=update)
+                jobs=args.jobs, parts=args.parts, timeout_factor=args.timeout_factor,
+                timeout_floor=args.timeout_floor, thorough_budget=args.thorough_budget, matrix=args.matrix,
+                tests=args.tests, tests_root=args.tests_root, cache=None if args.no_cache else _cache(args),
+                out_dir=args.out_dir, exit_rule=ExitRule.ALL_KILLED if bundled else ExitRule.FAIL_UNDER,
+                fail_under=args.fail_under, progress=update)
         except GateFailure as failure:
             update.stop()
             raise InvalidArgument(str(failure)) from None
@@ -148,17 +145,90 @@ def run(args: argparse.Namespace) -> int:
         console.print(table)
     paths = write_reports(report, args.out_dir)
     console.print(f"{headline(report)}; {report.summary()}; {report.reused} verdicts reused, {report.judged} judged")
-    console.print(f"{budgets(report)}", markup=False, highlight=False)
+    console.print(budgets(report), markup=False, highlight=False)
     for r in report.survivors:
         console.print(f"[bold red]survived[/] {r.name}: look here: a real gap, or an equivalent mutant")
         console.print(r.mutant.diff(), markup=False, highlight=False)
     console.print(f"reports: {paths['json']}, {paths['markdown']}, {paths['html']}")
-    if args.fail_under is not None and (report.score or 0.0) < args.fail_under:
-        return ExitCode.FAILED
-    return ExitCode.OK
+    if report.exit_code and bundled:
+        console.print(f"[bold red]not every mutant was killed[/]: see the table above and {paths['markdown']}")
+    return report.exit_code
 
 
-def _default_cache():
-    from ..mutate.runner import CACHE
+def _cache(args: argparse.Namespace):
+    from ..mutation.runner import CACHE
 
-    return CACHE
+    return args.cache_dir or CACHE
+
+
+def _validate(args: argparse.Namespace) -> None:
+    """The flags as typed (the runner validates its arguments too, by their Python names)."""
+    from .. import validate
+    from ..checks import validate_checks
+
+    for value, name, low in ((args.budget, "--budget", 1), (args.seed, "--seed", 0), (args.jobs, "--jobs", 1),
+                             (args.thorough_budget, "--thorough-budget", 0), (args.parts, "--parts", 1),
+                             (args.max_elements, "--max-elements", 1), (args.max_n, "--max-n", 1)):
+        if value is not None:
+            validate.integer(value, name=name, low=low)
+    validate.number(args.timeout_factor, name="--timeout-factor", low=0)
+    validate.number(args.timeout_floor, name="--timeout-floor", low=1)
+    if args.fail_under is not None:
+        validate.number(args.fail_under, name="--fail-under", low=0)
+    if args.checks:
+        validate_checks(args.checks, name="--checks")
+
+
+def _list_or_show(console, args: argparse.Namespace, mutants: list) -> int:
+    from reference.errors import InvalidArgument
+
+    if args.show is not None:
+        chosen = [m for m in mutants if m.name == args.show]
+        if not chosen:
+            raise InvalidArgument(f"--show={args.show!r} is not a mutant; choose from: "
+                                  f"{', '.join(m.name for m in mutants[:20])}{' ...' if len(mutants) > 20 else ''} "
+                                  "(see --list).")
+        print(chosen[0].diff(), end="")
+        return 0
+    for m in mutants:
+        where = f"{m.function} ({'kernel' if m.kernel else 'launcher'})"
+        expected = f" (expected check: {m.expected_check}) {m.pitfall}" if m.expected_check else ""
+        console.print(f"{m.name}  [dim]{where}:[/] {m.original.strip()!r} -> {m.replacement.strip()!r}{expected}",
+                      highlight=False)
+    console.print(f"{len(mutants)} mutants")
+    return 0
+
+
+class _Progress:
+    """A rich progress bar for the gate and the mutants (a no-op when disabled or not a terminal)."""
+
+    def __init__(self, console, enabled: bool) -> None:
+        self.console = console
+        self.enabled = enabled and console.is_terminal
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=self.console, transient=False)
+            self.bar.start()
+        return self
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.bar is None:
+            return
+        if phase not in self.tasks:
+            label = "again: survivors, timeouts" if phase.startswith("again") else phase
+            self.tasks[phase] = self.bar.add_task(label, total=total)
+        self.bar.update(self.tasks[phase], completed=done)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()

@@ -1,17 +1,54 @@
-"""Mutation analysis of the bundled mutants (``lse-fuzz mutants``).
+"""Mutation analysis, one engine: does the fuzzer (and do your tests) notice each mutant of a kernel?
 
-* :mod:`.analysis`: :func:`run_mutation_analysis`, the gate and every mutant on the worker pool;
-* :mod:`.results`: what it found (:class:`MutationReport`, :class:`GateFailure`);
-* :mod:`.report`: Stryker JSON, Markdown and terminal tables (:func:`write_reports`);
-* :mod:`.gate`: the deliberately broken double the gate must catch.
+A mutant is a patch (:mod:`.patch`, :class:`Mutant`). Two sources make them: the kernel-aware
+operators applied at every site of the kernels a TARGET reaches (:mod:`.operators`, :mod:`.sites`;
+``lse-fuzz mutate``) and the bundled catalog, the files of ``mutants/`` (:mod:`.bundled`;
+``lse-fuzz mutants``). One runner judges them (:mod:`.runner`, :mod:`.judge`: the gate, coverage,
+the cache, timeouts run again, survivors re-run thoroughly, your ``--tests``), and one writer reports
+them (:mod:`.report`: Stryker JSON, Markdown, HTML, terminal tables).
+
+    from fuzz.mutation import run_mutation, write_reports
+    report = run_mutation(source="catalog", exit_rule="all-killed")   # lse-fuzz mutants
+    report = run_mutation("path/to/kernel.py:lse")                    # lse-fuzz mutate
+    write_reports(report, "lse-fuzz-report")
+
+Names are imported on first use: a worker that loads a patched kernel (:func:`.patch.load`) does
+not import the runner and its dependencies.
 """
 
 from __future__ import annotations
 
-from .analysis import DEFAULT_BUDGET, DEFAULT_OUT_DIR, GATE_BROKEN, GATE_CORRECT, run_mutation_analysis
-from .report import markdown_summary, rich_tables, stryker_report, validate_report, write_reports
-from .results import Cell, GateFailure, GateResult, MutantResult, MutationReport
+import importlib
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_OUT_DIR", "GATE_BROKEN", "GATE_CORRECT", "Cell", "GateFailure", "GateResult",
-           "MutantResult", "MutationReport", "markdown_summary", "rich_tables", "run_mutation_analysis",
-           "stryker_report", "validate_report", "write_reports"]
+_EXPORTS = {
+    "Mutant": "mutant",
+    "Patch": "patch",
+    "PatchError": "patch",
+    "OPERATORS": "operators",
+    "Operator": "operators",
+    "Kernel": "sites",
+    "discover": "sites",
+    "generate": "sites",
+    "catalog": "bundled",
+    "minimal_input": "bundled",
+    "run_mutation": "runner",
+    "DEFAULT_BUDGET": "runner",
+    "ExitRule": "results",
+    "GateFailure": "results",
+    "MutationReport": "results",
+    "MutantResult": "results",
+    "write_reports": "report",
+    "validate_report": "report",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'fuzz.mutation' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -2,16 +2,27 @@
 
 Every mutant (and every gate entry) is graded exactly like a candidate of ``lse-fuzz grade``; its
 :class:`Cell` keeps that grading record, and :func:`fuzz.outcomes.mutant_status` maps it to a
-:class:`~fuzz.outcomes.MutantStatus`.
+:class:`~fuzz.outcomes.MutantStatus` (a mutant whose edit never ran is not graded: its record says
+``no_coverage``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
 
 from ..outcomes import MutantStatus, mutant_status
+from .mutant import Mutant
+from .sites import Kernel
 
-__all__ = ["Cell", "GateFailure", "GateResult", "MutantResult", "MutationReport"]
+__all__ = ["Cell", "ExitRule", "GateFailure", "GateResult", "MutantResult", "MutationReport", "TestsVerdict"]
+
+
+class ExitRule(str, enum.Enum):
+    """When a run's exit status is 1 (0 otherwise; 2 is a failed gate or bad input, before any score)."""
+
+    ALL_KILLED = "all-killed"  # lse-fuzz mutants: each bundled bug must be caught by a check
+    FAIL_UNDER = "fail-under"  # lse-fuzz mutate: the score is below --fail-under (never, without one)
 
 
 @dataclass
@@ -24,12 +35,16 @@ class Cell:
 
     @property
     def status(self) -> MutantStatus:
+        if self.record.get("no_coverage"):
+            return MutantStatus.NO_COVERAGE
         return mutant_status(self.record["verdict"], self.record.get("exception") or ())
 
     @property
     def reason(self) -> str:
         """The failure message of the killing check, or what else happened (with the worker's stderr)."""
         record = self.record
+        if record.get("no_coverage"):
+            return record["reason"]
         if record["verdict"] == "fail":
             return record.get("details") or record.get("reason", "")
         if record["verdict"] == "pass":
@@ -94,8 +109,26 @@ class GateResult:
 
 
 @dataclass
+class TestsVerdict:
+    """What the user's test command (``--tests``) did with one mutant."""
+
+    status: MutantStatus  # Killed (non-zero exit), Survived (exit 0) or Timeout
+    exit: int | None
+    seconds: float
+    output: str
+
+    @classmethod
+    def of(cls, record: dict) -> TestsVerdict:
+        if record.get("timed_out"):
+            status = MutantStatus.TIMEOUT
+        else:
+            status = MutantStatus.SURVIVED if record.get("exit") == 0 else MutantStatus.KILLED
+        return cls(status, record.get("exit"), float(record.get("seconds") or 0.0), record.get("output") or "")
+
+
+@dataclass
 class MutantResult:
-    mutant: object  # mutants.Mutant
+    mutant: Mutant
     status: MutantStatus
     reason: str
     cell: Cell
@@ -149,7 +182,7 @@ class MutantResult:
 
 @dataclass
 class MutationReport:
-    """Everything one analysis found; :meth:`write` puts the reports in a directory."""
+    """Everything one analysis found (:func:`fuzz.mutation.write_reports` writes it)."""
 
     results: list[MutantResult]
     gate: list[GateResult]
@@ -157,9 +190,18 @@ class MutationReport:
     baseline_seconds: float
     timeout_seconds: float
     gate_seconds: float  # from the start until the gate's verdict
-    mutation_seconds: float  # from the gate's verdict until the last mutant's (they overlap the gate)
+    mutation_seconds: float  # from the gate's verdict until the last mutant's
     setup_seconds: float = 0.0
     matrix: bool = False
+    kernel: Kernel | None = None
+    tests: dict[str, TestsVerdict] | None = None  # mutant name -> the user's tests' verdict
+    thorough: set[str] = field(default_factory=set)  # mutants graded again with lse-thorough
+    retried: set[str] = field(default_factory=set)  # mutants run again after a timeout
+    reused: int = 0  # verdicts taken from the cache
+    judged: int = 0  # verdicts decided in this run
+    command: str = ""
+    exit_rule: ExitRule = ExitRule.ALL_KILLED
+    fail_under: float | None = None
 
     def count(self, status: MutantStatus) -> int:
         return sum(result.status is status for result in self.results)
@@ -182,8 +224,18 @@ class MutationReport:
         return all(result.status is MutantStatus.KILLED for result in self.results)
 
     @property
+    def survivors(self) -> list[MutantResult]:
+        return [r for r in self.results if r.status is MutantStatus.SURVIVED]
+
+    def tests_killed(self) -> int:
+        return sum(v.status.detected for v in (self.tests or {}).values())
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.all_killed else 1
+        """0 or 1 by :attr:`exit_rule`."""
+        if self.exit_rule is ExitRule.ALL_KILLED:
+            return 0 if self.all_killed else 1
+        return int(self.fail_under is not None and (self.score or 0.0) < self.fail_under)
 
     @property
     def total_seconds(self) -> float:

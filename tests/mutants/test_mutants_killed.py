@@ -1,6 +1,6 @@
 """Each mutant is caught: its minimal input fails its expected check, and fuzzing finds it.
 
-The fuzzing runs here in-process (no worker) with the mutation harness's budget of 250 examples;
+The fuzzing runs here in-process (no worker) with the mutation engine's budget of 250 examples;
 a killed mutant stops at its first failure (plus shrinking). ``int32_offsets`` is fuzzed with
 ``huge_offsets=True``, the inputs that reach 2**31 elements; the fuzzer's default examples stay
 far below that. Each counterexample then passes the same checks on the unmutated kernel, so it is
@@ -19,10 +19,16 @@ import reference
 from fuzz.checks import CheckFailure, run_checks
 from fuzz.layouts import Layout
 from fuzz.strategies import LseInput, RowSpec
-from mutants import MUTANTS, UNMUTATED_TARGET
-from mutants._patch import kernel_device
+from fuzz.mutation import DEFAULT_BUDGET, catalog, minimal_input
+from fuzz.mutation.bundled import kernel_device
+from mutants import UNMUTATED_TARGET
 
-BUDGET = 250  # the mutation harness's budget per mutant
+MUTANTS = catalog()
+BUDGET = 250  # the mutation engine's budget per mutant
+
+
+def test_the_budget_is_the_engines():
+    assert DEFAULT_BUDGET == BUDGET
 
 
 def _resolve(target: str):
@@ -42,7 +48,7 @@ def _example(x: torch.Tensor) -> LseInput:
 def test_the_minimal_input_fails_the_expected_check(name):
     mutant = MUTANTS[name]
     with pytest.raises(CheckFailure) as failure:
-        run_checks(mutant.load(), _example(mutant.minimal_input()), checks=[mutant.expected_check])
+        run_checks(mutant.load(), _example(minimal_input(mutant)), checks=[mutant.expected_check])
     assert failure.value.check == mutant.expected_check
 
 
@@ -51,7 +57,7 @@ def test_the_minimal_input_passes_the_expected_check_without_the_bug(name):
     # The input exposes the bug, not something else: the unmutated kernel, loaded the same way
     # (the empty patch), passes the same check on it.
     mutant = MUTANTS[name]
-    run_checks(_resolve(UNMUTATED_TARGET), _example(mutant.minimal_input()), checks=[mutant.expected_check])
+    run_checks(_resolve(UNMUTATED_TARGET), _example(minimal_input(mutant)), checks=[mutant.expected_check])
 
 
 @pytest.mark.parametrize("name", list(MUTANTS))

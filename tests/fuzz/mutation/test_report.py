@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from fuzz.checks import CHECKS
-from fuzz.mutation import (Cell, GateResult, MutantResult, MutationReport, markdown_summary, rich_tables,
-                           stryker_report, validate_report, write_reports)
-from fuzz.mutation.report import SCHEMA_PATH, schema
+from fuzz.mutation import MutantResult, MutationReport, catalog, discover, validate_report, write_reports
+from fuzz.mutation.report import SCHEMA_PATH, markdown_report, rich_tables, schema, stryker_report
+from fuzz.mutation.results import Cell, ExitRule, GateResult
 from fuzz.outcomes import MutantStatus
-from mutants import MUTANTS
+
+MUTANTS = catalog()
+KERNEL = discover("reference:lse")
 
 # An optional dependency (the `report` extra): a machine without it skips these tests.
 jsonschema = pytest.importorskip("jsonschema")
@@ -54,11 +56,14 @@ def _report(statuses, *, matrix=False) -> MutationReport:
             by_check = {name: _cell(status if name == mutant.expected_check else MutantStatus.SURVIVED, (name,))
                         for name in CHECKS}
         results.append(MutantResult(mutant, status, cell.reason, cell, matrix=by_check))
-    gate = [GateResult("reference.lse", "reference:lse", "pass", _cell(MutantStatus.SURVIVED)),
-            GateResult("reference.lse + 1", "fuzz.mutation.gate:lse_plus_one", "fail", _cell(MutantStatus.KILLED))]
-    config = {"budget": 200, "seed": 0, "device": "cpu", "contract": "strict", "jobs": 2, "matrix": matrix}
+    gate = [GateResult("the unmutated kernel", "reference:lse", "pass", _cell(MutantStatus.SURVIVED)),
+            GateResult("the kernel + 1", "reference:lse", "fail", _cell(MutantStatus.KILLED))]
+    config = {"budget": 250, "seed": 0, "device": "cpu", "contract": "strict", "declared_contract": "strict",
+              "jobs": 2, "matrix": matrix, "max_elements": None, "max_elements_drawn": 65536, "thorough_budget": 0,
+              "thorough_budget_source": "none", "tests": None}
     return MutationReport(results=results, gate=gate, config=config, baseline_seconds=20.0, timeout_seconds=60.0,
-                          gate_seconds=25.0, mutation_seconds=70.0, setup_seconds=0.5, matrix=matrix)
+                          gate_seconds=25.0, mutation_seconds=70.0, setup_seconds=0.5, matrix=matrix, kernel=KERNEL,
+                          command="reference:lse", exit_rule=ExitRule.ALL_KILLED)
 
 
 ALL_STATUSES = [MutantStatus.KILLED, MutantStatus.SURVIVED, MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR,
@@ -78,14 +83,16 @@ def test_the_schema_is_the_published_one():
 def test_the_json_report_is_valid_against_the_schema(matrix):
     data = stryker_report(_report(ALL_STATUSES, matrix=matrix))
     validate_report(json.loads(json.dumps(data)))  # what a file holds, not Python objects
-    first = next(iter(data["files"].values()))
+    first = data["files"][MUTANTS["no_max_added"].file]
     mutant = first["mutants"][0]
-    assert mutant["mutatorName"] == MUTANTS["no_max_added"].pitfall
+    assert mutant["mutatorName"] == "no_max_added"
+    assert MUTANTS["no_max_added"].pitfall in mutant["description"]
+    assert "expected check: shift_invariance" in mutant["description"]
     killed_by = [MUTANTS["no_max_added"].expected_check] if matrix else ["agreement"]
     assert mutant["killedBy"] == killed_by and mutant["status"] == "Killed"
     assert "row 0 differs" in mutant["statusReason"]
     path = MUTANTS["no_max_added"].location()[0]
-    assert list(data["files"])[0] == path and first["source"] == (ROOT / path).read_text()
+    assert first is data["files"][path] and first["source"] == (ROOT / path).read_text()
     assert {t["id"] for t in data["testFiles"]["fuzz/checks/__init__.py"]["tests"]} == set(CHECKS)
 
 
@@ -112,7 +119,7 @@ CORRUPTIONS = [
 
 
 def _first_mutant(data: dict) -> dict:
-    return next(iter(data["files"].values()))["mutants"][0]
+    return next(f for f in data["files"].values() if f["mutants"])["mutants"][0]
 
 
 @pytest.mark.parametrize("corrupt", [c[1] for c in CORRUPTIONS], ids=[c[0] for c in CORRUPTIONS])
@@ -135,17 +142,18 @@ def test_score_is_detected_over_valid_and_the_exit_code_wants_every_mutant_kille
 
 
 def test_the_markdown_summary_is_a_pull_request_comment():
-    text = markdown_summary(_report(ALL_STATUSES))
-    assert text.startswith("## ❌ LSE mutation analysis: score 75.0%")
+    text = markdown_report(_report(ALL_STATUSES))
+    assert text.startswith("## ❌ lse-fuzz mutation analysis of `reference:lse`: score 75.0%")
     assert "| `no_max_added` |" in text and "| Killed | `agreement` |" in text
-    assert "detected = Killed + Timeout" in text
-    assert "<summary><code>masked_lanes_zero</code>: Survived</summary>" in text
+    assert "detected = Killed + Timeout" in text and "The run fails unless every mutant is Killed." in text
+    assert "### Survivors: look here" in text and "**`masked_lanes_zero`**" in text  # with its diff
+    assert "<summary><code>hardcoded_row_stride</code>: RuntimeError</summary>" in text
     assert "SIGSEGV" in text  # the reason of the crashed one
     assert "### Kill matrix" not in text
 
 
 def test_the_markdown_matrix_shows_weight_and_single_check_mutants():
-    text = markdown_summary(_report([MutantStatus.KILLED] * 3, matrix=True))
+    text = markdown_report(_report([MutantStatus.KILLED] * 3, matrix=True))
     assert "### Kill matrix" in text and "| **mutants killed** |" in text
     only = MUTANTS["no_max_added"].expected_check
     assert f"Caught by a single check: `no_max_added` (only `{only}`)" in text
@@ -161,7 +169,22 @@ def test_the_terminal_tables_render():
     assert "Kill matrix" in out and "no_max_added" in out and "Survived" in out
 
 
-def test_write_puts_both_reports_in_the_directory(tmp_path):
+def test_write_puts_every_report_in_the_directory(tmp_path):
     paths = write_reports(_report(ALL_STATUSES), tmp_path / "out")
     validate_report(json.loads(paths["json"].read_text()))
     assert paths["markdown"].read_text().startswith("## ")
+    assert "mutation-test-report-app" in paths["html"].read_text()
+
+
+@pytest.mark.parametrize(("fail_under", "code"), [(None, 0), (80.0, 1), (75.0, 0), (70.0, 0)],
+                         ids=["no-threshold", "below", "at", "above"])
+def test_the_fail_under_rule_compares_the_score(fail_under, code):
+    report = _report(ALL_STATUSES)  # score 75
+    report.exit_rule, report.fail_under = ExitRule.FAIL_UNDER, fail_under
+    assert report.exit_code == code
+
+
+def test_an_uncovered_mutant_is_no_coverage_with_its_reason():
+    cell = Cell((), {"verdict": "pass", "no_coverage": True, "reason": "the mutated line never ran"}, 0.0)
+    assert cell.status is MutantStatus.NO_COVERAGE and cell.reason == "the mutated line never ran"
+    assert not MutantStatus.NO_COVERAGE.detected and MutantStatus.NO_COVERAGE.valid

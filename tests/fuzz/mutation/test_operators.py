@@ -2,7 +2,7 @@
 discovery finds the kernels and the launcher; bad targets get one clear message.
 
 Each operator is shown on a small kernel (its diff here); that the fuzzer kills it is shown by
-``test_runner.py`` (a few, fast) and ``test_every_operator_is_killed_somewhere`` (all, slow).
+``test_run.py`` (a few, fast) and ``test_every_operator_is_killed_somewhere`` (all, slow).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.mutate import OPERATORS, discover, generate
+from fuzz.mutation import OPERATORS, discover, generate
 from reference.errors import InvalidArgument
 
 TINY = Path(__file__).parents[2] / "implementations" / "mutate" / "tiny_lse.py"

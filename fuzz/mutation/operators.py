@@ -9,7 +9,7 @@ operator on every node, so an operator applies wherever its pattern occurs, one 
 
 ``site.kernel`` says whether the node lies in a ``@triton.jit`` function (device code) or in the
 launcher (host code): some operators act in one of them only (a mask lives in the kernel, the
-grid in the launcher). Every operator has a test on a small kernel (``tests/fuzz/mutate/``) that
+grid in the launcher). Every operator has a test on a small kernel (``tests/fuzz/mutation/``) that
 shows its diff and, where the bug is observable, that the fuzzer kills it.
 """
 

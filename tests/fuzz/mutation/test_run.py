@@ -17,10 +17,8 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import main
-from fuzz.mutate import discover, generate, run_mutate
-from fuzz.mutate.html import html_report
-from fuzz.mutate.report import LOOK_HERE, headline, markdown_report, stryker_report, write_reports
-from fuzz.mutation import validate_report
+from fuzz.mutation import discover, generate, run_mutation, validate_report
+from fuzz.mutation.report import LOOK_HERE, headline, html_report, markdown_report, stryker_report, write_reports
 from fuzz.outcomes import MutantStatus
 
 HERE = Path(__file__).parent
@@ -44,7 +42,7 @@ def test_statuses_your_tests_reports_and_the_cache(tmp_path):
     for name in ("tiny_lse.py", "check_tiny.py"):
         shutil.copy(TINY_DIR / name, project / name)
     cache = tmp_path / "verdicts"
-    report = run_mutate(str(project / "tiny_lse.py"), only=list(CHOSEN), tests=TESTS, tests_root=project,
+    report = run_mutation(str(project / "tiny_lse.py"), mutants=list(CHOSEN), tests=TESTS, tests_root=project,
                         cache=cache, **OPTIONS)
     _each_status_occurs_and_the_fuzzer_kills_the_real_bugs(report)
     _the_users_tests_are_judged_beside_the_fuzzer(report)
@@ -92,7 +90,7 @@ def _the_reports_validate_and_list_every_survivor_with_its_diff(report, out):
 
 
 def _a_rerun_reuses_every_verdict(project, cache):
-    again = run_mutate(str(project / "tiny_lse.py"), only=list(CHOSEN), tests=TESTS, tests_root=project,
+    again = run_mutation(str(project / "tiny_lse.py"), mutants=list(CHOSEN), tests=TESTS, tests_root=project,
                        cache=cache, **OPTIONS)
     assert (again.reused, again.judged) == (10, 0)  # 5 fuzz + 5 tests verdicts
     assert {r.name: r.status for r in again.results} == CHOSEN
@@ -105,7 +103,7 @@ def _a_run_stopped_in_the_rerun_starts_there_again(project, cache):
     (verdict,) = [f for f in cache.rglob("*.json") if json.loads(f.read_text()).get("thorough")]
     verdict.unlink()  # as if the run had stopped before the survivor's re-run ended
     steps = []
-    again = run_mutate(str(project / "tiny_lse.py"), only=[survivor], cache=cache,
+    again = run_mutation(str(project / "tiny_lse.py"), mutants=[survivor], cache=cache,
                        progress=lambda step, done, total: steps.append((step, done, total)), **OPTIONS)
     assert [step for step in steps if step[0] != "gate"] == [("again", 1, 1)]  # no first pass
     assert (again.reused, again.judged) == (0, 1)
@@ -116,7 +114,7 @@ def _editing_the_kernel_rejudges_its_mutants(project, cache):
     source = project / "tiny_lse.py"
     source.write_text(source.read_text().replace("# An all -inf row", "# A row of -inf only"))
     chosen = ["mask_off_by_one@tiny_lse.py:43:68", "reduction_swapped@tiny_lse.py:45:35"]
-    edited = run_mutate(str(source), only=chosen, cache=cache, **OPTIONS)
+    edited = run_mutation(str(source), mutants=chosen, cache=cache, **OPTIONS)
     assert (edited.reused, edited.judged) == (0, 2)
     assert [r.status for r in edited.results] == [MutantStatus.KILLED, MutantStatus.NO_COVERAGE]
 
@@ -127,18 +125,18 @@ def test_a_timeout_is_confirmed_by_a_second_run_with_a_longer_limit(tmp_path, mo
     take longer than; its second run gets 200 s: it survives, and is re-run thoroughly (also timed
     out at first, and run again). A kill that comes within the second stays a kill. With no more
     time the second time, a timeout stays a timeout."""
-    import fuzz.mutate.runner as runner
+    import fuzz.mutation.judge as judge
 
     killed, equivalent = "mask_off_by_one@tiny_lse.py:43:68", "accumulator_half@tiny_lse.py:33:53"
     options = {**OPTIONS, "timeout_factor": 0, "timeout_floor": 1}
-    monkeypatch.setattr(runner, "RETRY_FACTOR", 200.0)
-    report = run_mutate(str(TINY_DIR / "tiny_lse.py"), only=[killed, equivalent], cache=tmp_path / "v", **options)
+    monkeypatch.setattr(judge, "RETRY_FACTOR", 200.0)
+    report = run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=[killed, equivalent], cache=tmp_path / "v", **options)
     assert {r.name: r.status for r in report.results} == {killed: MutantStatus.KILLED,
                                                           equivalent: MutantStatus.SURVIVED}
     assert equivalent in report.retried and report.thorough == {equivalent}
     assert "Survived (thorough) (run again after a timeout)" in markdown_report(report)
-    monkeypatch.setattr(runner, "RETRY_FACTOR", 1.0)
-    again = run_mutate(str(TINY_DIR / "tiny_lse.py"), only=[equivalent], cache=None, **options)
+    monkeypatch.setattr(judge, "RETRY_FACTOR", 1.0)
+    again = run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=[equivalent], cache=None, **options)
     assert [r.status for r in again.results] == [MutantStatus.TIMEOUT] and again.retried == {equivalent}
 
 
@@ -155,19 +153,19 @@ def test_a_timeout_is_confirmed_by_a_second_run_with_a_longer_limit(tmp_path, mo
 def test_cli_bad_input_is_one_line_and_exit_2(args, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     if "--tests" in args:
-        monkeypatch.setattr("fuzz.mutate.runner._gate", _tests_gate_only)
+        monkeypatch.setattr("fuzz.mutation.runner.Gate", _tests_gate_only)
     assert main(args) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
-def _tests_gate_only(pool, kernel, options, tests, root, env, store, work, progress):
+def _tests_gate_only(run, timeout_factor, timeout_floor):
     """The --tests part of the gate alone (the fuzzer's part is shown above): what a bad command hits."""
-    from fuzz.mutate import runner
+    from fuzz.mutation import runner
 
-    result = next(pool.run([runner._tests_job("gate-tests", tests, root, {}, env, "", 60.0)]))
-    verdict = runner.TestsVerdict.of(runner._tests_record(result))
-    raise runner.InvalidArgument(f"--tests={tests!r} exited with status {verdict.exit} on the unmutated kernel")
+    result = next(run.pool.run([run.tests_job("gate-tests", {}, "", 60.0)]))
+    verdict = runner.TestsVerdict.of(runner.tests_record(result))
+    raise runner.InvalidArgument(f"--tests={run.tests!r} exited with status {verdict.exit} on the unmutated kernel")
 
 
 def test_cli_lists_and_shows_mutants(capsys):
@@ -210,7 +208,7 @@ def test_the_html_report_renders_counts_and_opens_a_mutants_diff(tmp_path):
 
 @pytest.mark.slow
 def test_every_operator_is_killed_somewhere(tmp_path):
-    full = run_mutate(str(TINY_DIR / "tiny_lse.py"), cache=None, **{**OPTIONS, "budget": 20, "thorough_budget": 40})
+    full = run_mutation(str(TINY_DIR / "tiny_lse.py"), cache=None, **{**OPTIONS, "budget": 20, "thorough_budget": 40})
     killed = {r.mutant.operator for r in full.results if r.status is MutantStatus.KILLED}
     operators = {r.mutant.operator for r in full.results}
     assert operators == killed

@@ -2,11 +2,12 @@
 
 A worker loads an implementation from a TARGET string, and Triton reads a kernel's source from its
 file, so every variant here is a real file in the cache (``$LSE_FUZZ_CACHE/mutate``, see
-:func:`mutants._patch.cache_dir`), named by the hash of its text and written once:
+:func:`fuzz.mutation.patch.write_once`), named by the hash of its text and written once:
 
+* a mutant with a TARGET of its own (a bundled one: ``mutants.patched:<name>``): that TARGET;
 * a mutant of a self-contained kernel file: the mutated file itself, under its own name;
 * a mutant of the reference package: a three-line module that loads the patched package with
-  :func:`mutants._patch.load` (the shadow copy every bundled mutant runs from);
+  :func:`fuzz.mutation.patch.load` (the shadow copy every bundled mutant runs from);
 * the coverage run: a module whose ``lse`` calls the unmutated implementation with line tracing
   on for the kernel's files (:func:`traced`), appending the lines that ran to a file;
 * the broken double: the unmutated implementation plus one, which the fuzzer must catch.
@@ -18,49 +19,30 @@ it sees the launcher's lines only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from mutants._patch import cache_dir
+from .mutant import Mutant
+from .patch import write_once as _write
+from .sites import Kernel
 
-from .sites import Kernel, Mutant
-
-__all__ = ["broken_target", "coverage_target", "mutant_target", "read_coverage", "traced", "unmutated_target"]
-
-
-def _write(name: str, text: str) -> Path:
-    """``text`` as ``<cache>/mutate/<hash>/<name>``, written once (atomically)."""
-    digest = hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()[:24]
-    directory = cache_dir() / "mutate" / digest
-    path = directory / name
-    if path.is_file() and path.read_text() == text:
-        return path
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, staging = tempfile.mkstemp(prefix=".", dir=directory)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(staging, path)
-    return path
+__all__ = ["broken_target", "coverage_target", "mutant_target", "read_coverage", "read_launches", "traced"]
 
 
 def _attribute(kernel: Kernel) -> str:
     return kernel.function.split(".")[-1]
 
 
-def unmutated_target(kernel: Kernel) -> str:
-    return kernel.target
-
-
 def mutant_target(kernel: Kernel, mutant: Mutant) -> str:
     """A TARGET that loads ``kernel`` with ``mutant``'s edit."""
+    if mutant.target is not None:
+        return mutant.target
     if kernel.kind == "reference":
         patch = mutant.patch
-        shim = (f"from mutants._patch import Patch, load\n\n"
+        shim = (f"from fuzz.mutation.patch import Patch, load\n\n"
                 f"_PATCH = Patch({patch.path!r}, {patch.anchor!r}, {patch.replacement!r})\n"
                 f"{_attribute(kernel)} = load(_PATCH, name={mutant.name!r}).{_attribute(kernel)}\n")
         return f"{_write('reference_mutant.py', shim)}:{_attribute(kernel)}"
@@ -79,7 +61,7 @@ def coverage_target(kernel: Kernel, out: Path) -> str:
     """A TARGET whose calls run the unmutated kernel with its lines traced into ``out``, and every
     kernel launch's specialization key recorded in :func:`launches_file` of ``out``."""
     files = sorted(kernel.paths.values())
-    extra = (f"from fuzz import specialization\nfrom fuzz.mutate.loading import traced\n\n"
+    extra = (f"from fuzz import specialization\nfrom fuzz.mutation.loading import traced\n\n"
              f"specialization.install({str(launches_file(out))!r})\n_trace = traced({files!r}, {str(out)!r})")
     return f"{_write('coverage_shim.py', _wrapper(kernel, 'return _trace(_impl, x)', extra))}:{_attribute(kernel)}"
 

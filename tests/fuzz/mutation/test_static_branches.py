@@ -1,15 +1,14 @@
 """Coverage of compiled kernels: a GPU runs no Python lines of a kernel, so a site there counts as
 reached unless it lies in a static branch (``if WIDE:``, ``if not WIDE:``, their ``else``) that no
-launch of the gate's run took, which the launches' constexpr values show (fuzz.mutate.runner)."""
+launch of the gate's run took, which the launches' constexpr values show (fuzz.mutation.judge)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from fuzz.mutate import discover, generate, run_mutate
-from fuzz.mutate.runner import _covered, _no_coverage_cell, _reason
-from fuzz.outcomes import MutantStatus
+from fuzz.mutation import discover, generate, run_mutation
+from fuzz.mutation.judge import covered, no_coverage_cell
 
 TINY = Path(__file__).parents[2] / "implementations" / "mutate" / "tiny_lse.py"
 OPTIONS = dict(contract="finite", dtypes=["float32"], output_dtype="float32", max_elements=256, budget=5,
@@ -33,16 +32,16 @@ def test_sites_know_the_static_branch_they_lie_in():
 
 def test_the_gates_launches_decide_coverage_of_a_compiled_kernel(tmp_path):
     cache = tmp_path / "verdicts"
-    run_mutate(str(TINY), only=["mask_off_by_one@tiny_lse.py:43:68"], cache=cache, **OPTIONS)
+    run_mutation(str(TINY), mutants=["mask_off_by_one@tiny_lse.py:43:68"], cache=cache, **OPTIONS)
     (gate,) = [v for v in map(json.loads, (f.read_text() for f in cache.rglob("*.json"))) if "launches" in v]
     launches = gate["launches"]
     assert {run["WIDE"] for run in launches["_tiny_kernel"]} == {False}  # small inputs only
     tiny = _by_name(str(TINY))
     wide, narrow = tiny["reduction_swapped@tiny_lse.py:45:35"], tiny["reduction_swapped@tiny_lse.py:47:35"]
     kernel = discover(str(TINY))
-    assert not _covered(wide, kernel, {}, "cuda", launches)
-    assert _covered(narrow, kernel, {}, "cuda", launches)
-    assert _covered(tiny["mask_off_by_one@tiny_lse.py:43:68"], kernel, {}, "cuda", launches)
-    assert _covered(wide, kernel, {}, "cuda", {})  # nothing recorded: unknown, so it runs
-    assert "no launch of _tiny_kernel in the unmutated kernel's gate run had WIDE=True" in _reason(
-        _no_coverage_cell(wide, "cuda"), MutantStatus.NO_COVERAGE)
+    assert not covered(wide, kernel.paths, {}, "cuda", launches)
+    assert covered(narrow, kernel.paths, {}, "cuda", launches)
+    assert covered(tiny["mask_off_by_one@tiny_lse.py:43:68"], kernel.paths, {}, "cuda", launches)
+    assert covered(wide, kernel.paths, {}, "cuda", {})  # nothing recorded: unknown, so it runs
+    assert "no launch of _tiny_kernel in the unmutated kernel's gate run had WIDE=True" in \
+        no_coverage_cell(wide, "cuda").reason

@@ -11,9 +11,11 @@ the files of its package for a package module (``reference:lse`` reaches ``refer
 and ``reference/_lse_combine.py``). Functions decorated with ``triton.jit`` (under any
 ``autotune``/``heuristics``) are kernels; the others reached are the launcher.
 
-A mutant is an anchored edit of the real source (a :class:`mutants.Patch`): the exact span an
-operator rewrote, grown by whole lines until it occurs once in its file, and the same text with
-the edit. libcst keeps every space and comment, so the diff is the edit and nothing else.
+A mutant is an anchored edit of the real source (a :class:`~fuzz.mutation.patch.Patch`): the exact
+span an operator rewrote, grown by whole lines until it occurs once in its file, and the same text
+with the edit. libcst keeps every space and comment, so the diff is the edit and nothing else.
+:func:`locate` tells the same things (function, kernel or launcher, statement, static branches)
+of any span, for the catalog's patches.
 """
 
 from __future__ import annotations
@@ -21,22 +23,21 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from mutants import _patch
-from mutants._patch import Patch
 from reference.errors import InvalidArgument
 
 from ..target import parse_target, resolve_target
+from .mutant import Mutant
 from .operators import _ROW_LENGTH, OPERATORS, Operator, SiteContext
+from .patch import PACKAGE as REFERENCE_PACKAGE
+from .patch import Patch, package_dir, position, reference_sources, span
 
-__all__ = ["Kernel", "Mutant", "discover", "generate"]
-
-REFERENCE_PACKAGE = _patch.PACKAGE
+__all__ = ["Kernel", "discover", "from_patch", "generate", "locate"]
 
 
 @dataclass(frozen=True)
@@ -59,60 +60,6 @@ class Kernel:
             digest.update(f"\0{Path(key).name}\0".encode())
             digest.update(self.sources[key].encode())
         return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """One operator applied at one site; the fields a Stryker report and the runner need."""
-
-    operator: str
-    file: str  # key in Kernel.sources
-    function: str  # the function the site lies in
-    kernel: bool  # in a @triton.jit function (else in the launcher)
-    start: int  # offsets of the rewritten span in the file's text
-    end: int
-    original: str
-    replacement: str
-    line: int  # 1-based; end exclusive, as in a Stryker location
-    column: int
-    end_line: int
-    end_column: int
-    statement: tuple[int, int]  # the lines whose execution runs the site (coverage)
-    patch: Patch = field(repr=False)
-    sources: dict[str, str] = field(repr=False, compare=False, hash=False)
-    # The static branches of a kernel the site lies in: (a tl.constexpr parameter of the function,
-    # the truth value it must have), from `if NAME:`, `if not NAME:` and their `else`. A compiled
-    # kernel has no line coverage; the constexprs of its launches say whether such a branch ran.
-    guards: tuple[tuple[str, bool], ...] = ()
-
-    @property
-    def name(self) -> str:
-        return f"{self.operator}@{Path(self.file).name}:{self.line}:{self.column}"
-
-    @property
-    def pitfall(self) -> str:
-        return OPERATORS[self.operator].pitfall
-
-    @property
-    def source(self) -> str:
-        return OPERATORS[self.operator].documented
-
-    expected_check = ""  # any check may kill it
-
-    @property
-    def key(self) -> str:
-        """Identifies the edit (part of its cache key)."""
-        text = f"{self.operator}\0{Path(self.file).name}\0{self.start}\0{self.end}\0{self.replacement}"
-        return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-    def location(self) -> tuple[str, int, int, int, int]:
-        return (self.file, self.line, self.column, self.end_line, self.end_column)
-
-    def mutated_sources(self) -> dict[str, str]:
-        return _patch.apply(self.patch, name=self.name, sources=self.sources)
-
-    def diff(self) -> str:
-        return _patch.diff(self.patch, name=self.name, sources=self.sources)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -187,8 +134,8 @@ def discover(target: object) -> Kernel:
             raise InvalidArgument(
                 f"target={target!r}: a module target is supported for the {REFERENCE_PACKAGE} package only; "
                 f"give the kernel's file instead{hint}: lse-fuzz mutate path/to/kernel.py:{parsed.function}.")
-        sources = _patch.reference_sources()
-        directory = _patch._package_dir()
+        sources = reference_sources()
+        directory = package_dir()
         paths = {key: str(directory / Path(key).name) for key in sources}
         resolved, kind = str(parsed), "reference"
     modules = {key: _parse(key, text, target) for key, text in sources.items()}
@@ -247,10 +194,13 @@ class _Walker:
     def functions(self) -> dict[str, cst.FunctionDef]:
         return {f.name.value: f for f in _functions(self.wrapper.module)}
 
-    def walk_function(self, function: cst.FunctionDef, kernel: bool) -> None:
-        params = [p.name.value for p in function.params.params]
+    def enter(self, function: cst.FunctionDef) -> None:
         self._constexprs = {p.name.value for p in function.params.params if p.annotation is not None
                             and self.wrapper.module.code_for_node(p.annotation.annotation).endswith("constexpr")}
+
+    def walk_function(self, function: cst.FunctionDef, kernel: bool) -> None:
+        params = [p.name.value for p in function.params.params]
+        self.enter(function)
         length = next((name for name in _ROW_LENGTH if name in params), None)
         ctx = SiteContext(kernel=kernel, module=self.wrapper.module, row_length=length)
         self._walk(function.body, ctx, function.name.value)
@@ -307,17 +257,16 @@ class _Walker:
         if mutated == self.text:
             return
         start, end_old, end_new = _changed_span(self.text, mutated)
-        original, replacement = self.text[start:end_old], mutated[start:end_new]
+        replacement = mutated[start:end_new]
         low, high = _grow_anchor(self.text, start, end_old)
         anchor = self.text[low:high]
         patch = Patch(self.key, anchor, anchor[:start - low] + replacement + anchor[end_old - low:])
-        line, column = _position(self.text, start)
-        end_line, end_column = _position(self.text, end_old)
-        statement = self._statement_lines(node, self.positions[node].end.line)
+        line, column = position(self.text, start)
         self.found.append(Mutant(
-            operator=operator.name, file=self.key, function=function, kernel=ctx.kernel, start=start, end=end_old,
-            original=original, replacement=replacement, line=line, column=column, end_line=end_line,
-            end_column=end_column, statement=statement, patch=patch, sources=self.sources,
+            name=f"{operator.name}@{Path(self.key).name}:{line}:{column}", operator=operator.name,
+            pitfall=operator.pitfall, documented=operator.documented, patch=patch, sources=self.sources,
+            start=start, end=end_old, replacement=replacement, function=function, kernel=ctx.kernel,
+            statement=self._statement_lines(node, self.positions[node].end.line),
             guards=self._guards(node) if ctx.kernel else ()))
 
 
@@ -353,10 +302,39 @@ def _changed_span(old: str, new: str) -> tuple[int, int, int]:
     return start, end_old, end_new
 
 
-def _position(text: str, offset: int) -> tuple[int, int]:
-    """1-based (line, column) of an offset."""
-    line_start = text.rfind("\n", 0, offset) + 1
-    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+def locate(kernel: Kernel, path: str, start: int, end: int) -> tuple[str, bool, tuple[int, int], tuple]:
+    """(function, whether it is a kernel, statement lines, static branches) of the span [start, end)
+    of file ``path``: what :func:`generate` knows of an operator's site, for any edit."""
+    text = kernel.sources[path]
+    walker = _Walker(path, text, [])
+    (line, column), (end_line, end_column) = position(text, start), position(text, end)
+    last_line = position(text, max(start, end - 1))[0]
+    low, high = (line, column - 1), (end_line, end_column - 1)  # libcst's columns are 0-based
+    inside = [(node, r) for node, r in walker.positions.items()
+              if (r.start.line, r.start.column) <= low and (r.end.line, r.end.column) >= high]
+    # The innermost node holding the span: it starts last and, of those, ends first.
+    node = max(inside, key=lambda item: (item[1].start.line, item[1].start.column,
+                                         -item[1].end.line, -item[1].end.column))[0]
+    function = node
+    while function is not None and not isinstance(function, cst.FunctionDef):
+        function = walker.parents.get(function)
+    if function is None:  # module level: it runs on import, never under the coverage trace
+        return "", False, (line, last_line), ()
+    walker.enter(function)
+    in_kernel = _is_jit(function)
+    return (function.name.value, in_kernel, walker._statement_lines(node, last_line),
+            walker._guards(node) if in_kernel else ())
+
+
+def from_patch(kernel: Kernel, name: str, patch: Patch, *, pitfall: str, documented: str, **fields) -> Mutant:
+    """The mutant that is ``patch`` of ``kernel`` (the catalog's, a test's), located like an operator's
+    (:func:`locate`); ``fields``: the rest of :class:`Mutant`'s (``expected_check``, ``target``, ...)."""
+    _, start = span(patch, kernel.sources, name)
+    end = start + len(patch.anchor)
+    function, in_kernel, statement, guards = locate(kernel, patch.path, start, end)
+    return Mutant(name=name, operator=fields.pop("operator", name), pitfall=pitfall, documented=documented,
+                  patch=patch, sources=kernel.sources, start=start, end=end, replacement=patch.replacement,
+                  function=function, kernel=in_kernel, statement=statement, guards=guards, **fields)
 
 
 def generate(kernel: Kernel, operators: Iterable[str] | None = None) -> list[Mutant]:

@@ -1,4 +1,4 @@
-"""Each mutant is the reference with exactly one anchored edit, provably.
+"""A mutant is a patch: each bundled mutant is the reference with exactly one anchored edit, provably.
 
 Every patch applies exactly once to today's source (and a doctored source shows the error a
 reference edit would cause); the empty patch loads a kernel that is the reference bit for bit; a
@@ -19,12 +19,14 @@ from pathlib import Path
 import pytest
 import torch
 
-import mutants
 import reference
-from mutants import MUTANTS, UNMUTATED_TARGET, Patch, PatchError, _patch
+from fuzz.mutation import Patch, PatchError, catalog
+from fuzz.mutation import patch as _patch
+from mutants import UNMUTATED_TARGET
 
 ROOT = Path(reference.__file__).resolve().parents[1]
 SOURCES = _patch.reference_sources()
+MUTANTS = catalog()
 NO_MAX_ADDED = MUTANTS["no_max_added"]
 
 
@@ -63,12 +65,12 @@ def _doctored(times: int) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("times", "found", "hint"), [
-    (0, "not found", "the reference changed there: update the anchor (and the replacement) to today's source"),
+    (0, "not found", "the kernel changed there: update the anchor (and the replacement) to today's source"),
     (2, "found 2 times", "extend the anchor with neighbouring text until it is unique"),
 ], ids=["absent", "twice"])
 def test_an_anchor_that_does_not_occur_exactly_once_names_the_mutant_and_the_file(times, found, hint):
     sources = _doctored(times)
-    for call in (_patch.apply, _patch.diff, _patch.location):
+    for call in (_patch.apply, _patch.diff):
         with pytest.raises(PatchError) as error:
             call(NO_MAX_ADDED.patch, name="no_max_added", sources=sources)
         message = str(error.value)
@@ -85,14 +87,14 @@ def test_overlapping_occurrences_count_as_two():
 
 BAD_PATCHES = [
     ("a file outside the package", Patch("fuzz/checks.py", "x", "y"),
-     "mutant 'bad': path='fuzz/checks.py' is not a file of the reference package; choose one of reference/"),
+     "mutant 'bad': path='fuzz/checks.py' is not a file of the kernel; choose one of reference/"),
     ("an empty anchor", Patch("reference/_lse_kernel.py", "", "y"),
      "mutant 'bad': anchor=''; expected non-empty source text of reference/_lse_kernel.py."),
     ("a replacement equal to the anchor", Patch("reference/_lse_kernel.py", "full_tiles", "full_tiles"),
      "mutant 'bad': replacement='full_tiles'; expected source text that differs from the anchor"),
     ("not a Patch", ("reference/_lse_kernel.py", "a", "b"),
      "mutant 'bad': patch=('reference/_lse_kernel.py', 'a', 'b'); "
-     "expected a mutants.Patch(path, anchor, replacement)."),
+     "expected a Patch(path, anchor, replacement)."),
 ]
 
 
@@ -110,8 +112,7 @@ def test_the_empty_patch_is_the_gates_kernel():
     unmutated = _resolve(UNMUTATED_TARGET)
     assert unmutated is package.lse and unmutated is not reference.lse
     # Its kernel is read from a copy of reference/_lse_kernel.py, character for character, and
-    # every other file of the package is copied as it is too: the mutation gate runs this kernel
-    # in place of reference.lse (fuzz.mutation.GATE_CORRECT), so it must be the same source.
+    # every other file of the package is copied as it is too: a mutant differs from it by its patch only.
     assert inspect.getsource(inspect.getmodule(unmutated)) == SOURCES["reference/_lse_kernel.py"]
     shadow = Path(inspect.getsourcefile(unmutated)).parent
     assert shadow != Path(reference.__file__).parent
@@ -179,12 +180,12 @@ def test_the_location_is_the_anchor_in_the_original_file(name):
     assert (end_line - line) == mutant.patch.anchor.count("\n")
 
 
-def test_location_counts_from_one_and_ends_past_the_anchor():
-    sources = {**SOURCES, "reference/errors.py": "ab\ncd anchor\nef"}
-    assert _patch.location(Patch("reference/errors.py", "anchor", "x"), sources=sources) == \
-        ("reference/errors.py", 2, 4, 2, 10)
-    assert _patch.location(Patch("reference/errors.py", "b\ncd", "x"), sources=sources) == \
-        ("reference/errors.py", 1, 2, 2, 3)
+def test_positions_count_from_one_and_the_end_lies_past_the_anchor():
+    text = "ab\ncd anchor\nef"
+    start = text.index("anchor")
+    assert (_patch.position(text, start), _patch.position(text, start + len("anchor"))) == ((2, 4), (2, 10))
+    start = text.index("b\ncd")
+    assert (_patch.position(text, start), _patch.position(text, start + 4)) == ((1, 2), (2, 3))
 
 
 def test_the_patched_launcher_raises_the_projects_exception():
@@ -223,9 +224,10 @@ def test_the_cache_directory_follows_the_environment(monkeypatch, tmp_path):
 def test_a_damaged_shadow_copy_is_rewritten(monkeypatch, tmp_path):
     monkeypatch.setenv("LSE_FUZZ_CACHE", str(tmp_path))
     texts = _patch.apply(NO_MAX_ADDED.patch)
-    directory = _patch._write_shadow("_lse_reference_test", texts, "no_max_added")
+    files = {path.rpartition("/")[2]: text for path, text in texts.items()}
+    directory = _patch._write_shadow("_lse_reference_test", files, "no_max_added")
     (directory / "_lse_combine.py").write_text("# damaged\n")
-    assert _patch._write_shadow("_lse_reference_test", texts, "no_max_added") == directory
+    assert _patch._write_shadow("_lse_reference_test", files, "no_max_added") == directory
     assert (directory / "_lse_combine.py").read_text() == texts["reference/_lse_combine.py"]
     assert [p.name for p in (tmp_path / "shadow").iterdir()] == ["_lse_reference_test"]
 
@@ -236,13 +238,12 @@ def test_an_unwritable_cache_is_a_patch_error_with_the_fix(monkeypatch, tmp_path
     monkeypatch.setenv("LSE_FUZZ_CACHE", str(blocker))
     with pytest.raises(PatchError, match="mutant 'no_max_added': cannot write the patched reference package under "
                                          ".*; set LSE_FUZZ_CACHE to a writable directory"):
-        _patch._write_shadow("_lse_reference_test", _patch.apply(None), "no_max_added")
+        _patch._write_shadow("_lse_reference_test", {"__init__.py": ""}, "no_max_added")
 
 
 LOAD_SCRIPT = """
 import sys
-from mutants import MUTANTS
-lse = MUTANTS["split_no_rescale"].load()
+from mutants.patched import split_no_rescale as lse
 print(sys.modules[lse.__module__].__file__)
 """
 
@@ -261,9 +262,10 @@ def test_processes_loading_the_same_mutant_at_once_share_one_shadow_copy(tmp_pat
     assert [p.name for p in (tmp_path / "shadow").iterdir()] == [Path(files.pop()).parent.name]
 
 
-def test_the_registry_and_the_patch_module_import_no_kernel():
-    code = ("import sys, mutants, mutants.patched; "
+def test_the_catalog_data_and_the_patch_module_import_no_kernel():
+    """What a worker imports to load a mutant, before the patched package itself (Triton's mode is
+    fixed when a kernel module is imported, so these must not import one)."""
+    code = ("import sys, mutants, mutants.patched, fuzz.mutation.patch; "
             "print(sorted(m for m in sys.modules if m == 'triton' or m.startswith(('reference', '_lse_reference'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
-    assert mutants.Patch is Patch

@@ -1,6 +1,6 @@
-"""The budgets of ``lse-fuzz mutate``: the survivors' re-run is sized to the device (the CPU's
-interpreter gets fewer examples than a GPU), the command line and the runner agree on the numbers,
-and every report says which budgets a verdict rests on and where the device scaled them."""
+"""The budgets of the mutation engine: one default for both presets, the survivors' re-run sized to the
+device (the CPU's interpreter gets fewer examples than a GPU), the command line and the runner agree
+on the numbers, and every report says which budgets a verdict rests on and where the device scaled them."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from fuzz import defaults
 from fuzz.cli import main
 from fuzz.commands import mutate as command
 from fuzz.grading.parts import part_count
-from fuzz.mutate import runner
-from fuzz.mutate.report import budgets, markdown_report
-from fuzz.mutate.runner import CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET, MutateReport, default_thorough_budget
-from fuzz.mutate.sites import discover
+from fuzz.mutation import MutationReport, discover
+from fuzz.mutation import runner
+from fuzz.mutation.report import budgets, markdown_report
+from fuzz.mutation.runner import CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET, default_thorough_budget
 from fuzz.profiles import PROFILES
 
 TINY_DIR = Path(__file__).parents[2] / "implementations" / "mutate"
@@ -37,30 +38,36 @@ def test_the_gpu_rerun_is_the_thorough_profile_and_the_cpu_one_is_smaller():
 
 def test_the_command_line_repeats_the_runners_defaults():
     """--help imports nothing heavy, so the numbers are written twice: here they are kept in step."""
-    assert (command.DEFAULT_BUDGET, command.CPU_THOROUGH_BUDGET, command.GPU_THOROUGH_BUDGET) == \
-        (runner.DEFAULT_BUDGET, CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET)
+    assert (command.CPU_THOROUGH_BUDGET, command.GPU_THOROUGH_BUDGET) == (CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET)
+    assert runner.DEFAULT_BUDGET == defaults.MUTANT_BUDGET == 250  # both presets, every device
+    assert runner.GATE_TIMEOUT == defaults.GRADE_TIMEOUT == 900.0
 
 
 class _Stop(Exception):
     pass
 
 
-@pytest.mark.parametrize("args, thorough", [
-    ([], None),  # the runner picks the device's default
-    (["--thorough-budget", "2000"], 2000),  # the GPU-sized re-run, asked for on any device
-    (["--thorough-budget", "0"], 0),
-], ids=["default", "gpu-sized", "none"])
-def test_the_command_line_leaves_the_default_to_the_runner(args, thorough, monkeypatch, tmp_path):
+@pytest.mark.parametrize("command_line, thorough", [
+    (["mutate", str(TINY_DIR / "tiny_lse.py")], None),  # the runner picks the device's default
+    (["mutate", str(TINY_DIR / "tiny_lse.py"), "--thorough-budget", "2000"], 2000),  # the GPU-sized re-run, anywhere
+    (["mutate", str(TINY_DIR / "tiny_lse.py"), "--thorough-budget", "0"], 0),
+    (["mutants"], None),  # the bundled catalog: the same defaults
+], ids=["default", "gpu-sized", "none", "mutants"])
+def test_the_command_line_leaves_the_default_to_the_runner(command_line, thorough, monkeypatch, tmp_path):
     seen = {}
 
-    def fake_run_mutate(target, **options):
-        seen.update(options)
+    def fake_run_mutation(target, **options):
+        seen.update(options, target=target)
         raise _Stop
 
-    monkeypatch.setattr("fuzz.mutate.run_mutate", fake_run_mutate)
+    monkeypatch.setattr("fuzz.mutation.runner.run_mutation", fake_run_mutation)
     with pytest.raises(_Stop):
-        main(["mutate", str(TINY_DIR / "tiny_lse.py"), "--no-progress", "--out-dir", str(tmp_path), *args])
+        main([*command_line, "--no-progress", "--out-dir", str(tmp_path)])
     assert seen["thorough_budget"] == thorough and seen["budget"] == runner.DEFAULT_BUDGET
+    assert seen["parts"] is None and seen["timeout_factor"] == defaults.MUTANT_TIMEOUT_FACTOR
+    bundled = command_line[0] == "mutants"
+    assert (seen["source"], seen["exit_rule"].value, seen["target"]) == \
+        (("catalog", "all-killed", None) if bundled else ("operators", "fail-under", command_line[1]))
 
 
 def test_a_negative_thorough_budget_is_refused(capsys):
@@ -68,23 +75,23 @@ def test_a_negative_thorough_budget_is_refused(capsys):
     assert "--thorough-budget=-1" in capsys.readouterr().err
 
 
-def _report(**config) -> MutateReport:
+def _report(**config) -> MutationReport:
     base = {"target": "k.py:lse", "budget": 100, "seed": 0, "device": "cpu", "declared_contract": "strict",
             "max_elements": None, "max_elements_drawn": 65536, "kernels": [], "launcher": [],
             "thorough_budget": CPU_THOROUGH_BUDGET,
-            "thorough_budget_source": runner._thorough_source(True, "cpu")}
-    return MutateReport(results=[], gate=[], config={**base, **config}, baseline_seconds=0.0, timeout_seconds=0.0,
-                        gate_seconds=0.0, mutation_seconds=0.0, kernel=discover(str(TINY_DIR / "tiny_lse.py")),
-                        command="k.py:lse")
+            "thorough_budget_source": runner.thorough_source(True, "cpu")}
+    return MutationReport(results=[], gate=[], config={**base, **config}, baseline_seconds=0.0, timeout_seconds=0.0,
+                          gate_seconds=0.0, mutation_seconds=0.0, kernel=discover(str(TINY_DIR / "tiny_lse.py")),
+                          command="k.py:lse")
 
 
 @pytest.mark.parametrize("config, says, never", [
     ({}, [f"survivors again with `lse-thorough`, {CPU_THOROUGH_BUDGET} examples (the CPU default",
           f"--thorough-budget {GPU_THOROUGH_BUDGET} asks for that here", "budget 100 examples per mutant",
           "shapes up to 65536 elements (the device default)"], ["given"]),
-    ({"thorough_budget": 2000, "thorough_budget_source": runner._thorough_source(False, "cpu")},
+    ({"thorough_budget": 2000, "thorough_budget_source": runner.thorough_source(False, "cpu")},
      ["2000 examples (given (--thorough-budget))"], ["CPU default"]),
-    ({"device": "cuda:0", "thorough_budget": 2000, "thorough_budget_source": runner._thorough_source(True, "cuda:0"),
+    ({"device": "cuda:0", "thorough_budget": 2000, "thorough_budget_source": runner.thorough_source(True, "cuda:0"),
       "max_elements_drawn": 4194304}, ["2000 examples (the GPU default", "up to 4194304 elements"], ["CPU"]),
     ({"max_elements": 4096, "max_elements_drawn": 4096, "thorough_budget": 0},
      ["shapes up to 4096 elements;", "survivors not run again (--thorough-budget 0)"], ["device default", "lse-thorough"]),
@@ -100,27 +107,27 @@ def test_the_reports_state_the_budgets_and_the_device_scaling(config, says, neve
 
 
 def _options_of_a_run(monkeypatch, **kwargs) -> tuple:
-    """The fuzzer's options of a run_mutate call and of its survivors' re-run (None: no re-run),
+    """The fuzzer's options of a run_mutation call and of its survivors' re-run (None: no re-run),
     taken where the mutants would be judged (nothing is fuzzed)."""
     seen = {}
 
-    def fake_gate(pool, kernel, options, *rest):
-        return [], {}, 1.0, 0.0, 0.0
+    def fake_gate(run, timeout_factor, timeout_floor):
+        return None
 
-    def fake_judge(pool, kernel, mutants, options, thorough, *rest):
-        seen.update(options=options, thorough=thorough)
+    def fake_judge_all(run, *rest):
+        seen.update(options=run.options, thorough=run.thorough)
         raise _Stop
 
-    monkeypatch.setattr(runner, "_gate", fake_gate)
-    monkeypatch.setattr(runner, "_judge", fake_judge)
+    monkeypatch.setattr(runner, "Gate", fake_gate)
+    monkeypatch.setattr(runner, "_judge_all", fake_judge_all)
     with pytest.raises(_Stop):
-        runner.run_mutate(str(TINY_DIR / "tiny_lse.py"), cache=None, jobs=1, **kwargs)
+        runner.run_mutation(str(TINY_DIR / "tiny_lse.py"), cache=None, jobs=1, **kwargs)
     return seen["options"], seen["thorough"]
 
 
 def test_a_mutants_examples_are_one_run(monkeypatch):
     """The CPU's default split of a check into parts would run a killed mutant's second part, and shrink
-    there again; a mutant's examples are one run instead (the same count; a GPU runs one anyway)."""
+    there again; a mutant's examples are one run instead (the same count), on every device."""
     options, thorough = _options_of_a_run(monkeypatch, device="cpu")
     assert part_count(options) == 1 and part_count(thorough) == 1
     assert options.budget == runner.DEFAULT_BUDGET

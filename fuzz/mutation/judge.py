@@ -1,0 +1,206 @@
+"""Judging the mutants of one run: coverage, the first pass, the user's tests, and the second phase
+(a timed-out run once more with a longer limit, a survivor again with the ``lse-thorough`` profile),
+every verdict cached. :func:`judge` is called by :func:`fuzz.mutation.run_mutation` once per run
+(once per check in a kill matrix), with the run's pool, kernel, cache and limits."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..grading.options import GradeOptions
+from ..outcomes import MutantStatus
+from .cache import verdict_key
+from .loading import mutant_target
+from .mutant import Mutant
+from .results import Cell, TestsVerdict
+
+__all__ = ["LINE_NOT_RUN", "RETRY_FACTOR", "covered", "judge", "no_coverage_cell", "tests_record"]
+
+RETRY_FACTOR = 4.0
+"""A mutant that timed out is run once more, with this many times its limit, before Timeout is its
+verdict. Stryker counts a Timeout as detected (an endless loop is a bug), so a timeout that only
+load caused is a kill the mutant never earned: on a GPU every mutant compiles its kernels anew, and
+with one run per core the compiles of its neighbours slow its own (on two H200s, two mutants of
+``two_pass.py`` the CPU had run to the end, one of them equivalent, timed out at three times the
+gate's run). The second run starts in the pool's second phase, beside the survivors' re-runs only."""
+
+LINE_NOT_RUN = "the mutated line never ran on any generated input (coverage of the unmutated kernel's gate run)"
+
+
+def no_coverage_cell(mutant: Mutant, device: str) -> Cell:
+    reason = LINE_NOT_RUN
+    if mutant.kernel and not device.startswith("cpu"):
+        wanted = " and ".join(f"{name}={want}" for name, want in mutant.guards)
+        reason = (f"its static branch never ran: no launch of {mutant.function} in the unmutated kernel's gate "
+                  f"run had {wanted} (compiled kernels have no line coverage; their constexprs say this)")
+    record = {"verdict": "pass", "no_coverage": True, "examples": 0, "check": None, "reason": reason, "details": "",
+              "counterexample": None, "reproducer": None, "replay": None}
+    return Cell((), record, 0.0)
+
+
+def covered(mutant: Mutant, paths: dict[str, str], lines: dict[str, set[int]], device: str,
+            launches: dict[str, list[dict]] | None = None) -> bool:
+    """Whether the gate's run of the unmutated kernel ran the mutant's edit (``paths``: the kernel's
+    files on disk by key; ``lines``: the lines that ran, by real path; ``launches``: the constexpr
+    values of each kernel's launches)."""
+    if mutant.kernel and not device.startswith("cpu"):
+        # A compiled kernel runs no Python lines; but a site in a static branch (`if PARTIALS:`) of a
+        # launched kernel ran only if some launch of the gate's run gave that constexpr the value.
+        runs = (launches or {}).get(mutant.function)
+        if not mutant.guards or not runs:
+            return True  # unknown (a helper function, or no launch recorded): run it
+        return any(all(bool(run.get(name)) == want for name, want in mutant.guards) for run in runs)
+    ran = lines.get(os.path.realpath(paths[mutant.file]), set())
+    first, last = mutant.statement
+    return any(line in ran for line in range(first, last + 1))
+
+
+def tests_record(result) -> dict:
+    """A ``--tests`` job's record; a job the pool stopped is a timeout."""
+    if result.record is not None:
+        return result.record
+    return {"exit": None, "timed_out": True, "seconds": round(result.seconds, 3), "output": result.detail}
+
+
+def _stored(cell: Cell, **extra) -> dict:
+    return {"record": cell.record, "wall": cell.wall_seconds, **extra}
+
+
+def judge(run, mutants: list[Mutant], options: GradeOptions, *, gate=None, with_tests: bool = True,
+          step: str = "mutants") -> tuple[dict[str, Cell], dict[str, TestsVerdict], set[str], set[str]]:
+    """(name -> cell), (name -> the user's tests' verdict), the names graded again thoroughly, and
+    those run again after a timeout. ``gate``: a :class:`fuzz.mutation.runner.Gate` whose jobs, if
+    it has not decided yet, run first in the same pool: the mutants' first pass starts beside them,
+    with the gate's time limit until it has measured the baseline, and a mutant whose edit its
+    coverage shows never ran is NoCoverage whatever that pass found."""
+    kernel, store = run.kernel, run.store
+    thorough = run.thorough
+    cells: dict[str, Cell] = {}
+    verdicts: dict[str, TestsVerdict] = {}
+    thorough_names: set[str] = set()
+    retried: set[str] = set()
+    thorough_key = None if thorough is None else thorough.key()
+    keys = {m.name: verdict_key("verdict", m.key, kernel.digest, options.key(), thorough_key) for m in mutants}
+    # A survivor's or a timed-out mutant's first pass, kept apart from its verdict (the second run
+    # decides that): a run stopped in its second phase (Ctrl-C, a lease that ends) starts there again.
+    first_keys = {m.name: verdict_key("first-pass", m.key, kernel.digest, options.key()) for m in mutants}
+    tests = run.tests if with_tests else None
+    tests_keys = {m.name: verdict_key("tests", m.key, kernel.digest, tests, str(run.root)) for m in mutants} \
+        if tests else {}
+    pending = run.coverage is None  # the gate has not decided: every mutant's first pass runs
+    jobs, survivors, timed_out = [], [], []
+    for mutant in mutants:
+        kept = store.get(keys[mutant.name])
+        first = None if kept is not None else store.get(first_keys[mutant.name], reuse=False)
+        if kept is not None:
+            cells[mutant.name] = Cell((), kept["record"], kept["wall"])
+            if kept.get("thorough"):
+                thorough_names.add(mutant.name)
+            if kept.get("retried"):
+                retried.add(mutant.name)
+        elif first is not None and Cell((), first["record"], 0.0).status is MutantStatus.TIMEOUT:
+            timed_out.append(mutant.name)  # timed out in an earlier run's first pass: its second run is left
+        elif first is not None and thorough is not None:
+            survivors.append(mutant.name)  # survived its first pass in an earlier run: the re-run is left
+        elif not pending and not covered(mutant, kernel.paths, run.coverage[0], options.device, run.coverage[1]):
+            cells[mutant.name] = no_coverage_cell(mutant, options.device)
+            store.put(keys[mutant.name], _stored(cells[mutant.name]))
+        else:
+            jobs.append(run.grade_job(f"fuzz:{mutant.name}", mutant_target(kernel, mutant), options))
+    jobs += _tests_jobs(run, mutants, tests_keys, verdicts)
+
+    def limits() -> None:  # once the gate has measured its baselines (until then, the gate's limit)
+        run.limits.update({j.key: run.tests_limit if j.key.startswith("tests:") else run.fuzz_limit for j in jobs})
+
+    gate_jobs = gate.jobs if pending and gate is not None else []
+    if not pending:
+        limits()
+    done = 0
+    for result in run.pool.run(gate_jobs + jobs):
+        kind, _, name = result.job.key.partition(":")
+        if kind.startswith("gate-"):
+            gate.take(result)
+            if run.coverage is not None:
+                limits()
+            continue
+        done += 1
+        if kind == "tests":
+            record = tests_record(result)
+            verdicts[name] = TestsVerdict.of(record)
+            store.put(tests_keys[name], record)
+        else:
+            cell = cells[name] = Cell((), run.record(result, options), result.seconds)
+            if cell.status is MutantStatus.TIMEOUT or (cell.status is MutantStatus.SURVIVED and thorough is not None):
+                (timed_out if cell.status is MutantStatus.TIMEOUT else survivors).append(name)
+                store.put(first_keys[name], _stored(cell))
+            else:
+                store.put(keys[name], _stored(cell))
+        run.tick(step, done, len(jobs))
+    if pending:
+        _uncovered(run, mutants, options, cells, keys, survivors, timed_out)
+    by_name = {m.name: m for m in mutants}
+    _again(run, by_name, options, timed_out, survivors, cells, keys, thorough_names, retried)
+    return cells, verdicts, thorough_names, retried
+
+
+def _tests_jobs(run, mutants: list[Mutant], keys: dict[str, str], verdicts: dict[str, TestsVerdict]) -> list:
+    """The ``--tests`` jobs of the mutants whose verdict is not cached (those are put in ``verdicts``)."""
+    jobs = []
+    for mutant in mutants if keys else ():
+        kept = run.store.get(keys[mutant.name])
+        if kept is not None:
+            verdicts[mutant.name] = TestsVerdict.of(kept)
+            continue
+        files = {str(Path(run.kernel.paths[mutant.file]).resolve().relative_to(run.root)):
+                 mutant.mutated_sources()[mutant.file]}
+        jobs.append(run.tests_job(f"tests:{mutant.name}", files, mutant.name, None))
+    return jobs
+
+
+def _uncovered(run, mutants, options, cells, keys, survivors, timed_out) -> None:
+    """After a first pass run beside the gate: a mutant whose edit its coverage shows never ran is
+    NoCoverage (with the same examples it can only have survived), not re-run."""
+    lines, launches = run.coverage
+    for mutant in mutants:
+        name = mutant.name
+        if name in cells and not covered(mutant, run.kernel.paths, lines, options.device, launches):
+            cells[name] = no_coverage_cell(mutant, options.device)
+            run.store.put(keys[name], _stored(cells[name]))
+            for waiting in (survivors, timed_out):
+                if name in waiting:
+                    waiting.remove(name)
+
+
+def _again(run, by_name, options, timed_out, survivors, cells, keys, thorough_names, retried) -> None:
+    """The second phase, in rounds: a run that timed out is run once more with RETRY_FACTOR times its
+    limit (a first pass or a survivor's re-run alike); a survivor is re-run thoroughly, with the
+    patience its first pass needed. A verdict is kept when neither applies."""
+    thorough = run.thorough
+    scale = max(1.0, thorough.budget / max(1, options.budget)) if thorough is not None else 1.0
+    pending = [(name, False, RETRY_FACTOR) for name in timed_out] + [(name, True, 1.0) for name in survivors]
+    rounds = 0
+    while pending:
+        rounds += 1
+        patience_of = {(name, deep): patience for name, deep, patience in pending}
+        again = [run.grade_job(f"{'thorough' if deep else 'retry'}:{name}", mutant_target(run.kernel, by_name[name]),
+                               thorough if deep else options) for name, deep, _ in pending]
+        run.limits.update({job.key: run.fuzz_limit * patience * (scale if deep else 1.0)
+                           for job, (_, deep, patience) in zip(again, pending)})
+        pending = []
+        for done, result in enumerate(run.pool.run(again), 1):
+            kind, _, name = result.job.key.partition(":")
+            deep = kind == "thorough"
+            patience = patience_of[(name, deep)]
+            cell = cells[name] = Cell((), run.record(result, thorough if deep else options), result.seconds)
+            run.tick("again" if rounds == 1 else f"again {rounds}", done, len(again))
+            if patience > 1.0 or cell.status is MutantStatus.TIMEOUT:
+                retried.add(name)
+            if cell.status is MutantStatus.TIMEOUT and patience < RETRY_FACTOR:
+                pending.append((name, deep, RETRY_FACTOR))
+            elif not deep and cell.status is MutantStatus.SURVIVED and thorough is not None:
+                pending.append((name, True, patience))
+            else:
+                if deep:
+                    thorough_names.add(name)
+                run.store.put(keys[name], _stored(cell, thorough=deep, retried=name in retried))
