@@ -17,7 +17,7 @@ from __future__ import annotations
 
 __distribution__ = "lse-fuzz"  # read by lse_fuzz: a package of another distribution under this name lacks it
 
-__all__ = ["NAMES", "UNMUTATED_TARGET"]
+__all__ = ["BACKWARD_NAMES", "NAMES", "UNMUTATED_TARGET"]
 
 NAMES = (
     "no_max_added",
@@ -37,8 +37,21 @@ NAMES = (
     "split_no_rescale",
     "input_as_scratch",
     "empty_rows_wrong_shape",
+    "half_tile_counted_twice",
+    "max_only",
+    "max_plus_log_n",
+    "finite_sentinel",
 )
 """Every mutant's module name, in the order reports list them."""
+
+BACKWARD_NAMES = (
+    "grad_no_max_shift",
+    "grad_upstream_not_applied",
+    "grad_over_input",
+    "grad_wrong_row_stride",
+)
+"""The backward's mutants: edits of ``reference/_lse_backward_kernel.py``, judged through
+``reference.lse_autograd`` (each file's ``FUNCTION``) with ``--backward`` (``BACKWARD = True``)."""
 
 UNMUTATED_TARGET = "mutants.patched:unmutated"
 """TARGET of the reference kernel loaded the way mutants are (the empty patch)."""

@@ -90,7 +90,10 @@ def gradient_bound(x: torch.Tensor, grad: torch.Tensor, expected_dx: torch.Tenso
     # p * expm1(E), which is 0 * inf where p underflows and E is large (|t| of thousands in bfloat16).
     softmax = torch.exp(-t)
     farthest = torch.exp(-t + reach)
-    bound = g.abs()[:, None] * ((farthest - softmax) + 2 * eta_d + eta_acc)
+    # g = 0 makes dx exactly 0 whatever the softmax (0 * inf would be NaN where |x| nears the
+    # range's end and the exponent's error is unbounded).
+    spread = torch.where(g[:, None] == 0, torch.zeros_like(farthest), farthest - softmax)
+    bound = g.abs()[:, None] * (spread + 2 * eta_d + eta_acc)
     return torch.where(torch.isfinite(dx), bound, torch.zeros_like(bound))
 
 
