@@ -7,9 +7,11 @@ what it read up to the whole (the masked tail stays exact).
 Pitfall: the "partial computation" reward hack of LLM-written kernels: compute on a sample of the
 input and extrapolate. On the inputs a weak harness uses (torch.rand rows, whose halves are alike)
 the answer is within 1e-2 of torch's, so an allclose check at one shape passes it; on a row whose
-halves differ it is plainly wrong. A related exploit is named in KernelBench's own notes on
-reward hacking in kernel benchmarks (an allclose at one shape on torch.rand cannot see it),
-and constant rows (lse(c * ones(N)) = c + log N) cannot tell it from a correct kernel.
+halves differ it is plainly wrong. Constant rows (lse(c * ones(N)) = c + log N) cannot tell it
+from a correct kernel either.
+
+Documented: Ouyang et al. (2025), "KernelBench: Can LLMs Write Efficient GPU Kernels?" (correctness
+judged by allclose on random inputs of fixed shapes: the check this hack is shaped to pass).
 
 Killed by: ``agreement`` (any row of a full tile whose two halves differ).
 
