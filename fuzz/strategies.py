@@ -314,8 +314,8 @@ def lse_inputs(
     ``dtype=st.just(torch.float16)``). ``huge_offsets``: see :func:`layouts`.
 
     With none of ``max_elements``, ``dtype``, ``shape`` and ``layout`` given, one input in
-    :data:`_WIDE_ONE_IN` is a single wide constant float16 or bfloat16 row, past the element cap
-    (:func:`_wide_constant_rows`).
+    :data:`_WIDE_ONE_IN` (64 on the CPU, 24 on a GPU) is a single wide constant float16 or bfloat16
+    row, past the element cap (:func:`_wide_constant_rows`).
 
     Under an N-D call convention (``contract.call``, see :mod:`fuzz.calls`) each (M, N) example is
     laid out as an N-D input (:func:`fuzz.batching.batch_layouts`) instead of a 2-D layout; huge
@@ -343,6 +343,7 @@ def lse_inputs(
         return _nd_inputs(contract, device, dtype_strategy, shape_strategy, specs_strategy)
 
     wide = _wide_constant_rows(contract, device) if default else None
+    one_in = _WIDE_ONE_IN["cpu" if device.type == "cpu" else "cuda"]
 
     @st.composite
     def draw_input(draw: st.DrawFn) -> LseInput:
@@ -354,7 +355,7 @@ def lse_inputs(
             chosen_dtype = huge_dtype or torch.float32
         specs = tuple(draw(st.lists(specs_strategy, min_size=1, max_size=max(1, min(rows, 6)))))
         seed = draw(st.integers(0, 2**32 - 1))
-        if wide is not None and seed % _WIDE_ONE_IN == _WIDE_ONE_IN - 1:
+        if wide is not None and seed % one_in == one_in - 1:
             # Decided by the seed already drawn, not by a draw of its own: every other example,
             # and the plans drawn after it, stay what they were for a given --seed.
             return wide(seed)
@@ -373,21 +374,27 @@ _WIDE_COLS = (65504, 65519, 65520, 65535, 65536, 131072, 262144)
 kernel that stores a float16 or bfloat16 row's sum of exp(x - max), which lies in [1, N], in the
 input's dtype overflows to inf on a constant row of 65520 or more (torch.logsumexp does; see
 docs/bugs-found.md), and bfloat16's 8 bits lose whole units of such a sum."""
-_WIDE_ONE_IN = 24  # one input in this many is one wide constant row, past the element cap
+_WIDE_ONE_IN = {"cpu": 64, "cuda": 24}
+"""One input in this many is one wide constant row, past the element cap: rarer in Triton's
+interpreter, where such a row costs about a second per call (a 100-example run of reference.lse on
+the 2-core CPU machine took about 30% more CPU time with one in 24 and rows up to 262144, about
+12% with one in 64 and rows of at most 65536)."""
+_WIDE_CPU_MAX_COLS = 65536  # in the interpreter: the float16 overflow's threshold, not the longer rows
 
 
 def _wide_constant_rows(contract: Contract, device: torch.device) -> Callable[[int], LseInput] | None:
     """``seed -> `` one contiguous float16 or bfloat16 row of N in :data:`_WIDE_COLS` equal values,
     where lse(c * ones(N)) = c + log N exactly (the dtype, N and c's level derived from ``seed``):
-    drawn on every device, past ``max_elements`` (a single row fits the interpreter too). None
-    where the contract has no 16-bit dtype or caps N below."""
+    drawn on every device, past ``max_elements`` (a single row fits the interpreter too; there N
+    stops at 65536). None where the contract has no 16-bit dtype or caps N below."""
     halves = [d for d in contract.dtypes if d in (torch.float16, torch.bfloat16)]
-    cols = [n for n in _WIDE_COLS if contract.max_n is None or n <= contract.max_n]
+    longest = _WIDE_CPU_MAX_COLS if device.type == "cpu" else max(_WIDE_COLS)
+    cols = [n for n in _WIDE_COLS if n <= longest and (contract.max_n is None or n <= contract.max_n)]
     if not halves or not cols:
         return None
 
     def wide(seed: int) -> LseInput:
-        picks = seed // _WIDE_ONE_IN
+        picks = seed // 64  # the rest of the seed picks the dtype, N and c's level
         chosen_dtype = halves[picks % len(halves)]
         n = cols[(picks // len(halves)) % len(cols)]
         specs = (RowSpec("constant", (picks // (len(halves) * len(cols))) % LEVELS),)
@@ -401,8 +408,6 @@ def _nd_inputs(contract: Contract, device: torch.device, dtype_strategy, shape_s
                specs_strategy) -> st.SearchStrategy[LseInput]:
     """Inputs under an N-D call convention: the 2-D draws, laid out by a batch layout."""
     call = contract.call
-
-    wide = _wide_constant_rows(contract, device) if default else None
 
     @st.composite
     def draw_input(draw: st.DrawFn) -> LseInput:
