@@ -9,8 +9,9 @@ all -inf (an attention row with every key masked, a vocabulary row with every cl
 where the padding becomes the maximum: the answer is -1e30 + log(padding lanes), not -inf. In
 float16 the sentinel rounds to -inf and the bug hides; in float32, bfloat16 and float64 it shows.
 
-Documented: the all -inf row -> -inf semantics of torch.logsumexp, scipy.special.logsumexp and
-jax.nn.logsumexp; the fully masked row is the case FlashAttention-style kernels special-case.
+Documented: Milakov and Gimelshein (2018), "Online normalizer calculation for softmax" (the running
+max starts at -inf, the identity of max); the all -inf row -> -inf semantics of torch.logsumexp,
+scipy.special.logsumexp and jax.nn.logsumexp.
 
 Killed by: ``agreement`` (an all -inf row whose length leaves masked lanes in its last tile).
 
