@@ -51,7 +51,11 @@ def covered(mutant: Mutant, paths: dict[str, str], lines: dict[str, set[int]], d
         if not mutant.guards or not runs:
             return True  # unknown (a helper function, or no launch recorded): run it
         return any(all(bool(run.get(name)) == want for name, want in mutant.guards) for run in runs)
-    ran = lines.get(os.path.realpath(paths[mutant.file]), set())
+    ran = lines.get(os.path.realpath(paths[mutant.file]))
+    if ran is None:
+        # A gate kept in the verdict cache ran the same kernel text elsewhere (a fresh clone, a moved
+        # checkout): its lines are this file's, under that place's path.
+        ran = next((found for path, found in lines.items() if path.endswith(os.sep + mutant.file)), set())
     first, last = mutant.statement
     return any(line in ran for line in range(first, last + 1))
 

@@ -45,3 +45,15 @@ def test_the_gates_launches_decide_coverage_of_a_compiled_kernel(tmp_path):
     assert covered(wide, kernel.paths, {}, "cuda", {})  # nothing recorded: unknown, so it runs
     assert "no launch of _tiny_kernel in the unmutated kernel's gate run had WIDE=True" in \
         no_coverage_cell(wide, "cuda").reason
+
+
+def test_line_coverage_kept_from_the_same_kernel_at_another_place_counts():
+    # A gate kept in the verdict cache may have run a clone of the kernel at another path (CI's
+    # fresh clone): its lines still say what ran. Before, every newly judged mutant of such a run
+    # was NoCoverage.
+    kernel = discover("reference:lse")
+    mutant = _by_name("reference:lse")["mask_off_by_one@_lse_kernel.py:72:38"]
+    first, last = mutant.statement
+    elsewhere = {"/elsewhere/clone/reference/_lse_kernel.py": set(range(first, last + 1))}
+    assert covered(mutant, kernel.paths, elsewhere, "cpu")
+    assert not covered(mutant, kernel.paths, {"/elsewhere/clone/reference/_lse_combine.py": {first}}, "cpu")
