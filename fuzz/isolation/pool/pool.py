@@ -25,8 +25,10 @@ in flight then (:mod:`fuzz.isolation.guard.blame`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -141,7 +143,7 @@ class Pool:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _new_driver(self) -> _Driver:
+    def _new_driver(self, *, again: bool = True) -> _Driver:
         if self._zygote is None or not self._zygote.alive():
             # One fork server serves every run of this process: a run's token goes to its drivers
             # (and so to their workers), not into the fork server's key.
@@ -155,7 +157,16 @@ class Pool:
             for driver in self._drivers:
                 load[driver.gpu] = load.get(driver.gpu, 0) + 1
             env[VISIBLE] = min(self._gpus, key=lambda gpu: load[gpu])
-        driver = _Driver(self._zygote, self.work_dir, self._started, env)
+        try:
+            driver = _Driver(self._zygote, self.work_dir, self._started, env)
+        except RuntimeError:
+            if not again or self._zygote.process is None:
+                raise
+            # The fork server died after the check above (a candidate that kills it, still dying,
+            # passed it alive): once it is gone, a new one is started and asked once more.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._zygote.process.wait(timeout=10)
+            return self._new_driver(again=False)
         self._started += 1
         self._drivers.append(driver)
         self._blame.track(driver.pid, Stopped.DRIVER)
