@@ -117,7 +117,10 @@ def test_a_call_that_compiles_past_its_deadline_is_not_a_hang():
         assert time.monotonic() - started >= 3.0
         torch.testing.assert_close(out, expected(x))
         [done] = impl.compiles
-        assert done.kind == "torch.compile" and done.call == 1 and done.seconds >= 3.0
+        # The parent times the compile from its receipt of the two notices: on a loaded machine the
+        # first is read a little late, so the recorded span can fall just short of the 3 s sleep
+        # (2.997 s was seen). What matters is that it is over the 1 s deadline it did not count toward.
+        assert done.kind == "torch.compile" and done.call == 1 and done.seconds > 2.0
         impl(x)  # compiled already: no new compile
         assert len(impl.compiles) == 1
 
