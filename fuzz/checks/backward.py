@@ -17,7 +17,8 @@ from ..contract import dtype_name
 from ..failures import CheckFailure
 from ..gradient import upstream_gradient
 from ..strategies import LseInput
-from .context import Context, Impl, bits, hex_bits
+from .context import Context, Impl
+from .first_call import raise_if_input_changed
 
 
 def gradient(ctx: Context, check: str) -> torch.Tensor:
@@ -39,19 +40,7 @@ def gradient(ctx: Context, check: str) -> torch.Tensor:
 
 def check_grad_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
     gradient(ctx, "grad_input_unchanged")
-    before, after = ctx.snapshot.view, bits(example.x)
-    changed = before != after
-    if not changed.any():
-        return
-    row, col = (int(i) for i in torch.nonzero(changed)[0])
-    width = example.x.element_size()
-    raise CheckFailure(
-        "grad_input_unchanged",
-        f"the forward and backward changed the input at x[{row}, {col}] ({int(changed.sum())} elements changed)",
-        row=row,
-        details=[f"before:   {hex_bits(int(before[row, col]), width)} ({example.values[row, col].item()!r})",
-                 f"after:    {hex_bits(int(after[row, col]), width)} ({example.x[row, col].item()!r})"],
-    )
+    raise_if_input_changed("grad_input_unchanged", example, ctx, "the forward and backward")
 
 
 def check_grad_agreement(impl: Impl, example: LseInput, ctx: Context) -> None:

@@ -48,6 +48,13 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def check_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
+    raise_if_input_changed("input_unchanged", example, ctx, "the call")
+
+
+def raise_if_input_changed(check: str, example: LseInput, ctx: Context, who: str) -> None:
+    """The input's bits, and its storage outside the view, as the example drew them; otherwise a
+    failure of ``check`` naming the first element ``who`` changed. ``input_unchanged`` judges the
+    call, ``grad_input_unchanged`` the forward and backward together."""
     x = example.x
     # Judged on the rows: for an N-D input, the (M, N) rows of each (the same elements).
     before, after = example.as_rows(ctx.snapshot.view), example.as_rows(bits(x))
@@ -58,8 +65,8 @@ def check_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
         was = ctx.example.values[row, col].item()
         now = example.as_rows(x)[row, col].item()
         raise CheckFailure(
-            "input_unchanged",
-            f"the call changed the input at {example.where(row, col)} ({int(changed.sum())} elements changed)",
+            check,
+            f"{who} changed the input at {example.where(row, col)} ({int(changed.sum())} elements changed)",
             row=row,
             details=[
                 f"before:   {hex_bits(int(before[row, col]), width)} ({was!r})",
@@ -72,8 +79,8 @@ def check_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
         if not torch.equal(storage_now, ctx.snapshot.storage):
             first = int(torch.nonzero(storage_now != ctx.snapshot.storage)[0]) // x.element_size()
             raise CheckFailure(
-                "input_unchanged",
-                f"the call wrote into the input's storage outside the view, at storage element {first}",
+                check,
+                f"{who} wrote into the input's storage outside the view, at storage element {first}",
                 details=[f"layout:   {example.describe_layout()}: "
                          "padding and neighbouring data belong to the caller"],
             )

@@ -52,9 +52,20 @@ class _Broken(torch.autograd.Function):
         if ctx.kind == "gradient written over the input":
             x.copy_((grad[:, None] * torch.exp(values - out[:, None])).to(x.dtype))
             return x, None
+        if ctx.kind == "gradient written past the view":
+            _poke_outside_the_view(x)
+            return (grad[:, None] * torch.exp(values - out[:, None])).to(x.dtype), None
         if ctx.kind == "gradient in float32":
             return grad[:, None] * torch.exp(values - out[:, None]), None
         raise AssertionError(ctx.kind)
+
+
+def _poke_outside_the_view(x: torch.Tensor) -> None:
+    """Writes 42 into the first element of x's storage that the view does not cover (its padding)."""
+    flat = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage())
+    covered = torch.zeros(flat.numel(), dtype=torch.bool)
+    covered[torch.as_strided(torch.arange(flat.numel()), x.shape, x.stride(), x.storage_offset()).flatten()] = True
+    flat[int(torch.nonzero(~covered)[0])] = 42
 
 
 def broken(kind):
@@ -87,6 +98,16 @@ def test_each_broken_backward_fails_the_check_that_names_it(kind, check, texts):
     assert f"  why it matters: {GRADIENT_CHECKS[check].why}" in message
     for text in texts:
         assert text in message, f"{text!r} not in:\n{message}"
+
+
+def test_a_backward_that_writes_past_the_view_fails_grad_input_unchanged():
+    # The forward leaves the storage alone (input_unchanged passes); the backward writes into the
+    # padding of a transposed view, which belongs to the caller.
+    ex = example([[1.0, 2.0, 3.0], [100.0, 99.0, 0.0]], Layout(LayoutKind.TRANSPOSED, pad=1))
+    with pytest.raises(CheckFailure) as info:
+        run(broken("gradient written past the view"), ex)
+    assert info.value.check == "grad_input_unchanged"
+    assert "the forward and backward wrote into the input's storage outside the view" in info.value.message()
 
 
 def test_autograd_converts_a_gradient_to_the_inputs_dtype_so_no_check_needs_to():
