@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 IMPLEMENTATIONS = Path(__file__).parent / "implementations"
 if str(IMPLEMENTATIONS) not in sys.path:
     sys.path.insert(0, str(IMPLEMENTATIONS))
@@ -21,3 +23,45 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     import torch
 
     torch.set_num_threads(1)
+
+
+# --------------------------------------------------------------------------------------------
+# The integration tier. `pytest -n auto` is the fast tier (a few minutes on two cores): the units,
+# in-process checks and a short fuzz of each kind. The modules below run the grader, the CLI, worker
+# pools, the catalog's mutation runs, a Ray cluster, a built wheel or whole scripts end to end,
+# each for tens of seconds; they carry the `integration` mark, which `pytest -n auto` deselects and
+# `pytest -n auto -m integration` (the second step of .ci/run) selects. Listed here, in one place,
+# so the split is visible and changes in one line; `tests/test_tiers.py` holds it to the files.
+INTEGRATION = (
+    "bench/test_bench_fuzzer.py",  # the fuzzer benchmark's runs
+    "bench/test_scripts.py",  # the bench scripts, each run as a user runs it
+    "docs/test_code_samples.py",  # every code sample of the docs, CLI runs included
+    "fuzz/cli/test_backward.py",  # `check --backward` through the CLI and isolated workers
+    "fuzz/cli/test_check.py",  # `lse-fuzz check` as a subprocess, every exit path
+    "fuzz/cli/test_cli.py",
+    "fuzz/cli/test_device_cpu_on_gpu_host.py",  # a simulated CUDA host, grade and mutants included
+    "fuzz/grading/test_fit.py",  # the shape fit, by grading
+    "fuzz/grading/test_grade.py",  # every planted candidate graded
+    "fuzz/grading/test_grade_signals.py",  # signals to the grader, stops of its processes
+    "fuzz/grading/test_hostile_suite.py",  # every hostile candidate in one batch
+    "fuzz/grading/test_parts.py",
+    "fuzz/grading/test_ray_executor.py",  # a local Ray cluster
+    "fuzz/grading/test_slow_once.py",
+    "fuzz/isolation/pool/test_pool.py",
+    "fuzz/mutation/test_catalog_run.py",  # the catalog's mutation run, gate and cache
+    "fuzz/mutation/test_run.py",  # `lse-fuzz mutate` end to end
+    "fuzz/test_false_alarms.py",  # the false-alarm campaign's slice: every corpus member fuzzed
+    "lse_fuzz/test_installed.py",  # a wheel built and installed in a fresh virtual environment
+    "mutants/test_mutants_killed.py",  # every bundled mutant fuzzed until killed
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
+def pytest_collection_modifyitems(config, items):
+    root = Path(__file__).parent
+    for item in items:
+        path = Path(str(item.path))
+        listed = path.is_relative_to(root) and path.relative_to(root).as_posix() in INTEGRATION
+        # A slow or GPU test stays in its own tier: `-m integration` selects what .ci/run runs.
+        if listed and not any(item.get_closest_marker(name) for name in ("slow", "gpu")):
+            item.add_marker(pytest.mark.integration)

@@ -83,6 +83,11 @@ finally:
 ENDS_THE_RUN = "kills_the_grader"
 
 
+# Every test of this module on one xdist worker (`--dist loadgroup`, in pyproject's addopts): the
+# module's batch is graded once per run, not once per worker that takes one of its tests.
+pytestmark = pytest.mark.xdist_group("hostile_batch")
+
+
 def test_every_hostile_candidate_has_an_expected_verdict():
     assert {p.stem for p in HOSTILE.glob("*.py")} == set(EXPECTED) | {ENDS_THE_RUN}
 

@@ -15,6 +15,8 @@ from fuzz.grading import GradeOptions, discover, grade
 from fuzz.grading.ray_executor import grade_remote
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'lse-fuzz[ray]'")
+# One xdist worker runs the module (`--dist loadgroup`): one local cluster per run.
+pytestmark = pytest.mark.xdist_group("ray_cluster")
 
 IMPLEMENTATIONS = Path(__file__).resolve().parents[2] / "implementations"
 BATCH = [IMPLEMENTATIONS / "correct" / "torch_float32.py", IMPLEMENTATIONS / "candidates" / "buggy_no_max.py",

@@ -1,0 +1,34 @@
+"""The two tiers of the suite: the fast one (`pytest -n auto`) and the integration one
+(`pytest -n auto -m integration`), split by the list in tests/conftest.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+# Loaded by path: the name `conftest` is also the repository root's.
+_spec = importlib.util.spec_from_file_location("tests_conftest", TESTS / "conftest.py")
+_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_conftest)
+INTEGRATION = _conftest.INTEGRATION
+
+
+def test_every_listed_integration_module_exists():
+    assert [name for name in INTEGRATION if not (TESTS / name).is_file()] == []
+
+
+def _collected(*options: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", *options,
+                           "tests/fuzz/grading/test_parts.py", "tests/fuzz/grading/test_evaluate.py"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
+
+
+def test_the_default_run_leaves_integration_modules_out_and_m_integration_takes_only_them():
+    assert _collected() == {"tests/fuzz/grading/test_evaluate.py"}
+    assert _collected("-m", "integration") == {"tests/fuzz/grading/test_parts.py"}
