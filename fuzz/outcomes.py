@@ -22,6 +22,8 @@ import enum
 import signal
 from collections.abc import Sequence
 
+from lse_fuzz._errors import LseFuzzError
+
 from .failures import CheckFailure, ImplError
 
 __all__ = [
@@ -120,7 +122,7 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with code {returncode} (sys.exit, os._exit or exit() in native code)"
 
 
-class HarnessError(RuntimeError):
+class HarnessError(LseFuzzError, RuntimeError):
     """The harness, not the implementation, failed on an example (e.g. the GPU had no room for a
     huge-offset input even after waiting): the run ends without a verdict on the implementation,
     as an internal error. Checks let it through instead of blaming the call it happened in."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from lse_fuzz._errors import LseFuzzError
+
 from ..outcomes import MutantStatus, mutant_status
 from .mutant import Mutant
 from .sites import Kernel
@@ -248,7 +250,7 @@ class MutationReport:
                 f"in {self.total_seconds:.1f} s")
 
 
-class GateFailure(Exception):
+class GateFailure(LseFuzzError):
     """The suite failed the gate: a correct kernel failed, or a broken one passed. Nothing scored."""
 
     def __init__(self, gate: list[GateResult]) -> None:
