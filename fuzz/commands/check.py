@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from .. import defaults
+from .renamed import add_renamed
 
 TAKES_SIGNALS = True
 """The command line holds the signals for it (fuzz.isolation.hold_signals) until its guard takes them."""
@@ -84,12 +85,15 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
                         help="seconds one call may spend compiling (Triton, autotuning, torch.compile; default "
                              f"{defaults.COMPILE_TIMEOUT:g}): compiling never counts as a hang before that, "
                              "and a compile over 5 s is reported as a finding")
-    limits.add_argument("--timeout", type=float, default=timeout, metavar="S",
-                        help="seconds the implementation's worker may live in all"
-                             + (f" (default {timeout:g})" if timeout else " (default: no limit)"))
-    limits.add_argument("--time-limit", type=float, default=None, metavar="S",
-                        help="fail a call slower than S seconds (default: a call far slower than reference.lse "
-                             "on the same input is reported as slow, not failed)")
+    limits.add_argument("--worker-timeout", dest="timeout", type=float, default=timeout, metavar="S",
+                        help="seconds the implementation's worker may live in all, every call and compile "
+                             "included" + (f" (default {timeout:g})" if timeout else " (default: no limit)"))
+    limits.add_argument("--fail-slower-than", dest="time_limit", type=float, default=None, metavar="S",
+                        help="a call's own time as a check: a call slower than S seconds fails the time_limit "
+                             "check (default: a call far slower than reference.lse on the same input is "
+                             "reported as slow, not failed)")
+    add_renamed(limits, "--timeout", "--worker-timeout", dest="timeout", type=float)
+    add_renamed(limits, "--time-limit", "--fail-slower-than", dest="time_limit", type=float)
     limits.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
                         help="memory a CPU worker's candidate may use, in GiB (default: half the machine's "
                              "memory shared among the jobs, at most 16; 0: none); enforced as its address-space "

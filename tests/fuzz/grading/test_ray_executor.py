@@ -95,7 +95,7 @@ def test_a_node_with_another_version_is_an_internal_error_graded_again(cluster, 
 def test_the_command_line_on_a_cluster(cluster, batch, tmp_path):
     out = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(Path(batch[0].path).parent), "--executor",
-                           "ray", "--ray-address", cluster, "--device", "cpu", "--budget", "10", "--out", str(out),
+                           "ray", "--ray-address", cluster, "--device", "cpu", "--budget", "10", "--out-dir", str(out),
                            "-q"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr  # one candidate fails
     assert "with a Ray cluster (every task at once)" in proc.stderr
@@ -108,7 +108,7 @@ def test_the_command_line_on_a_cluster(cluster, batch, tmp_path):
     (["--executor", "ray", "--jobs", "0"], "--jobs=0"),
 ], ids=["address_without_ray", "bad_jobs"])
 def test_bad_executor_options_get_one_message(tmp_path, argv, message):
-    proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(BATCH[0]), "--out", str(tmp_path / "r"), *argv],
+    proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(BATCH[0]), "--out-dir", str(tmp_path / "r"), *argv],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 

@@ -57,7 +57,7 @@ def grade_under_load(tmp_path: Path, seconds: float, *options: str) -> tuple[int
         shutil.copy(CANDIDATES / "torch_float64.py", batch / f"neighbour_{index}.py")
     out = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["grade", str(batch), *UNDER_LOAD, "--out", str(out), *options])
+        code = main(["grade", str(batch), *UNDER_LOAD, "--out-dir", str(out), *options])
     lines = (out / "grade.jsonl").read_text().splitlines()
     return code, {Path(record["candidate"]).stem: record for record in map(json.loads, lines)}
 

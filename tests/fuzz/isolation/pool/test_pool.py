@@ -79,7 +79,7 @@ def test_without_gpus_a_driver_keeps_the_callers_visible_devices(tmp_path, monke
 
 
 def test_a_relative_work_directory_is_the_callers(tmp_path, monkeypatch):
-    # `lse-fuzz grade . --out report` passes report/.drivers: every driver failed to start there.
+    # `lse-fuzz grade . --out-dir report` passes report/.drivers: every driver failed to start there.
     monkeypatch.chdir(tmp_path)
     with Pool(1, work_dir="relative/work") as pool:
         (result,) = pool.run([job("a", "echo")])
