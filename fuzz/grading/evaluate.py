@@ -121,7 +121,7 @@ def _start(impl: IsolatedImpl, record: dict, started: float) -> bool:
         impl.start()
     except ImplLost as lost:
         _finish(record, started, impl, verdict=Verdict.LOAD_ERROR,
-                reason=f"loading the target failed: the worker {lost.outcome.value.replace('_', ' ')}: {lost.detail}",
+                reason=f"loading the target failed: the worker {lost.outcome.describe()}: {lost.detail}",
                 details=lost.stderr)
         return False
     except LoadFailed as exc:
@@ -338,8 +338,8 @@ def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -
     if result.outcome is Outcome.RETURNED and result.record is not None:
         return result.record
     record = base_record(candidate, options)
-    verdict = Verdict.TIMEOUT if result.outcome is Outcome.TIMED_OUT else Verdict.INTERNAL_ERROR
-    what = {Outcome.TIMED_OUT: "the grader stopped it", Outcome.RAISED: "the grader failed on it"}.get(
+    verdict = Verdict.TIMEOUT if result.outcome is Outcome.TIMEOUT else Verdict.INTERNAL_ERROR
+    what = {Outcome.TIMEOUT: "the grader stopped it", Outcome.RAISED: "the grader failed on it"}.get(
         result.outcome, "the grading driver died")
     if result.killed_fork_server or result.killed_its_driver:  # its doing, shown by running it alone
         verdict, what = Verdict.CRASH, "it attacked the grader"
@@ -385,7 +385,7 @@ def _what_it_did(events: list[SignalEvent]) -> str:
 
 
 def _record_lost(record: dict, lost: ImplLost) -> None:
-    record["reason"] = f"{lost.outcome.value.replace('_', ' ')}: {lost.detail}"
+    record["reason"] = f"{lost.outcome.describe()}: {lost.detail}"
     record["details"] = lost.stderr
     if lost.reproducer is not None:
         record["reproducer"] = str(lost.reproducer)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from ..grading.options import GradeOptions
-from ..outcomes import MutantStatus
+from ..outcomes import MutantStatus, Verdict
 from .cache import verdict_key
 from .loading import mutant_target
 from .mutant import Mutant
@@ -34,7 +34,7 @@ def no_coverage_cell(mutant: Mutant, device: str) -> Cell:
         wanted = " and ".join(f"{name}={want}" for name, want in mutant.guards)
         reason = (f"its static branch never ran: no launch of {mutant.function} in the unmutated kernel's gate "
                   f"run had {wanted} (compiled kernels have no line coverage; their constexprs say this)")
-    record = {"verdict": "pass", "no_coverage": True, "examples": 0, "check": None, "reason": reason, "details": "",
+    record = {"verdict": Verdict.NOT_RUN.value, "examples": 0, "check": None, "reason": reason, "details": "",
               "counterexample": None, "reproducer": None, "replay": None}
     return Cell((), record, 0.0)
 
@@ -64,7 +64,7 @@ def tests_record(result) -> dict:
     """A ``--tests`` job's record; a job the pool stopped is a timeout."""
     if result.record is not None:
         return result.record
-    return {"exit": None, "timed_out": True, "seconds": round(result.seconds, 3), "output": result.detail}
+    return {"exit": None, "timeout": True, "seconds": round(result.seconds, 3), "output": result.detail}
 
 
 def _stored(cell: Cell, **extra) -> dict:

@@ -2,8 +2,8 @@
 
 Every mutant (and every gate entry) is graded exactly like a candidate of ``lse-fuzz grade``; its
 :class:`Cell` keeps that grading record, and :func:`fuzz.outcomes.mutant_status` maps it to a
-:class:`~fuzz.outcomes.MutantStatus` (a mutant whose edit never ran is not graded: its record says
-``no_coverage``).
+:class:`~fuzz.outcomes.MutantStatus` (a mutant whose edit never ran is not graded: its record's verdict is
+``not_run``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from lse_fuzz._errors import LseFuzzError
 
-from ..outcomes import MutantStatus, mutant_status
+from ..outcomes import MutantStatus, Verdict, mutant_status
 from .mutant import Mutant
 from .sites import Kernel
 
@@ -37,7 +37,7 @@ class Cell:
 
     @property
     def status(self) -> MutantStatus:
-        if self.record.get("no_coverage"):
+        if self.record.get("no_coverage"):  # a verdict cached before not_run: "pass" with this mark
             return MutantStatus.NO_COVERAGE
         return mutant_status(self.record["verdict"], self.record.get("exception") or ())
 
@@ -45,7 +45,7 @@ class Cell:
     def reason(self) -> str:
         """The failure message of the killing check, or what else happened (with the worker's stderr)."""
         record = self.record
-        if record.get("no_coverage"):
+        if record.get("no_coverage") or record["verdict"] == Verdict.NOT_RUN.value:
             return record["reason"]
         if record["verdict"] == "fail":
             return record.get("details") or record.get("reason", "")
@@ -121,7 +121,7 @@ class TestsVerdict:
 
     @classmethod
     def of(cls, record: dict) -> TestsVerdict:
-        if record.get("timed_out"):
+        if record.get("timeout") or record.get("timed_out"):  # timed_out: a record cached before the rename
             status = MutantStatus.TIMEOUT
         else:
             status = MutantStatus.SURVIVED if record.get("exit") == 0 else MutantStatus.KILLED

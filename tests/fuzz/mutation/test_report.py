@@ -14,7 +14,8 @@ import pytest
 from fuzz.checks import CHECKS
 from fuzz.mutation import MutantResult, MutationReport, catalog, discover, validate_report, write_reports
 from fuzz.mutation.report import SCHEMA_PATH, markdown_report, rich_tables, schema, stryker_report
-from fuzz.mutation.results import Cell, ExitRule, GateResult
+from fuzz.mutation.judge import no_coverage_cell
+from fuzz.mutation.results import Cell, ExitRule, GateResult, TestsVerdict
 from fuzz.outcomes import MutantStatus
 
 MUTANTS = catalog()
@@ -184,7 +185,26 @@ def test_the_fail_under_rule_compares_the_score(fail_under, code):
     assert report.exit_code == code
 
 
-def test_an_uncovered_mutant_is_no_coverage_with_its_reason():
-    cell = Cell((), {"verdict": "pass", "no_coverage": True, "reason": "the mutated line never ran"}, 0.0)
+@pytest.mark.parametrize("record", [
+    {"verdict": "not_run", "reason": "the mutated line never ran"},
+    {"verdict": "pass", "no_coverage": True, "reason": "the mutated line never ran"},  # cached before not_run
+], ids=["not_run", "cached_before_not_run"])
+def test_an_uncovered_mutant_is_no_coverage_with_its_reason(record):
+    cell = Cell((), record, 0.0)
     assert cell.status is MutantStatus.NO_COVERAGE and cell.reason == "the mutated line never ran"
     assert not MutantStatus.NO_COVERAGE.detected and MutantStatus.NO_COVERAGE.valid
+
+
+def test_a_mutant_that_never_ran_is_not_recorded_as_a_pass():
+    cell = no_coverage_cell(next(iter(MUTANTS.values())), "cpu")
+    assert cell.record["verdict"] == "not_run" and cell.status is MutantStatus.NO_COVERAGE
+
+
+@pytest.mark.parametrize("record, status", [
+    ({"exit": None, "timeout": True, "seconds": 1.0, "output": ""}, MutantStatus.TIMEOUT),
+    ({"exit": None, "timed_out": True, "seconds": 1.0, "output": ""}, MutantStatus.TIMEOUT),  # cached before
+    ({"exit": 1, "timeout": False, "seconds": 1.0, "output": ""}, MutantStatus.KILLED),
+    ({"exit": 0, "timeout": False, "seconds": 1.0, "output": ""}, MutantStatus.SURVIVED),
+], ids=["timeout", "cached_timed_out", "killed", "survived"])
+def test_the_tests_verdict_reads_timeouts_old_and_new(record, status):
+    assert TestsVerdict.of(record).status is status

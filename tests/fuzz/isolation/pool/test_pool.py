@@ -30,7 +30,7 @@ def test_every_job_gets_one_outcome_and_a_crash_or_hang_costs_only_its_own(pool)
     assert set(results) == {j.key for j in jobs}
     assert {k: r.outcome for k, r in results.items()} == {
         "a": Outcome.RETURNED, "b": Outcome.RETURNED, "c": Outcome.RETURNED, "crash": Outcome.CRASHED,
-        "hang": Outcome.TIMED_OUT, "raise": Outcome.RAISED}
+        "hang": Outcome.TIMEOUT, "raise": Outcome.RAISED}
     assert [results[k].record["echo"]["n"] for k in "abc"] == [1, 2, 3]
     assert "SIGABRT" in results["crash"].detail
     assert "time limit of 1 s" in results["hang"].detail
