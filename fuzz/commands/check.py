@@ -234,12 +234,12 @@ def run(args: argparse.Namespace) -> int:
         record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce,
                           side_by_side=True)
         blame_signals(record, guard.claim())
-    verdict = Verdict(record["verdict"])
+    verdict = record.verdict
     if verdict is Verdict.LOAD_ERROR:
-        raise InvalidArgument(record["reason"])
+        raise InvalidArgument(record.reason)
     print(format_record(record))
     if args.json:
-        atomic_write(Path(args.json), json.dumps(record, indent=2, sort_keys=True) + "\n")
+        atomic_write(Path(args.json), json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
     if args.markdown:
         atomic_write(Path(args.markdown), render_markdown([record], title="lse-fuzz check"))
     return CHECK_EXIT_CODES[verdict]

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from ..grading import discover, grade, render_markdown, render_table
     from ..grading.reports import REPORT_JSONL, atomic_write
     from ..isolation import describe_stops, release_signals
-    from ..outcomes import ExitCode
+    from ..outcomes import ExitCode, Verdict
     from .check import options_from_args
 
     if args.executor == "ray":
@@ -119,13 +119,13 @@ def run(args: argparse.Namespace) -> int:
 
     shown: set[str] = set()
 
-    def progress(record: dict, done: int, total: int) -> None:
+    def progress(record, done: int, total: int) -> None:  # record: a fuzz.grading.record.GradeRecord
         # A candidate shown twice was a suspect graded again alone (grading.batch): that record counts.
-        again = ", again alone" if record["candidate"] in shown else ""
-        shown.add(record["candidate"])
+        again = ", again alone" if record.candidate in shown else ""
+        shown.add(record.candidate)
         if not args.quiet:
-            print(f"[{done}/{total}] {record['verdict']:<10} {record['candidate']} ({record['seconds']:.1f} s{again})"
-                  + (f": {record['check']}" if record.get("check") else ""), file=sys.stderr, flush=True)
+            print(f"[{done}/{total}] {record.verdict.value:<10} {record.candidate} ({record.seconds:.1f} s{again})"
+                  + (f": {record.check}" if record.check else ""), file=sys.stderr, flush=True)
 
     what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
     how = f"{jobs} job(s)" if args.executor == "local" else \
@@ -150,4 +150,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"lse-fuzz: interrupted after {len(result.records)} of {len(candidates)} candidates; the report in "
               f"{out} holds the finished ones: continue with --resume", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    return ExitCode.OK if all(r["verdict"] == "pass" for r in result.records) else ExitCode.FAILED
+    return ExitCode.OK if all(r.verdict is Verdict.PASS for r in result.records) else ExitCode.FAILED

@@ -113,7 +113,8 @@ class Run:
                                       "env": dict(os.environ), "mutant": mutant, "timeout": timeout})
 
     def record(self, result, options: GradeOptions) -> dict:
-        return job_record(result, Candidate(**result.job.payload["candidate"]), options)
+        """The job's grading record as JSON: a mutant's cell keeps it so, and the verdict cache stores it."""
+        return job_record(result, Candidate(**result.job.payload["candidate"]), options).to_json()
 
     def tick(self, step: str, done: int, total: int) -> None:
         if self.progress:

@@ -387,8 +387,8 @@ def test_what_a_candidate_does_while_it_runs_is_flagged_beside_the_verdict(tmp_p
     verdict, required, forbidden = RUNTIME[name]
     options = GradeOptions(budget=BUDGET.get(name, 8), max_elements=1024).validated()
     record = evaluate(f"{HOSTILE / name}.py:lse", options, reproducer_dir=tmp_path)
-    assert record["verdict"] == verdict, record["reason"]
-    flags = {f["flag"]: f for f in record["flags"]}
+    assert record.verdict == verdict, record.reason
+    flags = {f["flag"]: f for f in record.flags}
     assert required <= set(flags) and not forbidden & set(flags), flags
     if name == "hides_library_lse":
         assert flags["runtime_library_lse"]["message"].endswith(": aten.logsumexp")
@@ -411,12 +411,12 @@ def test_on_cuda_a_passing_kernel_gets_its_bandwidth_and_speedups(tmp_path):
     options = GradeOptions(budget=20, device="cuda", bench=True, bench_shape=(4096, 4096)).validated()
     record = evaluate(str(CANDIDATES / "triton_two_pass.py"), options, reproducer_dir=tmp_path,
                       baselines=measure_baselines(options))
-    assert record["verdict"] == "pass", record["reason"]
-    bench = record["bench"]
+    assert record.verdict == "pass", record.reason
+    bench = record.bench
     assert bench["output_ok"] and bench["gbps"] > 10 and bench["bytes"] == 4096 * 4096 * 4 + 4 * 4096
     assert bench["speedup_vs_reference"] > 0 and bench["speedup_vs_torch"] > 0
     assert bench["copy_gbps"] > 10 and "impossible" not in bench  # an honest kernel is not faster than a copy
-    assert not any(flag["flag"] == "impossible_speed" for flag in record["flags"])
+    assert not any(flag["flag"] == "impossible_speed" for flag in record.flags)
 
 
 @pytest.mark.gpu
@@ -431,9 +431,9 @@ def test_on_cuda_a_candidate_that_skips_work_when_timed_is_flagged(tmp_path):
     options = GradeOptions(budget=20, device="cuda", bench=True).validated()  # 8192 x 8192: 256 MiB, past any L2
     record = evaluate(str(HOSTILE / "skips_work_when_timed.py"), options, reproducer_dir=tmp_path,
                       baselines=measure_baselines(options))
-    assert record["verdict"] == "pass", record["reason"]  # every check passes: only its speed gives it away
-    flags = [flag for flag in record["flags"] if flag["flag"] == "impossible_speed"]
-    assert len(flags) == 1, f"not flagged; the benchmark measured: {record['bench']}"
+    assert record.verdict == "pass", record.reason  # every check passes: only its speed gives it away
+    flags = [flag for flag in record.flags if flag["flag"] == "impossible_speed"]
+    assert len(flags) == 1, f"not flagged; the benchmark measured: {record.bench}"
     (flag,) = flags
     assert flag["severity"] == "cheat" and "faster than memory allows" in flag["message"]
 
@@ -563,14 +563,15 @@ def test_resume_grades_a_malformed_record_again_instead_of_crashing(tmp_path, ta
 
 
 def test_candidate_text_cannot_rewrite_the_markdown_or_the_terminal():
+    from fuzz.grading import GradeRecord
     from fuzz.grading.reports import format_record, render_markdown
+    from fuzz.outcomes import Verdict
 
     attack = "boom\n```\n\n## All candidates pass\n![ok](https://example.invalid/pixel.png) <img src=x> | forged |"
-    record = {"candidate": "evil`.py", "target": "evil.py:lse", "verdict": "error", "check": None,
-              "reason": "the candidate raised: " + attack, "details": attack + "\x1b[2J\x1b[32mPASS\x1b[0m",
-              "replay": "python -m fuzz replay x.pt --impl evil.py:lse", "flags": [], "slow": [], "bench": None,
-              "examples": 3, "calls": 3, "seconds": 1.0, "candidate_seconds": 0.5, "seed": 0, "exception": None,
-              "counterexample": None, "options": {"seed": 0, "contract": "strict", "private_seed": False}}
+    record = GradeRecord(candidate="evil`.py", target="evil.py:lse", sha256=None, key="k", verdict=Verdict.ERROR,
+                         reason="the candidate raised: " + attack, details=attack + "\x1b[2J\x1b[32mPASS\x1b[0m",
+                         replay="python -m fuzz replay x.pt --impl evil.py:lse", examples=3, calls=3, seconds=1.0,
+                         candidate_seconds=0.5, seed=0, options={"seed": 0, "contract": "strict", "private_seed": False})
     text = render_markdown([record], title="lse-fuzz grade")
     fence = next(line for line in text.splitlines() if line.endswith("text"))[:-len("text")]
     block = text.split(fence + "text\n", 1)[1].split("\n" + fence + "\n", 1)[0]

@@ -159,9 +159,9 @@ def test_grading_passes_a_candidate_that_compiles_past_its_deadline_and_reports_
     options = GradeOptions(budget=6, device="cpu", call_timeout=1.0, dtypes=("float32", "float64"), parts=1,
                            fit_shapes=False).validated()
     record = evaluate(compiling("slow_compile"), options, reproducer_dir=tmp_path)
-    assert record["verdict"] == "pass", format_record(record)
-    assert record["compiles"]["count"] == 2 and record["compiles"]["seconds"] >= 6.0
-    assert record["compiles"]["slow"] == []  # 3 s each: under the floor of a finding
+    assert record.verdict == "pass", format_record(record)
+    assert record.compiles["count"] == 2 and record.compiles["seconds"] >= 6.0
+    assert record.compiles["slow"] == []  # 3 s each: under the floor of a finding
 
 
 @pytest.mark.slow
