@@ -60,3 +60,19 @@ def test_help_shows_only_the_new_spelling(capsys, command, old):
         build_parser().parse_args([command, "--help"])
     text = capsys.readouterr().out
     assert f"{old} " not in text and f"{old}\n" not in text
+
+
+def test_the_old_spelling_reaches_the_command(tmp_path):
+    """Through a whole command: the notice, then the command at work with the value (its own error
+    names the new spelling)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    candidates = Path(__file__).resolve().parents[2] / "implementations" / "candidates"
+    (tmp_path / "notes.txt").write_text("x")
+    done = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(candidates), "--out", str(tmp_path / "notes.txt")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        "lse-fuzz: --out is now --out-dir; the old spelling goes away in the next release",
+        f"lse-fuzz: error: --out-dir={str(tmp_path / 'notes.txt')!r} is a file, not a directory."]
