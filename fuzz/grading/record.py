@@ -6,8 +6,9 @@ shape, key for key; :meth:`GradeRecord.from_json` reads a report line back and r
 not what the grader writes (a report file is input like any other: edited by hand, cut short, or
 rewritten by a candidate that got at it), naming the field. ``result`` (the fuzz run's
 :meth:`fuzz.result.CheckResult.to_dict`) and ``parts`` (a run in parts) are written only when there
-is one. Other keys (a Ray ``node``, the report's ``seal``) ride along in :attr:`extra` unchanged, so that a record read and written again is the same JSON, byte for byte: the seal of a
-report with a private seed (:mod:`.seal`) still verifies.
+is one. Other keys (a Ray ``node``, the report's ``seal``) ride along in :attr:`extra` unchanged,
+so that a record read and written again is the same JSON, byte for byte: the seal of a report
+with a private seed (:mod:`.seal`) still verifies.
 """
 
 from __future__ import annotations

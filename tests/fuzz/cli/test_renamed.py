@@ -71,8 +71,8 @@ def test_the_old_spelling_reaches_the_command(tmp_path):
 
     candidates = Path(__file__).resolve().parents[2] / "implementations" / "candidates"
     (tmp_path / "notes.txt").write_text("x")
-    done = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(candidates), "--out", str(tmp_path / "notes.txt")],
-                          capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "fuzz", "grade", str(candidates), "--out", str(tmp_path / "notes.txt")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr.splitlines() == [
         "lse-fuzz: --out is now --out-dir; the old spelling goes away in the next release",
         f"lse-fuzz: error: --out-dir={str(tmp_path / 'notes.txt')!r} is a file, not a directory."]

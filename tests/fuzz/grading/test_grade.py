@@ -571,7 +571,8 @@ def test_candidate_text_cannot_rewrite_the_markdown_or_the_terminal():
     record = GradeRecord(candidate="evil`.py", target="evil.py:lse", sha256=None, key="k", verdict=Verdict.ERROR,
                          reason="the candidate raised: " + attack, details=attack + "\x1b[2J\x1b[32mPASS\x1b[0m",
                          replay="python -m fuzz replay x.pt --impl evil.py:lse", examples=3, calls=3, seconds=1.0,
-                         candidate_seconds=0.5, seed=0, options={"seed": 0, "contract": "strict", "private_seed": False})
+                         candidate_seconds=0.5, seed=0,
+                         options={"seed": 0, "contract": "strict", "private_seed": False})
     text = render_markdown([record], title="lse-fuzz grade")
     fence = next(line for line in text.splitlines() if line.endswith("text"))[:-len("text")]
     block = text.split(fence + "text\n", 1)[1].split("\n" + fence + "\n", 1)[0]
@@ -607,7 +608,8 @@ def lse(x):
     os.wait()
     return torch.zeros(x.shape[0])  # wrong: the verdict must stay fail
 ''')
-    code, _, _ = run_cli("grade", str(batch_dir), "--budget", "5", "--max-elements", "1024", "-q", "--out-dir", str(out))
+    code, _, _ = run_cli("grade", str(batch_dir), "--budget", "5", "--max-elements", "1024", "-q",
+                         "--out-dir", str(out))
     time.sleep(2.0)
     assert code == 1 and records_of(out)["forger"]["verdict"] == "fail"
 

@@ -61,7 +61,8 @@ def test_reproducers_come_back_and_name_this_machine_s_paths(cluster, batch, tmp
     assert reproducer.is_file() and out.resolve() in reproducer.parents
     candidate = next(c for c in batch if c.name == failed.candidate)
     assert f"--impl {candidate.target}" in failed.replay and str(reproducer) in failed.replay
-    assert "lse-fuzz-ray-" not in json.dumps([r.to_json() for r in run.records])  # no path of the task's temporary folder is left
+    # No path of the task's temporary folder is left.
+    assert "lse-fuzz-ray-" not in json.dumps([r.to_json() for r in run.records])
 
 
 def test_resume_keeps_what_the_cluster_graded(cluster, batch, tmp_path):
@@ -108,7 +109,7 @@ def test_the_command_line_on_a_cluster(cluster, batch, tmp_path):
     (["--executor", "ray", "--jobs", "0"], "--jobs=0"),
 ], ids=["address_without_ray", "bad_jobs"])
 def test_bad_executor_options_get_one_message(tmp_path, argv, message):
-    proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(BATCH[0]), "--out-dir", str(tmp_path / "r"), *argv],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(BATCH[0]), "--out-dir", str(tmp_path / "r"),
+                           *argv], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
