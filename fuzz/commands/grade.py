@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from ..grading import discover, grade, render_markdown, render_table
     from ..grading.reports import REPORT_JSONL, atomic_write
     from ..isolation import describe_stops, release_signals
-    from ..outcomes import ExitCode, Verdict
+    from ..outcomes import ExitCode
     from .check import options_from_args
 
     if args.executor == "ray":
@@ -150,4 +150,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"lse-fuzz: interrupted after {len(result.records)} of {len(candidates)} candidates; the report in "
               f"{out} holds the finished ones: continue with --resume", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    return ExitCode.OK if all(r.verdict is Verdict.PASS for r in result.records) else ExitCode.FAILED
+    return ExitCode.OK if all(r.passed for r in result.records) else ExitCode.FAILED

@@ -45,6 +45,7 @@ def test_a_line_read_back_is_the_same_json_byte_for_byte():
     assert record.verdict is Verdict.FAIL and record.check == "agreement" and record.extra == {"node": "host-3",
                                                                                                "seal": "00ff"}
     assert json.dumps(record.to_json(), sort_keys=True) == json.dumps(data, sort_keys=True)
+    assert not record.passed and GradeRecord.from_json(_line(verdict="pass")).passed
 
 
 def test_a_sealed_record_still_verifies_after_it_is_read(tmp_path):
