@@ -122,11 +122,11 @@ def test_in_parts_a_mutant_runs_its_parts_in_turn_and_stops_at_the_first_failure
                           parts=2, cache=None, thorough_budget=0)
     assert report.config["parts"] == 2
     correct = report.gate[0]
-    assert correct.ok and [p["verdict"] for p in correct.cell.record["parts"]] == ["pass", "pass"]
+    assert correct.ok and [p["verdict"] for p in correct.cell.record.parts] == ["pass", "pass"]
     assert correct.cell.examples == 2 * BUDGET
     for result in report.results:
         assert result.status is MutantStatus.KILLED, result.reason[:300]
-        ran = result.cell.record["parts"]
+        ran = result.cell.record.parts
         assert ran[-1]["verdict"] == "fail" and all(p["verdict"] == "pass" for p in ran[:-1])
         assert result.seconds == pytest.approx(sum(p["check_seconds"] for p in ran))
 
