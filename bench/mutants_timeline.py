@@ -66,11 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{report.summary()}; setup {report.setup_seconds:.1f} s, gate {report.gate_seconds:.1f} s, "
           f"mutants after the gate {report.mutation_seconds:.1f} s; wall {time.perf_counter() - STARTED:.1f} s")
     for entry in report.gate:
-        parts = entry.cell.record.get("parts") or []
+        parts = entry.cell.record.parts or []
         print(f"gate {entry.label}: {entry.cell.examples} examples, parts "
               + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts))
     for result in report.results:
-        parts = result.cell.record.get("parts") or []
+        parts = result.cell.record.parts or []
         print(f"{result.name:26s} {result.status.value:9s} {result.examples:4d} ex {result.wall_seconds:6.1f} s; parts "
               + ", ".join(f"{p.get('seconds', 0):.1f}" for p in parts))
     path = os.environ.get(ENV)

@@ -16,6 +16,8 @@ import re
 import traceback
 from collections.abc import Sequence
 
+from lse_fuzz._errors import LseFuzzError
+
 __all__ = ["CheckFailure", "ImplError", "exception_chain", "format_number", "headline", "traceback_headline"]
 
 
@@ -29,7 +31,7 @@ def _json_float(value: float | None) -> float | str | None:
     return value if math.isfinite(value) else str(value)
 
 
-class CheckFailure(AssertionError):
+class CheckFailure(LseFuzzError, AssertionError):
     """A check found the implementation wrong; :meth:`message` says where, by how much, and why.
 
     ``ulps`` is the error in units in the last place of the output dtype at the expected value,
@@ -310,7 +312,7 @@ def _clipped(text: str) -> str:
     return text if len(text) <= _PART_LIMIT else text[:_PART_LIMIT - 3] + "..."
 
 
-class ImplError(Exception):
+class ImplError(LseFuzzError):
     """The implementation raised instead of returning; carries its traceback text and chain."""
 
     def __init__(self, call: str, exc: BaseException) -> None:

@@ -10,6 +10,9 @@ Four levels, each an enum with one tested mapping from the level below:
   (:func:`verdict_of`), and the exit code of ``check`` (:data:`CHECK_EXIT_CODES`);
 * :class:`MutantStatus`: what became of one mutant, in Stryker's names (:func:`mutant_status`).
 
+A status is spelled one way at every level: ``timeout`` (``Timeout`` among Stryker's CamelCase
+names), and a mutant that never ran is ``not_run`` (``NoCoverage``), never ``pass``.
+
 :class:`ImplLost` is raised when an isolated implementation's worker is gone (crash, exit, hang,
 out of memory): a ``BaseException`` on purpose, so that neither the runner's ``except Exception``
 nor Hypothesis catches it and shrinks (every shrinking step would restart a worker and wait for a
@@ -21,6 +24,8 @@ from __future__ import annotations
 import enum
 import signal
 from collections.abc import Sequence
+
+from lse_fuzz._errors import LseFuzzError
 
 from .failures import CheckFailure, ImplError
 
@@ -64,12 +69,21 @@ class Outcome(str, enum.Enum):
     CRASHED = "crashed"  # the worker was killed by a signal (segfault, abort) or a CUDA error
     EXITED = "exited"  # the worker exited: sys.exit, os._exit, exit() in native code
     OUT_OF_MEMORY = "out_of_memory"  # an allocation failed (memory limit, GPU memory)
-    TIMED_OUT = "timed_out"  # no answer within the time limit: killed
+    TIMEOUT = "timeout"  # no answer within the time limit: killed
+
+    @classmethod
+    def _missing_(cls, value):
+        # Reproducer files written before the timeout status had one spelling say "timed_out".
+        return cls.TIMEOUT if value == "timed_out" else None
 
     @property
     def fatal(self) -> bool:
         """The worker is gone (or unusable): the run stops."""
         return self not in (Outcome.RETURNED, Outcome.RAISED)
+
+    def describe(self) -> str:
+        """The outcome in words, for a sentence: 'timed out', 'out of memory', 'crashed'."""
+        return "timed out" if self is Outcome.TIMEOUT else self.value.replace("_", " ")
 
 
 def call_outcome(*, returncode: int | None = None, error_kind: str | None = None, timed_out: bool = False,
@@ -82,7 +96,7 @@ def call_outcome(*, returncode: int | None = None, error_kind: str | None = None
     without replying, with this exit code (negative: the signal that killed it).
     """
     if timed_out:
-        return Outcome.TIMED_OUT
+        return Outcome.TIMEOUT
     if error_kind is not None:
         return {"exception": Outcome.RAISED, "out_of_memory": Outcome.OUT_OF_MEMORY,
                 "cuda_error": Outcome.CRASHED}[error_kind]
@@ -120,7 +134,7 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with code {returncode} (sys.exit, os._exit or exit() in native code)"
 
 
-class HarnessError(RuntimeError):
+class HarnessError(LseFuzzError, RuntimeError):
     """The harness, not the implementation, failed on an example (e.g. the GPU had no room for a
     huge-offset input even after waiting): the run ends without a verdict on the implementation,
     as an internal error. Checks let it through instead of blaming the call it happened in."""
@@ -188,6 +202,7 @@ class Verdict(str, enum.Enum):
     LOAD_ERROR = "load_error"  # it could not be used: missing file, syntax error, import error, no such
     #                            function, wrong signature, or it crashed or hung while importing
     INTERNAL_ERROR = "internal_error"  # the grader itself failed on this candidate (a bug to report)
+    NOT_RUN = "not_run"  # never graded: a mutant whose edit no generated input reaches (mutation analysis only)
 
 
 def verdict_of(*, status: Status | str | None = None, outcome: Outcome | str | None = None,
@@ -202,7 +217,7 @@ def verdict_of(*, status: Status | str | None = None, outcome: Outcome | str | N
         return Verdict.LOAD_ERROR
     if outcome is not None:
         outcome = Outcome(outcome)
-        if outcome is Outcome.TIMED_OUT:
+        if outcome is Outcome.TIMEOUT:
             return Verdict.TIMEOUT
         if outcome.fatal:
             return Verdict.CRASH
@@ -214,7 +229,7 @@ def verdict_of(*, status: Status | str | None = None, outcome: Outcome | str | N
 CHECK_EXIT_CODES: dict[Verdict, ExitCode] = {
     Verdict.PASS: ExitCode.OK, Verdict.FAIL: ExitCode.FAILED, Verdict.ERROR: ExitCode.FAILED,
     Verdict.CRASH: ExitCode.FAILED, Verdict.TIMEOUT: ExitCode.FAILED, Verdict.LOAD_ERROR: ExitCode.USAGE,
-    Verdict.INTERNAL_ERROR: ExitCode.INTERNAL,
+    Verdict.INTERNAL_ERROR: ExitCode.INTERNAL, Verdict.NOT_RUN: ExitCode.INTERNAL,  # check always runs its target
 }
 """Exit code of ``lse-fuzz check`` for each verdict."""
 
@@ -276,7 +291,7 @@ def mutant_status(verdict: Verdict | str, chain: Sequence[dict] = ()) -> MutantS
     """The one mapping from a mutant's verdict (it is graded like any candidate) to its status.
 
     fail -> Killed (flaky failures included: a failure that did not reproduce is still one);
-    pass -> Survived; timeout -> Timeout; crash -> RuntimeError; error and load_error ->
+    pass -> Survived; timeout -> Timeout; not_run -> NoCoverage; crash -> RuntimeError; error and load_error ->
     CompileError when ``chain`` (the exception's) is a compilation error, else RuntimeError;
     internal_error (the harness failed on it) -> RuntimeError.
     """
@@ -287,6 +302,8 @@ def mutant_status(verdict: Verdict | str, chain: Sequence[dict] = ()) -> MutantS
         return MutantStatus.SURVIVED
     if verdict is Verdict.TIMEOUT:
         return MutantStatus.TIMEOUT
+    if verdict is Verdict.NOT_RUN:
+        return MutantStatus.NO_COVERAGE
     if verdict in (Verdict.ERROR, Verdict.LOAD_ERROR) and is_compile_error(chain):
         return MutantStatus.COMPILE_ERROR
     return MutantStatus.RUNTIME_ERROR

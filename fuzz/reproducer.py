@@ -22,6 +22,7 @@ from .batching import BatchLayout
 from .calls import CallConvention
 from .checks import Plan, validate_checks
 from .layouts import Layout
+from .outcomes import Outcome
 from .strategies import Contract, LseInput, RowSpec
 
 FORMAT = "lse-fuzz-reproducer/1"
@@ -127,6 +128,6 @@ def load_reproducer(path: Path | str) -> Reproducer:
         check=data["check"],
         message=data["message"],
         meta=dict(data["meta"]),
-        lost=data.get("lost"),
+        lost=None if data.get("lost") is None else Outcome(data["lost"]).value,  # old files: "timed_out"
         batch=None if data.get("batch") is None else BatchLayout.from_dict(data["batch"]),
     )

@@ -17,12 +17,17 @@ The one import of the public API (the distribution also installs ``fuzz``, ``ref
 Names are imported on first use, so importing this package (as pytest does, to load the plugin
 ``lse_fuzz.plugin``) costs nothing. The first use checks that ``fuzz``, ``reference`` and
 ``mutants`` are lse-fuzz's own and raises :class:`PackageClash` naming the other package if not.
+
+Every exception lse-fuzz raises on purpose derives from :class:`LseFuzzError` (and keeps its
+built-in kind: ``InvalidArgument`` is a ``ValueError``); ``ImplLost`` alone is a ``BaseException``,
+so that no ``except Exception`` swallows the loss of the implementation's worker.
 """
 
 from __future__ import annotations
 
 import importlib
 
+from ._errors import LseFuzzError
 from ._packages import PackageClash, verify_packages as _verify_packages
 
 _EXPORTS = {
@@ -55,7 +60,7 @@ _EXPORTS = {
 }
 _MODULES = {"strategies": "fuzz.strategies"}  # the strategies' building blocks: shapes, dtypes, layouts, ...
 
-__all__ = sorted([*_EXPORTS, *_MODULES, "PackageClash"])
+__all__ = sorted([*_EXPORTS, *_MODULES, "LseFuzzError", "PackageClash"])
 
 
 def __getattr__(name: str):

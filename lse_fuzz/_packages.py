@@ -15,6 +15,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from ._errors import LseFuzzError
+
 __all__ = ["OWN_PACKAGES", "PackageClash", "verify_packages"]
 
 OWN_PACKAGES = ("fuzz", "reference", "mutants")
@@ -22,7 +24,7 @@ MARKER = '__distribution__ = "lse-fuzz"'
 HOME = Path(__file__).resolve().parent.parent  # the folder lse_fuzz and its three packages were installed into
 
 
-class PackageClash(ImportError):
+class PackageClash(LseFuzzError, ImportError):
     """Another package answers to one of the names lse-fuzz installs; the message names both and the fix."""
 
 

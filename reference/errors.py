@@ -7,6 +7,8 @@ offending value and a hint, validated in one place per entry point.
 
 from __future__ import annotations
 
+from lse_fuzz._errors import LseFuzzError
 
-class InvalidArgument(ValueError):
+
+class InvalidArgument(LseFuzzError, ValueError):
     """A value passed by the user cannot be used; the message names it and says how to fix it."""

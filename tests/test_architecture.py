@@ -20,7 +20,10 @@ TIGHT = {"fuzz.isolation": (500, 80)}
 
 # Lower layers never import higher ones; a module may import its own layer or any lower one.
 LAYERS = [
-    ("reference",),
+    # lse_fuzz._errors holds only the base of every project exception and imports nothing: it is at
+    # the bottom so every layer can derive from it, in lse_fuzz because PackageClash (raised when
+    # ``reference`` is another project's package) derives from it too.
+    ("reference", "lse_fuzz._errors"),
     ("mutants",),
     ("fuzz._version", "fuzz.defaults", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
      "fuzz.gpu_memory", "fuzz.layouts", "fuzz.autotune", "fuzz.specialization", "fuzz.bfloat16_interpreter",

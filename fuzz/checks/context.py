@@ -140,7 +140,7 @@ class Context:
         if self.time_limit is not None and elapsed > self.time_limit:
             raise CheckFailure("time_limit", f"{call} took {elapsed:.2f} s, over the time limit of "
                                f"{self.time_limit:g} s", details=[f"timing:   {slow.describe()}"],
-                               why="a time limit was asked for (--time-limit): slow calls fail instead of "
+                               why="a time limit was asked for (--fail-slower-than): slow calls fail instead of "
                                    "being reported")
         if elapsed > SLOW_FLOOR and slow.ratio > SLOW_FACTOR and self.on_slow is not None:
             self.on_slow(slow)

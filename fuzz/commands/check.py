@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from .. import defaults
+from .renamed import add_renamed
 
 TAKES_SIGNALS = True
 """The command line holds the signals for it (fuzz.isolation.hold_signals) until its guard takes them."""
@@ -84,12 +85,15 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
                         help="seconds one call may spend compiling (Triton, autotuning, torch.compile; default "
                              f"{defaults.COMPILE_TIMEOUT:g}): compiling never counts as a hang before that, "
                              "and a compile over 5 s is reported as a finding")
-    limits.add_argument("--timeout", type=float, default=timeout, metavar="S",
-                        help="seconds the implementation's worker may live in all"
-                             + (f" (default {timeout:g})" if timeout else " (default: no limit)"))
-    limits.add_argument("--time-limit", type=float, default=None, metavar="S",
-                        help="fail a call slower than S seconds (default: a call far slower than reference.lse "
-                             "on the same input is reported as slow, not failed)")
+    limits.add_argument("--worker-timeout", dest="timeout", type=float, default=timeout, metavar="S",
+                        help="seconds the implementation's worker may live in all, every call and compile "
+                             "included" + (f" (default {timeout:g})" if timeout else " (default: no limit)"))
+    limits.add_argument("--fail-slower-than", dest="time_limit", type=float, default=None, metavar="S",
+                        help="a call's own time as a check: a call slower than S seconds fails the time_limit "
+                             "check (default: a call far slower than reference.lse on the same input is "
+                             "reported as slow, not failed)")
+    add_renamed(limits, "--timeout", "--worker-timeout", dest="timeout", type=float)
+    add_renamed(limits, "--time-limit", "--fail-slower-than", dest="time_limit", type=float)
     limits.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
                         help="memory a CPU worker's candidate may use, in GiB (default: half the machine's "
                              "memory shared among the jobs, at most 16; 0: none); enforced as its address-space "
@@ -230,12 +234,12 @@ def run(args: argparse.Namespace) -> int:
         record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce,
                           side_by_side=True)
         blame_signals(record, guard.claim())
-    verdict = Verdict(record["verdict"])
+    verdict = record.verdict
     if verdict is Verdict.LOAD_ERROR:
-        raise InvalidArgument(record["reason"])
+        raise InvalidArgument(record.reason)
     print(format_record(record))
     if args.json:
-        atomic_write(Path(args.json), json.dumps(record, indent=2, sort_keys=True) + "\n")
+        atomic_write(Path(args.json), json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
     if args.markdown:
         atomic_write(Path(args.markdown), render_markdown([record], title="lse-fuzz check"))
     return CHECK_EXIT_CODES[verdict]

@@ -13,6 +13,7 @@ import argparse
 
 from .. import defaults
 from .check import add_fuzz_options
+from .renamed import add_renamed
 
 TAKES_SIGNALS = True
 """The command line holds the signals for it (fuzz.isolation.hold_signals) until its guard takes them."""
@@ -25,7 +26,7 @@ raised), crash (its worker died), timeout, load_error. Static findings about the
 On CUDA, candidates that pass are timed on a fixed shape (--bench-shape): achieved GB/s and speed
 against reference.lse and torch.logsumexp.
 
-Reports in --out: grade.jsonl (one record per candidate), grade.csv, reproducers/. They are
+Reports in --out-dir: grade.jsonl (one record per candidate), grade.csv, reproducers/. They are
 rewritten atomically after every candidate; Ctrl-C leaves a valid report, --resume continues it
 (candidates already graded with the same options and an unchanged file are skipped).
 
@@ -62,11 +63,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                "default: RAY_ADDRESS, else a Ray started on this machine for the run)")
     add_fuzz_options(parser, timeout=defaults.GRADE_TIMEOUT)
     output = parser.add_argument_group("output")
-    output.add_argument("--out", metavar="DIR", default=defaults.OUT_DIR,
-                        help="report directory (default lse-fuzz-report)")
+    output.add_argument("--out-dir", metavar="DIR", default=defaults.OUT_DIR,
+                        help=f"where grade.jsonl, grade.csv and reproducers go (default {defaults.OUT_DIR}/)")
+    add_renamed(output, "--out", "--out-dir", dest="out_dir")
     output.add_argument("--resume", action="store_true",
-                        help="continue the report in --out: skip candidates already graded with the same options")
-    output.add_argument("--overwrite", action="store_true", help="replace an existing report in --out")
+                        help="continue the report in --out-dir: skip candidates already graded with the same options")
+    output.add_argument("--overwrite", action="store_true", help="replace an existing report in --out-dir")
     output.add_argument("--no-bench", action="store_true", help="skip the bandwidth measurement on CUDA")
     output.add_argument("--markdown", metavar="FILE", default=None, help="also write a Markdown summary")
     output.add_argument("-q", "--quiet", action="store_true", help="no per-candidate progress lines")
@@ -105,11 +107,11 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs if args.jobs is not None or args.executor == "ray" else 1
     options = replace(options_from_args(args, bench=not args.no_bench), jobs=jobs or 1)
     candidates = discover(args.paths, function=args.function)
-    out = Path(args.out)
+    out = Path(args.out_dir)
     if out.exists() and not out.is_dir():
-        raise InvalidArgument(f"--out={args.out!r} is a file, not a directory.")
+        raise InvalidArgument(f"--out-dir={args.out_dir!r} is a file, not a directory.")
     if (out / REPORT_JSONL).exists() and not (args.resume or args.overwrite):
-        raise InvalidArgument(f"--out={args.out!r} already holds a report: pass --resume to continue it, "
+        raise InvalidArgument(f"--out-dir={args.out_dir!r} already holds a report: pass --resume to continue it, "
                               "or --overwrite to start again.")
     if args.markdown is not None and not Path(args.markdown).parent.is_dir():
         raise InvalidArgument(f"--markdown={args.markdown!r}: the directory {str(Path(args.markdown).parent)!r} "
@@ -117,13 +119,13 @@ def run(args: argparse.Namespace) -> int:
 
     shown: set[str] = set()
 
-    def progress(record: dict, done: int, total: int) -> None:
+    def progress(record, done: int, total: int) -> None:  # record: a fuzz.grading.record.GradeRecord
         # A candidate shown twice was a suspect graded again alone (grading.batch): that record counts.
-        again = ", again alone" if record["candidate"] in shown else ""
-        shown.add(record["candidate"])
+        again = ", again alone" if record.candidate in shown else ""
+        shown.add(record.candidate)
         if not args.quiet:
-            print(f"[{done}/{total}] {record['verdict']:<10} {record['candidate']} ({record['seconds']:.1f} s{again})"
-                  + (f": {record['check']}" if record.get("check") else ""), file=sys.stderr, flush=True)
+            print(f"[{done}/{total}] {record.verdict.value:<10} {record.candidate} ({record.seconds:.1f} s{again})"
+                  + (f": {record.check}" if record.check else ""), file=sys.stderr, flush=True)
 
     what = f"budget {options.budget}, seed {options.seed}" + (" + private seed" if options.private_seed else "")
     how = f"{jobs} job(s)" if args.executor == "local" else \
@@ -148,4 +150,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"lse-fuzz: interrupted after {len(result.records)} of {len(candidates)} candidates; the report in "
               f"{out} holds the finished ones: continue with --resume", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    return ExitCode.OK if all(r["verdict"] == "pass" for r in result.records) else ExitCode.FAILED
+    return ExitCode.OK if all(r.passed for r in result.records) else ExitCode.FAILED

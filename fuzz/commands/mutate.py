@@ -24,6 +24,7 @@ import argparse
 import os
 
 from ..defaults import MUTANT_BUDGET, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR, OUT_DIR
+from .renamed import add_renamed
 
 # The runner's re-run defaults (fuzz.mutation.runner), repeated so that --help imports nothing heavy;
 # a test keeps the two in step.
@@ -79,10 +80,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     add("--parts", type=int, default=None, metavar="N",
         help="split each mutant's examples into N runs of seeds derived from --seed, run in turn (default 1)")
     add("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")
-    add("--timeout-factor", type=float, default=MUTANT_TIMEOUT_FACTOR, metavar="K",
-        help=f"a mutant is stopped after max(K * the gate's run, floor) (default {MUTANT_TIMEOUT_FACTOR:g})")
-    add("--timeout-floor", type=float, default=MUTANT_TIMEOUT_FLOOR, metavar="SECONDS",
-        help=f"the least seconds a mutant gets (default {MUTANT_TIMEOUT_FLOOR:g})")
+    add("--mutant-timeout-factor", dest="timeout_factor", type=float, default=MUTANT_TIMEOUT_FACTOR, metavar="K",
+        help=f"one mutant's run is stopped after max(K * the gate's run, floor) seconds (default "
+             f"{MUTANT_TIMEOUT_FACTOR:g})")
+    add("--mutant-timeout-floor", dest="timeout_floor", type=float, default=MUTANT_TIMEOUT_FLOOR, metavar="SECONDS",
+        help=f"the least seconds one mutant's run gets (default {MUTANT_TIMEOUT_FLOOR:g})")
+    add_renamed(parser, "--timeout-factor", "--mutant-timeout-factor", dest="timeout_factor", type=float)
+    add_renamed(parser, "--timeout-floor", "--mutant-timeout-floor", dest="timeout_floor", type=float)
     add("--no-cache", action="store_true", help="judge every mutant again (no verdict cache)")
     add("--cache-dir", default=None, metavar="DIR", help="where verdicts are kept")
     add("--fail-under", type=float, default=None, metavar="SCORE",
@@ -91,7 +95,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help=f"where mutation.json, mutation.md, mutation.html and reproducers go (default {OUT_DIR}/)")
     add("--list", action="store_true", help="list the mutants and exit")
     add("--show", metavar="MUTANT", default=None, help="print one mutant's diff and exit")
-    add("--no-progress", dest="show_progress", action="store_false", help="no progress bar")
+    add("-q", "--quiet", action="store_true", help="no progress bar")
+    add_renamed(parser, "--no-progress", "--quiet", dest="quiet", flag_value=True)
 
 
 def uses_workers(args: argparse.Namespace) -> bool:
@@ -125,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         return _list_or_show(console, args, mutants)
     _validate(args)
     names = (args.names or None) if bundled else args.mutant
-    with _Progress(Console(stderr=True), args.show_progress) as update:
+    with _Progress(Console(stderr=True), not args.quiet) as update:
         try:
             report = run_mutation(
                 None if bundled else args.target, source="catalog" if bundled else "operators", mutants=names,
@@ -171,8 +176,8 @@ def _validate(args: argparse.Namespace) -> None:
                              (args.max_elements, "--max-elements", 1), (args.max_n, "--max-n", 1)):
         if value is not None:
             validate.integer(value, name=name, low=low)
-    validate.number(args.timeout_factor, name="--timeout-factor", low=0)
-    validate.number(args.timeout_floor, name="--timeout-floor", low=1)
+    validate.number(args.timeout_factor, name="--mutant-timeout-factor", low=0)
+    validate.number(args.timeout_floor, name="--mutant-timeout-floor", low=1)
     if args.fail_under is not None:
         validate.number(args.fail_under, name="--fail-under", low=0)
     if args.checks:

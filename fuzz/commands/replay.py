@@ -76,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
                                ndim=call.ndim, dim=call.dim, keepdim=call.keepdim, call_args=call.args.value,
                                result=call.result)
         record = evaluate_replay(target, args.file, options)
-        verdict = Verdict(record["verdict"])
+        verdict = record.verdict
         if verdict is Verdict.LOAD_ERROR:
-            raise InvalidArgument(record["reason"])
+            raise InvalidArgument(record.reason)
         print(format_record(record))
         return CHECK_EXIT_CODES[verdict]
     result = replay(args.file, load_target(target, name="--impl"), device=args.device, target=target)

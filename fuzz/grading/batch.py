@@ -16,7 +16,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import defaults
@@ -28,6 +28,7 @@ from .evaluate import blame_signals, grading_job, job_record
 from .journal import Journal, convicted_record
 from .options import GradeOptions, driver_environment
 from .ray_executor import grade_on_ray
+from .record import GradeRecord
 from .reports import REPORT_JSONL, read_records, write_reports
 from .seal import seal, seal_key, sealed
 from .snapshot import encode
@@ -41,7 +42,7 @@ DRIVER_GRACE = 300.0
 
 @dataclass
 class GradeRun:
-    records: list[dict]
+    records: list[GradeRecord]
     graded: int  # graded in this run (not resumed)
     resumed: int
     interrupted: bool
@@ -53,17 +54,24 @@ def reproducer_dir_for(out: Path, candidate: Candidate) -> Path:
     return out / "reproducers" / stem
 
 
-def _kept(out: Path, candidates: list[Candidate], key: str, seal_with: bytes | None = None) -> dict[str, dict]:
+def _kept(out: Path, candidates: list[Candidate], key: str,
+          seal_with: bytes | None = None) -> dict[str, GradeRecord]:
     """Records of an earlier report that still hold: same file, same function, same options, and
     (with a private seed) the grader's seal intact (:mod:`.seal`)."""
     by_target = {c.target: c for c in candidates}
     kept = {}
     for record in read_records(out / REPORT_JSONL):
-        candidate = by_target.get(record.get("target"))
-        if candidate is not None and record.get("key") == key and record.get("sha256") == candidate.sha256 \
-                and record["verdict"] != Verdict.INTERNAL_ERROR.value and sealed(record, seal_with):
-            kept[candidate.target] = dict(record, candidate=candidate.name)
+        candidate = by_target.get(record.target)
+        if candidate is not None and record.key == key and record.sha256 is not None \
+                and record.sha256 == candidate.sha256 \
+                and record.verdict is not Verdict.INTERNAL_ERROR and sealed(record.to_json(), seal_with):
+            kept[candidate.target] = replace(record, candidate=candidate.name)
     return kept
+
+
+def _sealed(record: GradeRecord, key: bytes | None) -> GradeRecord:
+    """``record`` with its seal (:mod:`.seal`; unchanged without a key)."""
+    return record if key is None else GradeRecord.from_json(seal(record.to_json(), key))
 
 
 def grade(
@@ -73,7 +81,7 @@ def grade(
     out: Path,
     jobs: int | None = 1,
     resume: bool = False,
-    progress: Callable[[dict, int, int], None] | None = None,
+    progress: Callable[[GradeRecord, int, int], None] | None = None,
     executor: str = "local",
     ray_address: str | None = None,
 ) -> GradeRun:
@@ -97,18 +105,18 @@ def grade(
         if resume:  # what was in flight when the grader died (grading.journal)
             convicted, suspects = journal.suspects(pending)
             for candidate in convicted:
-                records[candidate.target] = seal(convicted_record(candidate, options), key)
+                records[candidate.target] = _sealed(convicted_record(candidate, options), key)
             graded += len(convicted)
             pending = suspects + [c for c in pending if c not in convicted and c not in suspects]
         else:
             journal.clear()
-    write_reports(out, records.values())
+    write_reports(records.values(), out)
 
     def withdraw(target: str) -> None:
         """Take a record off the report while its candidate is graded again: should the grader die
         meanwhile, --resume judges it as in flight then (grading.journal), not by the old record."""
         records.pop(target, None)
-        write_reports(out, records.values())
+        write_reports(records.values(), out)
 
     # Signals are told apart by sender only in the local executor: the tree is this machine's.
     guard = SignalGuard() if pending and executor != "ray" else None
@@ -125,11 +133,11 @@ def grade(
             if pending:
                 with contextlib.closing(records_of()) as stream:  # closed at once on Ctrl-C: drivers or tasks go
                     for record in stream:
-                        record = seal(record, key)
-                        records[record["target"]] = record
-                        graded += record["target"] not in fresh
-                        fresh.add(record["target"])
-                        write_reports(out, records.values())
+                        record = _sealed(record, key)
+                        records[record.target] = record
+                        graded += record.target not in fresh
+                        fresh.add(record.target)
+                        write_reports(records.values(), out)
                         if progress:
                             progress(record, len(records), len(candidates))
     except KeyboardInterrupt:
@@ -139,10 +147,10 @@ def grade(
             stray = guard.claim(None)
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
-        write_reports(out, records.values())
+        write_reports(records.values(), out)
         if journal is not None:
             journal.clear()  # the grader ended this run itself: nothing was in flight at its death
-    return GradeRun(records=sorted(records.values(), key=lambda r: r["candidate"]), graded=graded,
+    return GradeRun(records=sorted(records.values(), key=lambda r: r.candidate), graded=graded,
                     resumed=len(kept), interrupted=interrupted, stray_signals=stray)
 
 
@@ -151,7 +159,7 @@ def _hard_limit(options: GradeOptions) -> float:
 
 
 def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs: int | None,
-            address: str | None) -> Callable[[], Iterator[dict]]:
+            address: str | None) -> Callable[[], Iterator[GradeRecord]]:
     return lambda: grade_on_ray(pending, options, reproducer_dir=lambda c: reproducer_dir_for(out, c).resolve(),
                                 hard_limit=_hard_limit(options), address=address, in_flight=jobs)
 
@@ -159,7 +167,7 @@ def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs:
 def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path,
                      jobs: int, guard: SignalGuard | None = None, journal: Journal | None = None,
                      alone: frozenset[str] | set[str] = frozenset(),
-                     withdraw: Callable[[str], None] = lambda target: None) -> Callable[[], Iterator[dict]]:
+                     withdraw: Callable[[str], None] = lambda target: None) -> Callable[[], Iterator[GradeRecord]]:
     """The local executor: each candidate a job of a pool of ``jobs`` drivers; a candidate whose
     processes signalled the grader or stopped its processes (``guard``) crashes. Each start is
     written to ``journal``; the candidates named in ``alone`` (suspects of the grader's death) run
@@ -167,7 +175,7 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
     each once (its first record ``withdraw``n meanwhile), and their records come again
     (:func:`_suspects`)."""
 
-    def records() -> Iterator[dict]:
+    def records() -> Iterator[GradeRecord]:
         baselines = None
         if options.bench and options.device.startswith("cuda"):
             baselines = measure_baselines(options)
@@ -186,7 +194,7 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
                 guard.in_flight = pool.in_flight
                 pool.report_stop = guard.add
 
-            def judged(result) -> dict:
+            def judged(result) -> GradeRecord:
                 record = job_record(result, by_key[result.job.key], options)
                 events = guard.claim(result.job.key, result.processes) if guard is not None else []
                 blame_signals(record, events)
@@ -200,7 +208,7 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
                         journal.started(by_key[job.key], alone=by_itself)
                     yield job
 
-            def by_itself(job) -> Iterator[dict]:
+            def by_itself(job) -> Iterator[GradeRecord]:
                 pool.wait_until_quiet()  # nothing else counts as in flight: what happens now is its doing
                 for result in pool.run(written_down([job], by_itself=True)):
                     yield judged(result)

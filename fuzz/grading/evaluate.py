@@ -1,7 +1,7 @@
 """Grading one candidate: static findings, the fuzz suite with the candidate in an isolated worker,
-and (on CUDA, when asked) its bandwidth. The result is a JSON-able record whose ``verdict`` is a
-:class:`fuzz.outcomes.Verdict`; :func:`grade_job` is the same as a job of the worker pool (what
-``grade``, ``mutants`` and the campaign scripts run).
+and (on CUDA, when asked) its bandwidth. The result is a :class:`.record.GradeRecord`;
+:func:`grade_job` is the same as a job of the worker pool (what ``grade``, ``mutants`` and the
+campaign scripts run), which returns the record's JSON.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from reference.errors import InvalidArgument
 
 from .. import static_scan
 from ..gpu_memory import gpu_name, sparse_huge_inputs
-from .._version import __version__
 from ..calls import ConventionError
 from ..failures import headline, traceback_headline
 from ..isolation import (IsolatedImpl, Job, JobResult, LoadFailed, Pool, SignalEvent, default_memory_limit,
@@ -34,6 +33,7 @@ from .fit import fit_shapes
 from .gpu_lock import GpuLock
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
 from .parts import decided, merge_parts, part_count, split
+from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
 
 __all__ = ["GRADE_ENTRY", "RUNTIME_FLAGS", "blame_signals", "evaluate", "evaluate_replay", "grade_job", "grading_job",
@@ -66,35 +66,10 @@ RUNTIME_FLAGS = {
 """Flags seen while running (besides the static ones of :data:`fuzz.static_scan.FLAGS`)."""
 
 
-def base_record(candidate: Candidate, options: GradeOptions) -> dict[str, object]:
-    return {
-        "candidate": candidate.name,
-        "target": candidate.target,
-        "sha256": candidate.sha256,
-        "verdict": None,
-        "check": None,
-        "reason": "",
-        "details": "",
-        "exception": None,
-        "counterexample": None,
-        "reproducer": None,
-        "replay": None,
-        "examples": None,
-        "calls": 0,
-        "seconds": 0.0,
-        "candidate_seconds": 0.0,
-        "flags": [],
-        "slow": [],
-        "compiles": None,  # what the worker compiled (fuzz.timing.compile_summary)
-        "noise": None,
-        "bench": None,
-        "shape_fit": None,
-        "seed": options.seed,
-        "seed_id": options.seed_id,
-        "key": options.key(),
-        "options": options.public(),
-        "tool": __version__,
-    }
+def base_record(candidate: Candidate, options: GradeOptions) -> GradeRecord:
+    """The record of ``candidate`` before it is graded (no verdict yet)."""
+    return GradeRecord(candidate=candidate.name, target=candidate.target, sha256=candidate.sha256, key=options.key(),
+                       seed=options.seed, seed_id=options.seed_id, options=options.public())
 
 
 def _memory_limit(options: GradeOptions) -> int | None:
@@ -114,18 +89,18 @@ def _isolated(target: str, options: GradeOptions, guard=None) -> IsolatedImpl:
     return impl
 
 
-def _start(impl: IsolatedImpl, record: dict, started: float) -> bool:
+def _start(impl: IsolatedImpl, record: GradeRecord, started: float) -> bool:
     """Load the target in its worker; False (and a load_error record) if it cannot be used."""
     context = _cuda_context_meanwhile(impl.device)
     try:
         impl.start()
     except ImplLost as lost:
         _finish(record, started, impl, verdict=Verdict.LOAD_ERROR,
-                reason=f"loading the target failed: the worker {lost.outcome.value.replace('_', ' ')}: {lost.detail}",
+                reason=f"loading the target failed: the worker {lost.outcome.describe()}: {lost.detail}",
                 details=lost.stderr)
         return False
     except LoadFailed as exc:
-        record["exception"] = exc.chain
+        record.exception = exc.chain
         _finish(record, started, impl, verdict=Verdict.LOAD_ERROR, reason=str(exc))
         return False
     except HarnessError as exc:  # e.g. no room on the GPU for one more worker's context
@@ -165,7 +140,7 @@ def evaluate(
     baselines: dict | None = None,
     on_loaded: Callable[[], None] | None = None,
     side_by_side: bool = False,
-) -> dict[str, object]:
+) -> GradeRecord:
     """Grade one candidate; a record (see the module docstring). Never raises for anything the
     candidate does; InvalidArgument-style problems become a ``load_error`` verdict.
 
@@ -187,22 +162,22 @@ def evaluate(
     record = base_record(candidate, options)
     if candidate.path:
         try:
-            record["flags"] = [f.to_dict() for f in static_scan.scan(candidate.path)]
+            record.flags = [f.to_dict() for f in static_scan.scan(candidate.path)]
         except (SyntaxError, ValueError, OSError):
             pass  # the worker reports it as a load error
     max_elements = options.max_elements
-    if not any(flag["flag"] == "no_triton_kernel" for flag in record["flags"]):  # the interpreter's cost
+    if not any(flag["flag"] == "no_triton_kernel" for flag in record.flags):  # the interpreter's cost
         fit = fit_shapes(candidate.target, options, memory_limit=_memory_limit(options))
         if fit is not None:
-            record["shape_fit"], max_elements = fit.to_dict(), fit.max_elements
+            record.shape_fit, max_elements = fit.to_dict(), fit.max_elements
     parts = part_count(options)
     each = split(options, parts, max_elements=max_elements) if parts > 1 else None
     if each and side_by_side and (os.cpu_count() or 1) > 1:
         merge_parts(record, decided(_side_by_side(candidate, each, reproducer_dir=reproducer_dir,
                                                   on_loaded=on_loaded)))
-        if record["verdict"] == Verdict.PASS.value and _benches(options):
+        if record.verdict is Verdict.PASS and _benches(options):
             _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
-        record["seconds"] = round(time.monotonic() - started, 3)
+        record.seconds = round(time.monotonic() - started, 3)
         return record
     try:
         impl = _isolated(candidate.target, options, guard)
@@ -246,7 +221,7 @@ def _fuzz(impl: IsolatedImpl, candidate: Candidate, options: GradeOptions, max_e
                  backward=options.backward)
 
 
-def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: dict, *,
+def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: GradeRecord, *,
              reproducer_dir: Path | str) -> Verdict:
     """The parts' runs one after another in ``impl``'s worker, up to the first that does not pass
     (the later ones cannot change the verdict, see :func:`.parts.decided`), merged into ``record``.
@@ -256,37 +231,36 @@ def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions],
     for options in each:
         part, began = base_record(candidate, options), time.monotonic()
         try:
-            part["verdict"] = _record_result(part, _fuzz(impl, candidate, options, options.max_elements,
-                                                          reproducer_dir)).value
+            part.verdict = _record_result(part, _fuzz(impl, candidate, options, options.max_elements, reproducer_dir))
         except ImplLost as lost:  # the worker is gone: this part decides
             _record_lost(part, lost)
-            part["verdict"] = verdict_of(outcome=lost.outcome).value
-        part["seconds"] = round(time.monotonic() - began, 3)
+            part.verdict = verdict_of(outcome=lost.outcome)
+        part.seconds = round(time.monotonic() - began, 3)
         records.append(part)
-        if part["verdict"] != Verdict.PASS.value:
+        if part.verdict is not Verdict.PASS:
             break
     merge_parts(record, records)
-    return Verdict(record["verdict"])
+    return record.verdict
 
 
 def _benches(options: GradeOptions) -> bool:
     return options.bench and options.device.startswith("cuda")
 
 
-def _bench(impl: IsolatedImpl, options: GradeOptions, record: dict, *, exclusive, baselines: dict | None) -> None:
+def _bench(impl: IsolatedImpl, options: GradeOptions, record: GradeRecord, *, exclusive,
+           baselines: dict | None) -> None:
     try:
         with exclusive() if exclusive else contextlib.nullcontext():
-            record["bench"] = bench_candidate(impl, options, baselines)
+            record.bench = bench_candidate(impl, options, baselines)
     except ImplLost as lost:
-        record["bench"] = {"error": f"{lost.outcome.value}: {lost.detail}"}
+        record.bench = {"error": f"{lost.outcome.value}: {lost.detail}"}
     except Exception as exc:
-        record["bench"] = {"error": f"{type(exc).__name__}: {exc}"}
-    if record["bench"].get("impossible"):
-        record["flags"].append({"flag": "impossible_speed", "severity": RUNTIME_FLAGS["impossible_speed"][0].value,
-                                "message": record["bench"]["impossible"], "lines": []})
+        record.bench = {"error": f"{type(exc).__name__}: {exc}"}
+    if record.bench.get("impossible"):
+        record.flags.append(_runtime_flag("impossible_speed", record.bench["impossible"]))
 
 
-def _bench_alone(candidate: Candidate, options: GradeOptions, record: dict, *, guard, exclusive,
+def _bench_alone(candidate: Candidate, options: GradeOptions, record: GradeRecord, *, guard, exclusive,
                  baselines: dict | None) -> None:
     """The bandwidth of a candidate whose parts all passed, in a worker of its own (each part's
     worker is gone): one more load of the target, a second or two beside a run of minutes."""
@@ -294,7 +268,7 @@ def _bench_alone(candidate: Candidate, options: GradeOptions, record: dict, *, g
         impl = _isolated(candidate.target, options, guard)
         impl.start()
     except (InvalidArgument, ImplLost, LoadFailed, HarnessError) as exc:
-        record["bench"] = {"error": f"loading the target again to measure it failed: {exc}"}
+        record.bench = {"error": f"loading the target again to measure it failed: {exc}"}
         return
     try:
         _bench(impl, options, record, exclusive=exclusive, baselines=baselines)
@@ -303,7 +277,7 @@ def _bench_alone(candidate: Candidate, options: GradeOptions, record: dict, *, g
 
 
 def _side_by_side(candidate: Candidate, each: list[GradeOptions], *, reproducer_dir: Path | str,
-                  on_loaded: Callable[[], None] | None) -> list[dict]:
+                  on_loaded: Callable[[], None] | None) -> list[GradeRecord]:
     """Part 0 here (so ``on_loaded`` is called as the target loads), the others at the same time in
     the drivers of a pool run from a thread, each in a worker of its own: the same parts, in part
     order, as one after another."""
@@ -333,18 +307,22 @@ def _side_by_side(candidate: Candidate, each: list[GradeOptions], *, reproducer_
     return [first] + [job_record(results[index], candidate, options) for index, options in enumerate(later, start=1)]
 
 
-def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> dict:
+def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> GradeRecord:
     """The record of a job: what the driver returned, or what became of the driver."""
+    headline = _headline(result)
     if result.outcome is Outcome.RETURNED and result.record is not None:
-        return result.record
+        try:
+            return GradeRecord.from_json(result.record)
+        except MalformedRecord as exc:  # the driver is the grader's own code: a bug to report
+            headline = f"the driver returned a malformed record ({exc})"
     record = base_record(candidate, options)
-    verdict = Verdict.TIMEOUT if result.outcome is Outcome.TIMED_OUT else Verdict.INTERNAL_ERROR
-    what = {Outcome.TIMED_OUT: "the grader stopped it", Outcome.RAISED: "the grader failed on it"}.get(
+    verdict = Verdict.TIMEOUT if result.outcome is Outcome.TIMEOUT else Verdict.INTERNAL_ERROR
+    what = {Outcome.TIMEOUT: "the grader stopped it", Outcome.RAISED: "the grader failed on it"}.get(
         result.outcome, "the grading driver died")
     if result.killed_fork_server or result.killed_its_driver:  # its doing, shown by running it alone
         verdict, what = Verdict.CRASH, "it attacked the grader"
-    record.update(verdict=verdict.value, reason=f"{what}: {_headline(result)}", details=result.detail,
-                  seconds=round(result.seconds, 3))
+    record.verdict, record.reason, record.details = verdict, f"{what}: {headline}", result.detail
+    record.seconds = round(result.seconds, 3)
     return record
 
 
@@ -362,16 +340,16 @@ def _harness_failed(exc: HarnessError) -> dict[str, str]:
             "details": "".join(traceback.format_exception(exc)).rstrip()}
 
 
-def blame_signals(record: dict, events: list[SignalEvent]) -> dict:
+def blame_signals(record: GradeRecord, events: list[SignalEvent]) -> GradeRecord:
     """A candidate whose processes signalled the grader (SIGTERM, SIGINT, ...; ignored) or stopped
     the grading processes (continued; see :mod:`fuzz.isolation.guard`) crashes, whatever its
     checks said: it attacked the grading."""
     if events:
-        graded = f"{record['verdict']}: {record['reason']}"
+        graded = f"{record.verdict.value}: {record.reason}"
         what, first = _what_it_did(events), graded.splitlines()[0] if graded else ""
-        record.update(verdict=Verdict.CRASH.value, check=None,
-                      reason=f"it attacked the grader: it {what} (graded anyway: {first})",
-                      details=f"{what}; graded anyway: {graded}\n{record.get('details') or ''}".rstrip())
+        record.verdict, record.check = Verdict.CRASH, None
+        record.reason = f"it attacked the grader: it {what} (graded anyway: {first})"
+        record.details = f"{what}; graded anyway: {graded}\n{record.details or ''}".rstrip()
     return record
 
 
@@ -384,85 +362,83 @@ def _what_it_did(events: list[SignalEvent]) -> str:
     return ", and ".join(parts)
 
 
-def _record_lost(record: dict, lost: ImplLost) -> None:
-    record["reason"] = f"{lost.outcome.value.replace('_', ' ')}: {lost.detail}"
-    record["details"] = lost.stderr
+def _record_lost(record: GradeRecord, lost: ImplLost) -> None:
+    record.reason = f"{lost.outcome.describe()}: {lost.detail}"
+    record.details = lost.stderr
     if lost.reproducer is not None:
-        record["reproducer"] = str(lost.reproducer)
-        record["replay"] = lost.replay
+        record.reproducer = str(lost.reproducer)
+        record.replay = lost.replay
     if lost.example is not None:
         example = lost.example
-        record["counterexample"] = {
+        record.counterexample = {
             "description": example.describe(), "shape": list(example.shape),
             "dtype": str(example.dtype).replace("torch.", ""), "layout": example.layout.to_dict(),
             "call": lost.call,
         }
 
 
-def _record_result(record: dict, result: CheckResult) -> Verdict:
-    record["result"] = result.to_dict()
-    record["slow"] = record["result"]["slow"]
-    record["examples"] = result.examples
-    record["check"] = result.check
+def _record_result(record: GradeRecord, result: CheckResult) -> Verdict:
+    record.result = result.to_dict()
+    record.slow = record.result["slow"]
+    record.examples = result.examples
+    record.check = result.check
     if result.failure is not None:
-        record["details"] = result.failure.message()
-        record["replay"] = result.failure.replay
-        record["reproducer"] = None if result.reproducer is None else str(result.reproducer)
+        record.details = result.failure.message()
+        record.replay = result.failure.replay
+        record.reproducer = None if result.reproducer is None else str(result.reproducer)
         head = result.failure.message().splitlines()[0]
-        record["reason"] = head if result.status.value != "flaky" else f"flaky: {head}"
-        record["exception"] = getattr(result.failure, "chain", None)
+        record.reason = head if result.status.value != "flaky" else f"flaky: {head}"
+        record.exception = getattr(result.failure, "chain", None)
         if result.counterexample is not None:
-            record["counterexample"] = record["result"]["counterexample"]
+            record.counterexample = record.result["counterexample"]
     else:
-        record["reason"] = f"{result.examples} examples passed every check"
+        record.reason = f"{result.examples} examples passed every check"
     return verdict_of(status=result.status)
 
 
-def _finish(record: dict, started: float, impl: IsolatedImpl | None, *, verdict: Verdict, reason: str | None = None,
-            details: str | None = None) -> None:
+def _finish(record: GradeRecord, started: float, impl: IsolatedImpl | None, *, verdict: Verdict,
+            reason: str | None = None, details: str | None = None) -> None:
     if impl is not None:
         impl.close()
-        record["calls"] = impl.calls
-        record["candidate_seconds"] = round(impl.candidate_seconds, 3)
-        record["compiles"] = compile_summary(impl.compiles)  # also for a worker lost mid-compile
+        record.calls = impl.calls
+        record.candidate_seconds = round(impl.candidate_seconds, 3)
+        record.compiles = compile_summary(impl.compiles)  # also for a worker lost mid-compile
         noise = impl.noise()
         if noise.any:
-            record["noise"] = noise.to_dict()
-        if impl.input_changes and record.get("check") != "input_unchanged":
+            record.noise = noise.to_dict()
+        if impl.input_changes and record.check != "input_unchanged":
             # The runner compares the input after an example's first call only; the worker sees
             # every call, so a candidate that writes into its input later is flagged here.
-            record["flags"].append({"flag": "mutates_input", "severity": RUNTIME_FLAGS["mutates_input"][0].value,
-                                    "message": f"changed its input in {impl.input_changes} of {impl.calls} calls "
-                                               "(input_unchanged inspects an example's first call only)",
-                                    "lines": []})
+            record.flags.append(_runtime_flag("mutates_input", f"changed its input in {impl.input_changes} of "
+                                              f"{impl.calls} calls (input_unchanged inspects an example's first "
+                                              "call only)"))
         if impl.output_changes:
-            record["flags"].append(_runtime_flag("overwrites_output", f"changed an output the caller still held "
-                                                 f"after {impl.output_changes} of {impl.calls} calls"))
+            record.flags.append(_runtime_flag("overwrites_output", f"changed an output the caller still held "
+                                              f"after {impl.output_changes} of {impl.calls} calls"))
         for flag, operators in sorted(impl.runtime_ops.items()):
             if flag in RUNTIME_FLAGS:  # a name the worker sent: only known ones are reported
                 seen = f": {', '.join(sorted(operators))}" if operators else ""
-                record["flags"].append(_runtime_flag(flag, f"{RUNTIME_FLAGS[flag][1]}{seen}"))
+                record.flags.append(_runtime_flag(flag, f"{RUNTIME_FLAGS[flag][1]}{seen}"))
         # A lost worker's stderr is its crash report, not noise.
         if noise.any and verdict not in (Verdict.CRASH, Verdict.TIMEOUT, Verdict.LOAD_ERROR):
-            record["flags"].append({"flag": "prints", "severity": RUNTIME_FLAGS["prints"][0].value,
-                                    "message": f"printed while running: {noise.describe()}", "lines": []})
-    record["verdict"] = verdict.value
+            record.flags.append(_runtime_flag("prints", f"printed while running: {noise.describe()}"))
+    record.verdict = verdict
     if reason is not None:
-        record["reason"] = reason
+        record.reason = reason
     if details is not None:
-        record["details"] = details
-    record["seconds"] = round(time.monotonic() - started, 3)
+        record.details = details
+    record.seconds = round(time.monotonic() - started, 3)
 
 
 def _runtime_flag(flag: str, message: str) -> dict:
     return {"flag": flag, "severity": RUNTIME_FLAGS[flag][0].value, "message": message, "lines": []}
 
 
-def evaluate_replay(target: str, path: Path | str, options: GradeOptions) -> dict[str, object]:
+def evaluate_replay(target: str, path: Path | str, options: GradeOptions) -> GradeRecord:
     """Run one saved example (a reproducer file) through the candidate in a worker, its checks again."""
     started = time.monotonic()
     record = base_record(Candidate.of_target(target), options)
-    record["reproducer"] = str(path)
+    record.reproducer = str(path)
     impl = _isolated(target, options)
     if not _start(impl, record, started):
         return record
@@ -477,7 +453,7 @@ def evaluate_replay(target: str, path: Path | str, options: GradeOptions) -> dic
         raise
     verdict = _record_result(record, result)
     if result.failure is None:
-        record["reason"] = "the saved example passes now"
+        record.reason = "the saved example passes now"
     _finish(record, started, impl, verdict=verdict)
     return record
 
@@ -502,5 +478,5 @@ def grade_job(payload: dict) -> dict[str, object]:
     record = evaluate(candidate, options, reproducer_dir=payload["reproducer_dir"],
                       guard=lock.shared if lock else None, exclusive=lock.exclusive if lock else None,
                       baselines=payload.get("baselines"))
-    return restore_paths(record, originals)
+    return restore_paths(record.to_json(), originals)
 

@@ -30,6 +30,7 @@ from ..outcomes import Verdict
 from .candidates import Candidate
 from .evaluate import base_record
 from .options import GradeOptions
+from .record import GradeRecord
 from .seal import seal, sealed
 
 __all__ = ["JOURNAL", "Journal", "convicted_record"]
@@ -114,14 +115,12 @@ class Journal:
             pass
 
 
-def convicted_record(candidate: Candidate, options: GradeOptions) -> dict:
+def convicted_record(candidate: Candidate, options: GradeOptions) -> GradeRecord:
     """The record of a candidate that was running alone when the grader died."""
     record = base_record(candidate, options)
-    record.update(verdict=Verdict.CRASH.value,
-                  reason="it attacked the grader: the grader died while it ran alone (killed without a word: "
-                         "SIGKILL, or the machine's out-of-memory killer), so it was not run a third time",
-                  details="In flight when a grading run died, it ran again alone on --resume, and the grader died "
-                          "again while it ran. Nothing can block SIGKILL; this is the verdict instead of a run "
-                          "that never ends.",
-                  seconds=0.0)
+    record.verdict = Verdict.CRASH
+    record.reason = ("it attacked the grader: the grader died while it ran alone (killed without a word: SIGKILL, or "
+                     "the machine's out-of-memory killer), so it was not run a third time")
+    record.details = ("In flight when a grading run died, it ran again alone on --resume, and the grader died again "
+                      "while it ran. Nothing can block SIGKILL; this is the verdict instead of a run that never ends.")
     return record

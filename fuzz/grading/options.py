@@ -31,6 +31,10 @@ CALL_FIELDS = ("ndim", "dim", "keepdim", "call_args", "result")
 """The options that declare the call convention (fuzz.calls)."""
 
 
+# The fields whose command-line option is not the field's name spelled with dashes.
+_CLI_NAMES = {"timeout": "--worker-timeout", "time_limit": "--fail-slower-than"}
+
+
 @dataclass(frozen=True)
 class GradeOptions:
     """Everything that decides a verdict, validated once (:meth:`validated`)."""
@@ -75,7 +79,7 @@ class GradeOptions:
         (``--call-timeout`` when ``cli``, ``call_timeout`` from Python)."""
 
         def name(option: str) -> str:
-            return "--" + option.replace("_", "-") if cli else option
+            return _CLI_NAMES.get(option, "--" + option.replace("_", "-")) if cli else option
 
         validate.integer(self.budget, name=name("budget"), low=1)
         validate.integer(self.seed, name=name("seed"), low=0)

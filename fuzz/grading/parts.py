@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from ..outcomes import Verdict
 from ..timing import merge_compile_summaries
+from .record import GradeRecord
 from .options import GradeOptions
 
 __all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "decided", "merge_parts", "part_count", "split"]
@@ -65,11 +66,11 @@ def split(options: GradeOptions, parts: int, *, max_elements: int | None) -> lis
             for index in range(parts)]
 
 
-def decided(parts: list[dict]) -> list[dict]:
+def decided(parts: list[GradeRecord]) -> list[GradeRecord]:
     """The parts up to the first that did not pass (all of them when all passed): the ones that
     decide the verdict, whichever way they were run."""
     for index, part in enumerate(parts):
-        if part["verdict"] != Verdict.PASS.value:
+        if part.verdict is not Verdict.PASS:
             return parts[:index + 1]
     return parts
 
@@ -78,34 +79,32 @@ _FROM_CHOSEN = ("verdict", "check", "reason", "details", "exception", "counterex
                 "result")
 
 
-def merge_parts(record: dict, parts: list[dict]) -> dict:
+def merge_parts(record: GradeRecord, parts: list[GradeRecord]) -> GradeRecord:
     """``record`` (the run's base record, its static flags and shape fit filled in) completed from
     the records of its parts: the verdict and failure of the first part that did not pass (of the
     first part when all passed), the examples, calls and times of all given (see :func:`decided`)."""
-    chosen = next((part for part in parts if part["verdict"] != Verdict.PASS.value), parts[0])
-    for key in _FROM_CHOSEN:
-        if key in chosen:
-            record[key] = chosen[key]
-    counted = [part["examples"] for part in parts if part.get("examples") is not None]
-    record["examples"] = sum(counted) if counted else None
-    record["calls"] = sum(part.get("calls") or 0 for part in parts)
-    record["candidate_seconds"] = round(sum(part.get("candidate_seconds") or 0.0 for part in parts), 3)
-    seen = {(flag["flag"], flag["message"]) for flag in record["flags"]}
+    chosen = next((part for part in parts if part.verdict is not Verdict.PASS), parts[0])
+    for name in _FROM_CHOSEN:
+        setattr(record, name, getattr(chosen, name))
+    counted = [part.examples for part in parts if part.examples is not None]
+    record.examples = sum(counted) if counted else None
+    record.calls = sum(part.calls or 0 for part in parts)
+    record.candidate_seconds = round(sum(part.candidate_seconds or 0.0 for part in parts), 3)
+    seen = {(flag["flag"], flag["message"]) for flag in record.flags}
     for part in parts:
-        for flag in part.get("flags") or []:
+        for flag in part.flags:
             if (flag["flag"], flag["message"]) not in seen:
                 seen.add((flag["flag"], flag["message"]))
-                record["flags"].append(flag)
-    record["slow"] = [call for part in parts for call in part.get("slow") or []]
-    record["compiles"] = merge_compile_summaries([part.get("compiles") for part in parts])
-    record["noise"] = next((part["noise"] for part in parts if part.get("noise")), None)
-    record["parts"] = [{"part": index, "verdict": part["verdict"], "check": part.get("check"),
-                        "examples": part.get("examples"), "calls": part.get("calls") or 0,
-                        "seconds": part.get("seconds") or 0.0,
-                        "check_seconds": (part.get("result") or {}).get("seconds")}
-                       for index, part in enumerate(parts)]
-    if chosen["verdict"] == Verdict.PASS.value:
-        record["reason"] = f"{record['examples']} examples passed every check (in {len(parts)} parts)"
+                record.flags.append(flag)
+    record.slow = [call for part in parts for call in part.slow]
+    record.compiles = merge_compile_summaries([part.compiles for part in parts])
+    record.noise = next((part.noise for part in parts if part.noise), None)
+    record.parts = [{"part": index, "verdict": part.verdict.value, "check": part.check, "examples": part.examples,
+                     "calls": part.calls or 0, "seconds": part.seconds or 0.0,
+                     "check_seconds": (part.result or {}).get("seconds")}
+                    for index, part in enumerate(parts)]
+    if chosen.verdict is Verdict.PASS:
+        record.reason = f"{record.examples} examples passed every check (in {len(parts)} parts)"
     elif len(parts) > 1:
-        record["reason"] = f"{chosen['reason']} (part {parts.index(chosen) + 1} of {len(parts)})"
+        record.reason = f"{chosen.reason} (part {parts.index(chosen) + 1} of {len(parts)})"
     return record

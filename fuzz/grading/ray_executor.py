@@ -39,6 +39,7 @@ from .bench import measure_baselines
 from .candidates import Candidate
 from .evaluate import base_record, grading_job, job_record
 from .options import GradeOptions, driver_environment
+from .record import GradeRecord
 from .snapshot import encode, materialize, restore_paths
 
 __all__ = ["grade_on_ray", "grade_remote"]
@@ -77,13 +78,13 @@ def grade_remote(payload: dict) -> dict:
         with Pool(1, work_dir=home_dir / "drivers", timeout=payload["hard_limit"],
                   environ=driver_environment(options)) as pool:
             (result,) = list(pool.run([job]))  # a job whose driver died is run again alone: still one result
-        record = restore_paths(job_record(result, here, options), originals)
+        record = restore_paths(job_record(result, here, options).to_json(), originals)
         files = {} if not reproducers.is_dir() else {
             str(path.relative_to(reproducers)): path.read_bytes() for path in reproducers.rglob("*") if path.is_file()}
     return {"record": record, "files": files, "node": socket.gethostname(), "reproducers": str(reproducers)}
 
 
-def _brought_home(reply: dict, candidate: Candidate, reproducer_dir: Path) -> dict:
+def _brought_home(reply: dict, candidate: Candidate, reproducer_dir: Path) -> GradeRecord:
     """The remote record with this machine's paths, and its reproducer files written here."""
     record = restore_paths(reply["record"], {reply["reproducers"]: str(reproducer_dir)})
     for relative, data in reply["files"].items():
@@ -93,19 +94,19 @@ def _brought_home(reply: dict, candidate: Candidate, reproducer_dir: Path) -> di
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     record.update(candidate=candidate.name, target=candidate.target, node=reply["node"])
-    return record
+    return GradeRecord.from_json(record)
 
 
-def _failed(candidate: Candidate, options: GradeOptions, error: BaseException) -> dict:
+def _failed(candidate: Candidate, options: GradeOptions, error: BaseException) -> GradeRecord:
     record = base_record(candidate, options)
     # A RayTaskError's message is the remote traceback: its exception, not its last line (a border).
-    record.update(verdict=Verdict.INTERNAL_ERROR.value, details=str(error),
-                  reason=f"the Ray task failed ({type(error).__name__}): {traceback_headline(str(error))}")
+    record.verdict, record.details = Verdict.INTERNAL_ERROR, str(error)
+    record.reason = f"the Ray task failed ({type(error).__name__}): {traceback_headline(str(error))}"
     return record
 
 
 def grade_on_ray(pending: list[Candidate], options: GradeOptions, *, reproducer_dir, hard_limit: float,
-                 address: str | None = None, in_flight: int | None = None) -> Iterator[dict]:
+                 address: str | None = None, in_flight: int | None = None) -> Iterator[GradeRecord]:
     """Grade ``pending`` as Ray tasks; yield each record as its task finishes.
 
     ``address`` is Ray's (``auto``, ``ray://host:10001``, ...; None: ``RAY_ADDRESS`` or a Ray

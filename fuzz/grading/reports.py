@@ -23,6 +23,7 @@ from rich.table import Table
 
 from ..outcomes import Verdict
 from ..timing import describe_compile_summary
+from .record import GradeRecord, MalformedRecord
 
 __all__ = ["CSV_COLUMNS", "REPORT_CSV", "REPORT_JSONL", "atomic_write", "format_record", "read_records",
            "render_markdown", "render_table", "summary_counts", "write_reports"]
@@ -49,21 +50,24 @@ def atomic_write(path: Path, text: str) -> None:
             tmp.unlink()
 
 
-def _csv_row(record: dict) -> dict[str, object]:
-    bench = record.get("bench") or {}
+def _csv_row(record: GradeRecord) -> dict[str, object]:
+    bench = record.bench or {}
     return {
-        "candidate": record["candidate"], "verdict": record["verdict"], "check": record.get("check") or "",
-        "reason": record.get("reason", ""), "flags": ";".join(f["flag"] for f in record.get("flags", [])),
-        "examples": "" if record.get("examples") is None else record["examples"], "seconds": record.get("seconds"),
+        "candidate": record.candidate, "verdict": record.verdict.value, "check": record.check or "",
+        "reason": record.reason, "flags": ";".join(f["flag"] for f in record.flags),
+        "examples": "" if record.examples is None else record.examples, "seconds": record.seconds,
         "gbps": bench.get("gbps", ""), "speedup_vs_reference": bench.get("speedup_vs_reference", ""),
-        "speedup_vs_torch": bench.get("speedup_vs_torch", ""), "reproducer": record.get("reproducer") or "",
-        "replay": record.get("replay") or "",
+        "speedup_vs_torch": bench.get("speedup_vs_torch", ""), "reproducer": record.reproducer or "",
+        "replay": record.replay or "",
     }
 
 
-def write_reports(out: Path, records: Iterable[dict]) -> None:
-    records = sorted(records, key=lambda r: r["candidate"])
-    atomic_write(out / REPORT_JSONL, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+def write_reports(records: Iterable[GradeRecord], out_dir: Path) -> None:
+    """``grade.jsonl`` and ``grade.csv`` of ``records`` in ``out_dir`` (what first, then where, as
+    :func:`fuzz.mutation.write_reports`)."""
+    out = Path(out_dir)
+    records = sorted(records, key=lambda r: r.candidate)
+    atomic_write(out / REPORT_JSONL, "".join(json.dumps(r.to_json(), sort_keys=True) + "\n" for r in records))
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
     writer.writeheader()
@@ -73,38 +77,20 @@ def write_reports(out: Path, records: Iterable[dict]) -> None:
 
 
 _NUMBER = (int, float)
-_RECORD_TYPES: dict[str, tuple[type, ...]] = {
-    "candidate": (str,), "target": (str,), "sha256": (str,), "verdict": (str,), "key": (str,),
-    "reason": (str,), "details": (str,), "check": (str, type(None)), "replay": (str, type(None)),
-    "reproducer": (str, type(None)), "examples": (int, type(None)), "calls": (int,), "seconds": _NUMBER,
-    "candidate_seconds": _NUMBER, "flags": (list,), "slow": (list,), "counterexample": (dict, type(None)),
-    "noise": (dict, type(None)), "bench": (dict, type(None)), "exception": (list, type(None)),
-    "shape_fit": (dict, type(None)),
-}
 
 
 def well_formed(record: object) -> bool:
-    """Whether ``record`` has the fields a report is written from, of the types it writes them with.
-
-    A report file is input like any other: edited by hand, cut short, or rewritten by a candidate
-    that got at it. A record that is not what the grader writes is graded again, never rendered.
-    """
-    if not isinstance(record, dict):
+    """Whether ``record`` (a GradeRecord, or a report line's JSON) is a record the grader writes
+    (:meth:`GradeRecord.from_json`). A report file is input like any other: a record that is not
+    what the grader writes is graded again, never rendered."""
+    try:
+        GradeRecord.from_json(record.to_json() if isinstance(record, GradeRecord) else record)
+    except MalformedRecord:
         return False
-    for name, types in _RECORD_TYPES.items():
-        value = record.get(name)
-        if not isinstance(value, types) or isinstance(value, bool):
-            return False
-    if record["verdict"] not in {v.value for v in Verdict}:
-        return False
-    if not all(isinstance(f, dict) and isinstance(f.get("flag"), str) for f in record["flags"]):
-        return False
-    if record["shape_fit"] is not None and not isinstance(record["shape_fit"].get("description"), str):
-        return False
-    return all(isinstance(c, dict) and isinstance(c.get("seconds"), _NUMBER) for c in record["slow"])
+    return True
 
 
-def read_records(path: Path) -> list[dict]:
+def read_records(path: Path) -> list[GradeRecord]:
     """Records of an earlier report; unreadable or malformed lines (see :func:`well_formed`) are
     skipped: they will be graded again."""
     records = []
@@ -117,19 +103,21 @@ def read_records(path: Path) -> list[dict]:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if well_formed(record):
-            records.append(record)
+        try:
+            records.append(GradeRecord.from_json(record))
+        except MalformedRecord:
+            continue
     return records
 
 
-def summary_counts(records: Iterable[dict]) -> dict[str, int]:
+def summary_counts(records: Iterable[GradeRecord]) -> dict[str, int]:
     counts = {v.value: 0 for v in Verdict}
     for record in records:
-        counts[record["verdict"]] = counts.get(record["verdict"], 0) + 1
+        counts[record.verdict.value] += 1
     return {k: v for k, v in counts.items() if v}
 
 
-def render_table(records: list[dict], *, file=None) -> None:
+def render_table(records: list[GradeRecord], *, file=None) -> None:
     """The summary table (rich) of a grading run."""
     stream = file or sys.stdout
     console = Console(file=stream, width=None if stream.isatty() else 200)
@@ -142,16 +130,17 @@ def render_table(records: list[dict], *, file=None) -> None:
     table.add_column("reason", overflow="ellipsis", no_wrap=True, max_width=60)
     styles = {"pass": "green", "fail": "red", "error": "red", "crash": "magenta", "timeout": "yellow",
               "load_error": "cyan", "internal_error": "bold red"}
-    for record in sorted(records, key=lambda r: r["candidate"]):
-        bench = record.get("bench") or {}
-        flags = [f["flag"] for f in record.get("flags", [])]
+    for record in sorted(records, key=lambda r: r.candidate):
+        bench = record.bench or {}
+        flags = [f["flag"] for f in record.flags]
         # The check has its own column, the candidate its row: keep the reason to what is left.
-        reason = re.sub(r"^(check '\w+' failed: |target='[^']*': )", "", record.get("reason") or "")
+        reason = re.sub(r"^(check '\w+' failed: |target='[^']*': )", "", record.reason or "")
+        verdict = record.verdict.value
         table.add_row(
-            escape(printable(record["candidate"])), f"[{styles.get(record['verdict'], '')}]{record['verdict']}[/]",
-            record.get("check") or "", ", ".join(flags), str(bench.get("gbps", "")),
-            str(bench.get("speedup_vs_reference", "")), f"{record.get('seconds', 0):.1f}s",
-            escape(printable(reason.replace(record["target"], record["candidate"])[:200])),
+            escape(printable(record.candidate)), f"[{styles.get(verdict, '')}]{verdict}[/]",
+            record.check or "", ", ".join(flags), str(bench.get("gbps", "")),
+            str(bench.get("speedup_vs_reference", "")), f"{record.seconds or 0:.1f}s",
+            escape(printable(reason.replace(record.target, record.candidate)[:200])),
         )
     console.print(table)
     counts = summary_counts(records)
@@ -186,57 +175,57 @@ def _code_block(text: str) -> list[str]:
     return [fence + "text", printable(text), fence]
 
 
-def render_markdown(records: list[dict], *, title: str) -> str:
+def render_markdown(records: list[GradeRecord], *, title: str) -> str:
     """A Markdown summary (for a pull-request comment): verdicts, failures, replay commands."""
     lines = [f"### {title}", ""]
     counts = summary_counts(records)
     lines.append(", ".join(f"**{n}** {v}" for v, n in counts.items()) or "no candidates")
     lines += ["", "| candidate | verdict | check | flags | GB/s | reason |", "|---|---|---|---|---|---|"]
-    for record in sorted(records, key=lambda r: r["candidate"]):
-        bench = record.get("bench") or {}
-        flags = ", ".join(_code_span(f["flag"]) for f in record.get("flags", []))
-        reason = _code_span((record.get("reason") or "")[:200])
-        lines.append(f"| {_code_span(record['candidate'])} | **{record['verdict']}** | {record.get('check') or ''} | "
+    for record in sorted(records, key=lambda r: r.candidate):
+        bench = record.bench or {}
+        flags = ", ".join(_code_span(f["flag"]) for f in record.flags)
+        reason = _code_span((record.reason or "")[:200])
+        lines.append(f"| {_code_span(record.candidate)} | **{record.verdict.value}** | {record.check or ''} | "
                      f"{flags} | {bench.get('gbps', '')} | {reason} |")
     for record in records:
-        if record["verdict"] == Verdict.PASS.value or not (record.get("details") or record.get("replay")):
+        if record.verdict is Verdict.PASS or not (record.details or record.replay):
             continue
-        lines += ["", f"<details><summary><code>{html.escape(record['candidate'])}</code>: {record['verdict']}</summary>",
-                  ""]
-        if record.get("details"):
-            lines += _code_block(record["details"].rstrip()[-6000:])
-        if record.get("replay"):
-            lines += ["", f"Replay: {_code_span(record['replay'])}"]
+        lines += ["", f"<details><summary><code>{html.escape(record.candidate)}</code>: {record.verdict.value}"
+                      "</summary>", ""]
+        if record.details:
+            lines += _code_block(record.details.rstrip()[-6000:])
+        if record.replay:
+            lines += ["", f"Replay: {_code_span(record.replay)}"]
         lines += ["", "</details>"]
-    options = records[0]["options"] if records else {}
+    options = records[0].options if records else {}
     if options:
         lines += ["", f"<sub>seed {options.get('seed')} (id {options.get('seed_id')}), budget {options.get('budget')}, "
                       f"contract: {options.get('declared_contract') or options.get('contract')}, device {options.get('device')}</sub>"]
     return "\n".join(lines) + "\n"
 
 
-def format_record(record: dict) -> str:
+def format_record(record: GradeRecord) -> str:
     """The human summary of one record (what ``lse-fuzz check`` prints)."""
-    verdict = record["verdict"]
-    head = f"{verdict.upper()} {record['target']}"
-    if record.get("check"):
-        head += f": check {record['check']!r}"
+    verdict = record.verdict
+    head = f"{verdict.value.upper()} {record.target}"
+    if record.check:
+        head += f": check {record.check!r}"
     lines = [head]
-    seconds = record.get("seconds") or 0.0
-    if record.get("examples") is not None:
-        lines.append(f"  {record['examples']} examples, {record.get('calls', 0)} calls in {seconds:.1f} s "
-                     f"({record.get('candidate_seconds', 0):.1f} s in the implementation); "
-                     f"seed {record['seed']}"
-                     + (" + private seed" if record["options"].get("private_seed") else ""))
-        lines.append(f"  contract: {record['options'].get('declared_contract') or record['options']['contract']}")
-        if record.get("shape_fit"):
-            lines.append(f"  shapes:   {record['shape_fit']['description']}")
-    details = (record.get("details") or "").rstrip()
-    if verdict in (Verdict.FAIL.value, Verdict.ERROR.value) and details:
+    seconds = record.seconds or 0.0
+    options = record.options
+    if record.examples is not None:
+        lines.append(f"  {record.examples} examples, {record.calls} calls in {seconds:.1f} s "
+                     f"({record.candidate_seconds:.1f} s in the implementation); seed {record.seed}"
+                     + (" + private seed" if options.get("private_seed") else ""))
+        lines.append(f"  contract: {options.get('declared_contract') or options['contract']}")
+        if record.shape_fit:
+            lines.append(f"  shapes:   {record.shape_fit['description']}")
+    details = (record.details or "").rstrip()
+    if verdict in (Verdict.FAIL, Verdict.ERROR) and details:
         lines += ["  " + line for line in details.splitlines()]
     else:
-        lines.append(f"  {record.get('reason', '')}")
-        example = record.get("counterexample")
+        lines.append(f"  {record.reason}")
+        example = record.counterexample
         if example:
             lines.append(f"  input:    {example['description']}")
         if details:
@@ -245,11 +234,11 @@ def format_record(record: dict) -> str:
                     and not line.startswith("Extension modules:")][-15:]
             lines.append("  worker stderr (last lines):")
             lines += ["    " + line for line in tail]
-        if record.get("replay") and verdict != Verdict.PASS.value:
-            lines.append(f"  replay:   {record['replay']}")
-    for flag in record.get("flags", []):
+        if record.replay and verdict is not Verdict.PASS:
+            lines.append(f"  replay:   {record.replay}")
+    for flag in record.flags:
         lines.append(f"  flag:     {flag['flag']} ({flag['severity']}): {flag['message']}")
-    slow = record.get("slow") or []
+    slow = record.slow
     if slow:
         slowest = max(slow, key=lambda call: call["seconds"])
         reference = slowest.get("reference_seconds")
@@ -257,10 +246,10 @@ def format_record(record: dict) -> str:
         lines.append(f"  slow:     {len(slow)} call(s) far slower than reference.lse (a finding, not a failure); the "
                      f"slowest: {slowest['call']} on a {slowest['dtype']} {tuple(slowest['shape'])} {slowest['layout']} "
                      f"input, {slowest['seconds']:.1f} s{against}")
-    compiled = describe_compile_summary(record.get("compiles"))
+    compiled = describe_compile_summary(record.compiles)
     if compiled:
         lines.append(f"  compiles: {compiled}")
-    bench = record.get("bench")
+    bench = record.bench
     if bench:
         if "error" in bench:
             lines.append(f"  bandwidth: not measured ({bench['error']})")

@@ -15,6 +15,8 @@ from multiprocessing.connection import Connection
 
 import torch
 
+from lse_fuzz._errors import LseFuzzError
+
 MAX_HEADER_BYTES = 1 << 20
 REBUILDING_INPUT = "rebuilding the input in the worker"
 """The ``during`` of a "raised" reply when the input never reached the candidate."""
@@ -28,7 +30,7 @@ def send_message(conn: Connection, header: dict, frames: tuple = ()) -> None:
         conn.send_bytes(frame)
 
 
-class FrameTooLarge(ValueError):
+class FrameTooLarge(LseFuzzError, ValueError):
     """A frame announced larger than the receiver accepts (it is not read)."""
 
     def __init__(self, size: int, limit: int) -> None:

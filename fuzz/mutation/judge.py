@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 from ..grading.options import GradeOptions
-from ..outcomes import MutantStatus
+from ..grading.record import GradeRecord
+from ..outcomes import MutantStatus, Verdict
 from .cache import verdict_key
 from .loading import mutant_target
 from .mutant import Mutant
@@ -34,8 +35,8 @@ def no_coverage_cell(mutant: Mutant, device: str) -> Cell:
         wanted = " and ".join(f"{name}={want}" for name, want in mutant.guards)
         reason = (f"its static branch never ran: no launch of {mutant.function} in the unmutated kernel's gate "
                   f"run had {wanted} (compiled kernels have no line coverage; their constexprs say this)")
-    record = {"verdict": "pass", "no_coverage": True, "examples": 0, "check": None, "reason": reason, "details": "",
-              "counterexample": None, "reproducer": None, "replay": None}
+    record = GradeRecord(candidate=mutant.name, target=mutant.name, sha256=None, key="", verdict=Verdict.NOT_RUN,
+                         reason=reason, examples=0)
     return Cell((), record, 0.0)
 
 
@@ -64,11 +65,11 @@ def tests_record(result) -> dict:
     """A ``--tests`` job's record; a job the pool stopped is a timeout."""
     if result.record is not None:
         return result.record
-    return {"exit": None, "timed_out": True, "seconds": round(result.seconds, 3), "output": result.detail}
+    return {"exit": None, "timeout": True, "seconds": round(result.seconds, 3), "output": result.detail}
 
 
 def _stored(cell: Cell, **extra) -> dict:
-    return {"record": cell.record, "wall": cell.wall_seconds, **extra}
+    return {"record": cell.record.to_json(), "wall": cell.wall_seconds, **extra}
 
 
 def judge(run, mutants: list[Mutant], options: GradeOptions, *, gate=None, with_tests: bool = True,
@@ -96,14 +97,16 @@ def judge(run, mutants: list[Mutant], options: GradeOptions, *, gate=None, with_
     jobs, survivors, timed_out = [], [], []
     for mutant in mutants:
         kept = store.get(keys[mutant.name])
-        first = None if kept is not None else store.get(first_keys[mutant.name], reuse=False)
-        if kept is not None:
-            cells[mutant.name] = Cell((), kept["record"], kept["wall"])
+        cell = None if kept is None else Cell.kept(kept["record"], kept["wall"])
+        first = None if cell is not None else store.get(first_keys[mutant.name], reuse=False)
+        first = None if first is None else Cell.kept(first["record"], 0.0)
+        if cell is not None:
+            cells[mutant.name] = cell
             if kept.get("thorough"):
                 thorough_names.add(mutant.name)
             if kept.get("retried"):
                 retried.add(mutant.name)
-        elif first is not None and Cell((), first["record"], 0.0).status is MutantStatus.TIMEOUT:
+        elif first is not None and first.status is MutantStatus.TIMEOUT:
             timed_out.append(mutant.name)  # timed out in an earlier run's first pass: its second run is left
         elif first is not None and thorough is not None:
             survivors.append(mutant.name)  # survived its first pass in an earlier run: the re-run is left

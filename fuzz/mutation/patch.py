@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from lse_fuzz._errors import LseFuzzError
+
 __all__ = ["Patch", "PatchError", "apply", "cache_dir", "diff", "load", "package_dir", "position",
            "reference_sources", "span", "write_once"]
 
@@ -46,7 +48,7 @@ _ERRORS = f"{PACKAGE}/errors.py"
 _SHADOW_LAYOUT = "1"  # part of the content hash: bump it if the shadow package's layout changes
 
 
-class PatchError(ValueError):
+class PatchError(LseFuzzError, ValueError):
     """A patch cannot be applied or loaded; the message names the mutant, the file and the fix."""
 
 

@@ -1,9 +1,9 @@
 """What a mutation analysis found: the gate's results, one result per mutant, the whole report.
 
 Every mutant (and every gate entry) is graded exactly like a candidate of ``lse-fuzz grade``; its
-:class:`Cell` keeps that grading record, and :func:`fuzz.outcomes.mutant_status` maps it to a
-:class:`~fuzz.outcomes.MutantStatus` (a mutant whose edit never ran is not graded: its record says
-``no_coverage``).
+:class:`Cell` keeps that grading record (a :class:`~fuzz.grading.GradeRecord`), and
+:func:`fuzz.outcomes.mutant_status` maps it to a :class:`~fuzz.outcomes.MutantStatus` (a mutant whose
+edit never ran is not graded: its record's verdict is ``not_run``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..outcomes import MutantStatus, mutant_status
+from lse_fuzz._errors import LseFuzzError
+
+from ..grading.record import GradeRecord, MalformedRecord
+from ..outcomes import MutantStatus, Verdict, mutant_status
 from .mutant import Mutant
 from .sites import Kernel
 
@@ -30,27 +33,34 @@ class Cell:
     """One graded run: a target against a set of checks (all of them, or one in a kill matrix)."""
 
     checks: tuple[str, ...]
-    record: dict
+    record: GradeRecord
     wall_seconds: float
+
+    @classmethod
+    def kept(cls, record: dict, wall_seconds: float) -> Cell | None:
+        """The cell of a cached record (its JSON); None for one that is not a grading record of this
+        release (a mutant that never ran was cached as a bare "pass" before not_run): judged again."""
+        try:
+            return cls((), GradeRecord.from_json(record), wall_seconds)
+        except MalformedRecord:
+            return None
 
     @property
     def status(self) -> MutantStatus:
-        if self.record.get("no_coverage"):
-            return MutantStatus.NO_COVERAGE
-        return mutant_status(self.record["verdict"], self.record.get("exception") or ())
+        return mutant_status(self.record.verdict, self.record.exception or ())
 
     @property
     def reason(self) -> str:
         """The failure message of the killing check, or what else happened (with the worker's stderr)."""
         record = self.record
-        if record.get("no_coverage"):
-            return record["reason"]
-        if record["verdict"] == "fail":
-            return record.get("details") or record.get("reason", "")
-        if record["verdict"] == "pass":
-            return f"no check failed in {record.get('examples') or 0} examples"
-        reason = record.get("reason", "")
-        details = (record.get("details") or "").strip()
+        if record.verdict is Verdict.NOT_RUN:
+            return record.reason
+        if record.verdict is Verdict.FAIL:
+            return record.details or record.reason
+        if record.verdict is Verdict.PASS:
+            return f"no check failed in {record.examples or 0} examples"
+        reason = record.reason
+        details = (record.details or "").strip()
         if details and details not in reason:
             tail = "\n".join("    " + line for line in details.splitlines()[-12:])
             reason += "\n  details (last lines):\n" + tail
@@ -58,34 +68,34 @@ class Cell:
 
     @property
     def check(self) -> str | None:
-        return self.record.get("check")
+        return self.record.check
 
     @property
     def examples(self) -> int:
-        return int(self.record.get("examples") or 0)
+        return int(self.record.examples or 0)
 
     @property
     def seconds(self) -> float:
         """Seconds the checks ran (the time to kill, for a killed mutant; of every part run, for a
         run in parts); wall time otherwise."""
-        parts = self.record.get("parts")
+        parts = self.record.parts
         if parts and all(part.get("check_seconds") is not None for part in parts):
             return float(sum(part["check_seconds"] for part in parts))
-        result = self.record.get("result") or {}
+        result = self.record.result or {}
         return float(result.get("seconds") or self.wall_seconds)
 
     @property
     def counterexample(self) -> str | None:
-        example = self.record.get("counterexample")
+        example = self.record.counterexample
         return example.get("description") if isinstance(example, dict) else None
 
     @property
     def reproducer(self) -> str | None:
-        return self.record.get("reproducer")
+        return self.record.reproducer
 
     @property
     def replay(self) -> str | None:
-        return self.record.get("replay")
+        return self.record.replay
 
 
 @dataclass
@@ -119,7 +129,7 @@ class TestsVerdict:
 
     @classmethod
     def of(cls, record: dict) -> TestsVerdict:
-        if record.get("timed_out"):
+        if record.get("timeout") or record.get("timed_out"):  # timed_out: a record cached before the rename
             status = MutantStatus.TIMEOUT
         else:
             status = MutantStatus.SURVIVED if record.get("exit") == 0 else MutantStatus.KILLED
@@ -248,7 +258,7 @@ class MutationReport:
                 f"in {self.total_seconds:.1f} s")
 
 
-class GateFailure(Exception):
+class GateFailure(LseFuzzError):
     """The suite failed the gate: a correct kernel failed, or a broken one passed. Nothing scored."""
 
     def __init__(self, gate: list[GateResult]) -> None:

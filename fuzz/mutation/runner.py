@@ -40,6 +40,7 @@ from ..checks import validate_checks
 from ..grading.candidates import Candidate
 from ..grading.evaluate import GRADE_ENTRY, job_record
 from ..grading.options import GradeOptions
+from ..grading.record import GradeRecord
 from ..isolation import Job, Pool, spread_over
 from ..outcomes import MutantStatus
 from ..profiles import PROFILES
@@ -112,7 +113,7 @@ class Run:
         return Job(key, TESTS_ENTRY, {"command": self.tests, "root": str(self.root), "files": files,
                                       "env": dict(os.environ), "mutant": mutant, "timeout": timeout})
 
-    def record(self, result, options: GradeOptions) -> dict:
+    def record(self, result, options: GradeOptions) -> GradeRecord:
         return job_record(result, Candidate(**result.job.payload["candidate"]), options)
 
     def tick(self, step: str, done: int, total: int) -> None:
@@ -288,6 +289,8 @@ class Gate:
         self.key = verdict_key("gate", kernel.digest, options.key())
         self.tests_key = verdict_key("tests-gate", kernel.digest, run.tests, str(run.root)) if run.tests else None
         self.kept = run.store.get(self.key)
+        if self.kept is not None and not all(Cell.kept(self.kept.get(side), 0.0) for side in ("correct", "broken")):
+            self.kept = None  # not grading records of this release: the gate runs again
         self.kept_tests = run.store.get(self.tests_key) if self.tests_key else None
         self.coverage_file = run.work / "coverage.jsonl"
         self.jobs: list[Job] = []
@@ -296,7 +299,7 @@ class Gate:
                           run.grade_job("gate-broken", broken_target(kernel), options)]
         if run.tests and self.kept_tests is None:
             self.jobs.append(run.tests_job("gate-tests", {}, "", GATE_TIMEOUT))
-        self.records: dict[str, dict] = {}
+        self.records: dict[str, GradeRecord | dict] = {}  # a grading record; the tests' gate: its JSON
         self.results: list[GateResult] = []
         self.baseline = self.seconds = 0.0
         if not self.jobs:
@@ -312,13 +315,13 @@ class Gate:
     def finish(self) -> None:
         run, kept = self.run, self.kept
         if kept is None:
-            kept = {"correct": self.records["gate-correct"], "broken": self.records["gate-broken"],
+            kept = {"correct": self.records["gate-correct"].to_json(), "broken": self.records["gate-broken"].to_json(),
                     "coverage": {f: sorted(lines) for f, lines in read_coverage(self.coverage_file).items()},
                     "launches": read_launches(self.coverage_file)}
-        gate = [GateResult("the unmutated kernel", run.kernel.target, "pass", Cell((), kept["correct"], 0.0)),
-                GateResult("the kernel + 1", run.kernel.target, "fail", Cell((), kept["broken"], 0.0))]
+        gate = [GateResult("the unmutated kernel", run.kernel.target, "pass", Cell.kept(kept["correct"], 0.0)),
+                GateResult("the kernel + 1", run.kernel.target, "fail", Cell.kept(kept["broken"], 0.0))]
         for entry in gate:
-            entry.cell.wall_seconds = float(entry.cell.record.get("seconds") or 0.0)
+            entry.cell.wall_seconds = float(entry.cell.record.seconds or 0.0)
         if not all(entry.ok for entry in gate):
             raise GateFailure(gate)
         run.store.put(self.key, kept)

@@ -72,5 +72,5 @@ def run_tests_job(payload: dict) -> dict:
     finally:
         shutil.rmtree(overlay, ignore_errors=True)
     text = output.decode(errors="replace")
-    return {"exit": None if timed_out else process.returncode, "timed_out": timed_out,
+    return {"exit": None if timed_out else process.returncode, "timeout": timed_out,
             "seconds": round(time.monotonic() - started, 3), "output": text[-OUTPUT_TAIL:]}

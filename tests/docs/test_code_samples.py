@@ -122,7 +122,8 @@ def test_every_documented_command_and_option_exists(page):
     ("lse-fuzz checks k.py:lse", "there is no command `lse-fuzz checks`"),
     ("python -m fuzz replay FILE --impl T --isolated", "`replay` has no option --isolated"),
     ("python -m pytest -n auto --lse-implementation k.py:lse", "`pytest` has no option --lse-implementation"),
-], ids=["option", "command", "python -m fuzz", "pytest plugin"])
+    ("lse-fuzz grade d/ --out r", "`grade` has no option --out"),  # a former spelling: the docs use the new one
+], ids=["option", "command", "python -m fuzz", "pytest plugin", "former spelling"])
 def test_a_misspelt_command_or_option_is_named(line, expected):
     [problem] = option_problems(line)
     assert expected in problem
@@ -130,7 +131,7 @@ def test_a_misspelt_command_or_option_is_named(line, expected):
 
 def test_well_spelt_commands_pass():
     assert option_problems("lse-fuzz mutants --show no_max_added  # a comment --not-an-option") == []
-    assert option_problems("PYTHONPATH=. lse-fuzz grade d/ -j 8 --out r --executor ray") == []
+    assert option_problems("PYTHONPATH=. lse-fuzz grade d/ -j 8 --out-dir r --executor ray") == []
     assert option_problems("pip install -e '.[test]' --no-such-pip-option") == []  # not ours to judge
 
 

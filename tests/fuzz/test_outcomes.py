@@ -36,8 +36,8 @@ CALLS = [
     ({"returncode": -signal.SIGKILL}, Outcome.CRASHED),
     ({"returncode": 0}, Outcome.EXITED),
     ({"returncode": 3}, Outcome.EXITED),
-    ({"timed_out": True}, Outcome.TIMED_OUT),
-    ({"timed_out": True, "returncode": -signal.SIGKILL}, Outcome.TIMED_OUT),  # we killed it
+    ({"timed_out": True}, Outcome.TIMEOUT),
+    ({"timed_out": True, "returncode": -signal.SIGKILL}, Outcome.TIMEOUT),  # we killed it
 ]
 
 
@@ -83,7 +83,7 @@ def test_run_status_maps_what_a_run_found_once(case):
 
 VERDICTS = [
     ({"loaded": False}, Verdict.LOAD_ERROR),
-    ({"outcome": Outcome.TIMED_OUT}, Verdict.TIMEOUT),
+    ({"outcome": Outcome.TIMEOUT}, Verdict.TIMEOUT),
     ({"outcome": Outcome.CRASHED}, Verdict.CRASH),
     ({"outcome": Outcome.EXITED}, Verdict.CRASH),
     ({"outcome": Outcome.OUT_OF_MEMORY}, Verdict.CRASH),
@@ -125,6 +125,7 @@ MUTANTS = [
     ("a check failed", Verdict.FAIL, [], MutantStatus.KILLED),
     ("every example passed", Verdict.PASS, [], MutantStatus.SURVIVED),
     ("timeout", Verdict.TIMEOUT, [], MutantStatus.TIMEOUT),
+    ("the mutated line never ran", Verdict.NOT_RUN, [], MutantStatus.NO_COVERAGE),
     ("crash", Verdict.CRASH, [], MutantStatus.RUNTIME_ERROR),
     ("the harness failed on it", Verdict.INTERNAL_ERROR, [], MutantStatus.RUNTIME_ERROR),
     ("CompilationError (compiled mode)", Verdict.ERROR, _chain("triton.compiler.errors.CompilationError"),
@@ -153,8 +154,8 @@ def test_mutant_status_maps_each_verdict_once(verdict, chain, status):
 
 
 def test_every_verdict_maps_to_a_mutant_status():
-    # NoCoverage is decided before a mutant runs (lse-fuzz mutate), never from a verdict.
-    assert {mutant_status(v) for v in Verdict} == set(MutantStatus) - {MutantStatus.COMPILE_ERROR, MutantStatus.NO_COVERAGE}
+    # CompileError needs an exception chain; NoCoverage is the mutant never run (not_run).
+    assert {mutant_status(v) for v in Verdict} == set(MutantStatus) - {MutantStatus.COMPILE_ERROR}
 
 
 def test_the_status_names_are_strykers_and_their_properties_follow_its_score():
@@ -185,3 +186,32 @@ def test_a_chain_from_the_worker_is_used_as_it_came():
 
     error = ImplError("the first call", Raised("boom"))
     assert error.chain == remote and is_compile_error(error.chain)
+
+
+# --------------------------------------------------------------------------------------------
+# One spelling
+
+
+def test_a_timeout_is_spelled_one_way_at_every_level():
+    """``timeout`` as a call's outcome and a candidate's verdict, ``Timeout`` among Stryker's names."""
+    assert Outcome.TIMEOUT.value == Verdict.TIMEOUT.value == MutantStatus.TIMEOUT.value.lower() == "timeout"
+    values = [member.value.lower() for family in (Outcome, Status, Verdict, MutantStatus) for member in family]
+    assert not [value for value in values if "timed" in value or value.startswith("time") and value != "timeout"]
+
+
+def test_an_old_timed_out_outcome_is_still_read():
+    assert Outcome("timed_out") is Outcome.TIMEOUT and Outcome("timeout") is Outcome.TIMEOUT
+    with pytest.raises(ValueError):
+        Outcome("timedout")
+
+
+@pytest.mark.parametrize("outcome, words", [(Outcome.TIMEOUT, "timed out"), (Outcome.OUT_OF_MEMORY, "out of memory"),
+                                            (Outcome.CRASHED, "crashed")])
+def test_an_outcome_in_words(outcome, words):
+    assert outcome.describe() == words
+
+
+def test_no_verdict_of_a_run_is_not_run():
+    """not_run is for a mutant never graded: no raw result of a graded target maps to it."""
+    results = [{"loaded": False}, *({"outcome": o} for o in Outcome), *({"status": s} for s in Status)]
+    assert Verdict.NOT_RUN not in {verdict_of(**result) for result in results}

@@ -56,7 +56,7 @@ def test_an_isolated_call_past_both_deadlines_is_a_hang(tmp_path):
     with IsolatedImpl(f"{CANDIDATES / 'hang.py'}:lse", call_timeout=0.5) as impl:
         with pytest.raises(ImplLost) as lost:
             fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
-    assert lost.value.outcome is Outcome.TIMED_OUT
+    assert lost.value.outcome is Outcome.TIMEOUT
     assert "past the first deadline of 0.5 s and the second" in lost.value.detail
     assert lost.value.reproducer is not None and lost.value.replay.endswith("--isolate")
 

@@ -73,7 +73,7 @@ def test_every_package_is_imported_from_the_environment_not_the_checkout(install
 def test_mutants_from_the_wheel_patch_its_own_reference_and_validate_against_its_bundled_schema(installed, project):
     listed = installed.run("lse-fuzz mutants --list", project)
     assert listed.returncode == 0 and "no_max_added" in listed.stdout, listed.stdout
-    done = installed.run("lse-fuzz mutants no_max_added --budget 30 --no-progress --out-dir report", project)
+    done = installed.run("lse-fuzz mutants no_max_added --budget 30 -q --out-dir report", project)
     assert done.returncode == 0, done.stdout
     assert "mutation score 100.0%" in done.stdout
     validated = installed.run(["python", "-c", "import json, fuzz.mutation.report as report\n"

@@ -10,7 +10,7 @@ driver (:mod:`.driver`) runs one job at a time and serves the next one after it.
 child of the fork server (:class:`~fuzz.isolation.fork_server.child.Child`): scrubbed environment,
 its own session and working directory, stdout to /dev/null and stderr to a log file of its own. Hard limits: a job that runs
 past its timeout has its driver killed (with its process group; the candidate workers it started
-die with its connection to the fork server) and gets :attr:`Outcome.TIMED_OUT`; a driver that
+die with its connection to the fork server) and gets :attr:`Outcome.TIMEOUT`; a driver that
 dies gives its job :attr:`Outcome.CRASHED` or :attr:`Outcome.EXITED`. Either way a new driver
 takes its place and the remaining jobs run: one bad job never stops the others. A driver tells
 the pool the pid of each worker it starts for its job (:attr:`JobResult.processes`), so that a
@@ -69,7 +69,7 @@ class JobResult:
     outcome: Outcome
     record: dict | None
     seconds: float
-    detail: str = ""  # RAISED: the entry's traceback; CRASHED/EXITED/TIMED_OUT: what happened and the log tail
+    detail: str = ""  # RAISED: the entry's traceback; CRASHED/EXITED/TIMEOUT: what happened and the log tail
     fork_server_died: bool = False  # its driver died together with the fork server it came from
     killed_fork_server: bool = False  # CRASHED: run alone, the job killed the fork server (it is the culprit)
     killed_its_driver: bool = False  # CRASHED/EXITED: run alone, its driver died again (it is the culprit)
@@ -267,7 +267,7 @@ class Pool:
                         job, seconds, tail = driver.job, now - driver.started, driver.child.tail()
                         self._retire(driver)
                         self._blame.over(job.key, driver.processes)
-                        yield JobResult(job, Outcome.TIMED_OUT, None, seconds,
+                        yield JobResult(job, Outcome.TIMEOUT, None, seconds,
                                         f"no result within the time limit of {limit:g} s: its driver was killed"
                                         + _tail(tail), processes=tuple(driver.processes))
         finally:

@@ -25,7 +25,7 @@ def test_grade_with_backward_names_each_bug(tmp_path):
     batch = tmp_path / "batch"
     shutil.copytree(BACKWARD, batch, ignore=shutil.ignore_patterns("__pycache__", "no_autograd.py"))
     run = lse_fuzz("grade", str(batch), "--device", "cpu", "--budget", "20", "--backward", "-j", "2",
-                   "--out", str(tmp_path / "report"), cwd=tmp_path)
+                   "--out-dir", str(tmp_path / "report"), cwd=tmp_path)
     records = {Path(r["candidate"]).name: r
                for r in map(json.loads, (tmp_path / "report" / "grade.jsonl").read_text().splitlines())}
     got = {name: (record["verdict"], record.get("check")) for name, record in records.items()}

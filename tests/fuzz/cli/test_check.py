@@ -137,7 +137,7 @@ BAD = [
     ([candidate("torch_float64"), "--device", "tpu"], "device='tpu'; expected auto, cpu, cuda or cuda:N"),
     ([candidate("torch_float64"), "--checks", "agreement,nope"], "unknown 'nope'"),
     ([candidate("torch_float64"), "--call-timeout", "0"], "--call-timeout=0.0; expected a number of seconds > 0"),
-    ([candidate("torch_float64"), "--timeout", "-3"], "--timeout=-3.0; expected a number of seconds > 0"),
+    ([candidate("torch_float64"), "--worker-timeout", "-3"], "--worker-timeout=-3.0; expected a number of seconds > 0"),
     ([candidate("torch_float64"), "--memory-limit", "-1"], "--memory-limit=-1.0; expected a number >= 0"),
     ([candidate("torch_float64"), "--profile", "fast"], "--profile='fast'; expected one of lse-ci"),
     ([candidate("torch_float64"), "--bench-shape", "8192"], "--bench-shape='8192'; expected MxN"),

@@ -53,7 +53,7 @@ def test_grade_gives_triton_candidates_their_verdicts_not_internal_error(tmp_pat
     batch.mkdir()
     for name in ("triton_two_pass.py", "torch_float64.py", "buggy_no_max.py"):
         shutil.copy(IMPLEMENTATIONS / "candidates" / name, batch / name)
-    run = lse_fuzz("grade", str(batch), "--device", "cpu", "--budget", "15", "--out", str(tmp_path / "report"),
+    run = lse_fuzz("grade", str(batch), "--device", "cpu", "--budget", "15", "--out-dir", str(tmp_path / "report"),
                    cwd=tmp_path)
     records = {Path(r["candidate"]).name: r
                for r in map(json.loads, (tmp_path / "report" / "grade.jsonl").read_text().splitlines())}
@@ -65,13 +65,13 @@ def test_grade_gives_triton_candidates_their_verdicts_not_internal_error(tmp_pat
 @pytest.mark.slow
 def test_mutants_and_mutate_run_in_the_interpreter(tmp_path):
     run = lse_fuzz("mutants", "no_max_added", "masked_lanes_zero", "--device", "cpu", "--budget", "30",
-                   "--out-dir", str(tmp_path / "mutants"), "--no-progress", cwd=tmp_path)
+                   "--out-dir", str(tmp_path / "mutants"), "-q", cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "2 Killed" in run.stdout
     run = lse_fuzz("mutate", str(IMPLEMENTATIONS / "mutate" / "tiny_lse.py"), "--contract", "finite",
                    "--dtypes", "float32", "--device", "cpu", "--budget", "10", "--thorough-budget", "0",
                    "--operators", "max_not_added_back", "--no-cache", "--out-dir", str(tmp_path / "mutate"),
-                   "--no-progress", cwd=tmp_path)
+                   "-q", cwd=tmp_path)
     assert run.returncode in (0, 1), run.stdout + run.stderr
     assert "mutation score" in run.stdout, run.stdout + run.stderr
 
@@ -98,7 +98,7 @@ def test_the_memory_limit_leaves_a_worker_room_for_huge_offset_inputs_beside_cud
     shutil.copy(IMPLEMENTATIONS / "hostile" / "lifts_memory_limit.py", batch / "lifts_memory_limit.py")
     shutil.copy(IMPLEMENTATIONS / "candidates" / "memory_hog.py", batch / "memory_hog.py")
     run = lse_fuzz("grade", str(batch), "--device", "cpu", "--budget", "8", "--max-elements", "1024", "-j", "2",
-                   "--no-bench", "--memory-limit", "1", "--out", str(tmp_path / "report"), cwd=tmp_path)
+                   "--no-bench", "--memory-limit", "1", "--out-dir", str(tmp_path / "report"), cwd=tmp_path)
     records = {Path(r["candidate"]).name: r
                for r in map(json.loads, (tmp_path / "report" / "grade.jsonl").read_text().splitlines())}
     verdicts = {name: record["verdict"] for name, record in records.items()}

@@ -39,11 +39,11 @@ def test_a_job_that_raised_is_reported_by_its_exception_not_by_the_traceback_hea
                  'RuntimeError: three new grading drivers in a row died\n')
     raised = JobResult(Job("0", "m:f"), Outcome.RAISED, None, 1.0, traceback)
     record = evaluate.job_record(raised, candidate, GradeOptions())
-    assert record["verdict"] == "internal_error"
-    assert record["reason"] == "the grader failed on it: RuntimeError: three new grading drivers in a row died"
-    assert record["details"] == traceback
+    assert record.verdict == "internal_error"
+    assert record.reason == "the grader failed on it: RuntimeError: three new grading drivers in a row died"
+    assert record.details == traceback
     crashed = JobResult(Job("0", "m:f"), Outcome.CRASHED, None, 1.0, "its driver was killed by SIGKILL\n  stderr: x")
-    assert evaluate.job_record(crashed, candidate, GradeOptions())["reason"] == \
+    assert evaluate.job_record(crashed, candidate, GradeOptions()).reason == \
         "the grading driver died: its driver was killed by SIGKILL"
 
 
@@ -139,9 +139,9 @@ def test_every_exception_shape_is_one_line_naming_its_cause(shape):
     rendered = "".join(traceback.format_exception(exc))
     raised_job = JobResult(Job("0", "m:f"), Outcome.RAISED, None, 1.0, rendered)
     record = evaluate.job_record(raised_job, Candidate(name="c.py", path="", target="c.py:lse"), GradeOptions())
-    assert record["verdict"] == "internal_error" and record["details"] == rendered
-    assert record["reason"] == f"the grader failed on it: {expected}"
-    one_line_naming(record["reason"], expected)
+    assert record.verdict == "internal_error" and record.details == rendered
+    assert record.reason == f"the grader failed on it: {expected}"
+    one_line_naming(record.reason, expected)
 
 
 class SlowFifthCall:

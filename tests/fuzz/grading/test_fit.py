@@ -55,13 +55,13 @@ def test_a_reference_that_cannot_run_here_leaves_the_defaults(monkeypatch):
 
 def test_the_record_and_the_report_say_the_shapes_were_fitted(tmp_path):
     record = evaluate(SLOW_PER_ELEMENT, GradeOptions(budget=3).validated(), reproducer_dir=tmp_path)
-    assert record["verdict"] == "pass", record["reason"]
-    fit = record["shape_fit"]
+    assert record.verdict == "pass", record.reason
+    fit = record.shape_fit
     assert fit is not None and fit["max_elements"] < fit["default"]
-    assert record["options"]["fit_shapes"] is True and well_formed(record)
+    assert record.options["fit_shapes"] is True and well_formed(record)
     assert "  shapes:   fitted to the interpreter: at most" in format_record(record)
 
 
 def test_a_torch_wrapper_is_not_probed(tmp_path):
     record = evaluate(f"{CORPUS / 'torch_float32.py'}:lse", GradeOptions(budget=3).validated(), reproducer_dir=tmp_path)
-    assert record["verdict"] == "pass" and record["shape_fit"] is None
+    assert record.verdict == "pass" and record.shape_fit is None

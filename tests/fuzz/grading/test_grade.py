@@ -53,7 +53,7 @@ def batch(tmp_path_factory):
         if not (out / "done.json").exists():
             markdown = shared / "graded-candidates.md"
             files = [str(CANDIDATES / f"{name}.py") for name in sorted(EXPECTED)]
-            code, stdout, stderr = run_cli("grade", *files, *BATCH_OPTIONS, "--out", str(out),
+            code, stdout, stderr = run_cli("grade", *files, *BATCH_OPTIONS, "--out-dir", str(out),
                                            "--overwrite", "--markdown", str(markdown))
             (out / "done.json").write_text(json.dumps({"code": code, "stdout": stdout, "stderr": stderr,
                                                        "markdown": markdown.read_text()}))
@@ -186,7 +186,7 @@ def records_of(out: Path) -> dict[str, dict]:
 def test_resume_skips_what_was_graded_with_the_same_options_and_file(tmp_path):
     batch_dir = copy_candidates(tmp_path / "batch", {"a": "wrong_type", "b": "raises"})
     out = tmp_path / "out"
-    common = ["--budget", "10", "--max-elements", "1024", "-q", "--out", str(out)]
+    common = ["--budget", "10", "--max-elements", "1024", "-q", "--out-dir", str(out)]
     assert run_cli("grade", str(batch_dir), *common)[0] == 1
     first = records_of(out)
     copy_candidates(batch_dir, {"c": "segfault"})
@@ -210,7 +210,7 @@ def test_the_same_seed_gives_the_same_verdicts_and_counterexamples(tmp_path):
     batch_dir = copy_candidates(tmp_path / "batch", {"a": "caches_by_shape", "b": "writes_padding", "c": "buggy_no_max"})
 
     def graded(out: Path) -> dict:
-        run_cli("grade", str(batch_dir), "--budget", "15", "--max-elements", "4096", "-q", "--out", str(out))
+        run_cli("grade", str(batch_dir), "--budget", "15", "--max-elements", "4096", "-q", "--out-dir", str(out))
         return {name: (r["verdict"], r["check"], r["examples"], r["counterexample"], Path(r["reproducer"]).name)
                 for name, r in records_of(out).items()}
 
@@ -220,7 +220,7 @@ def test_the_same_seed_gives_the_same_verdicts_and_counterexamples(tmp_path):
 def test_an_interrupted_batch_leaves_a_valid_report_and_resumes(tmp_path):
     batch_dir = copy_candidates(tmp_path / "batch", {"a": "wrong_type", "b": "hang", "c": "wrong_shape"})
     out = tmp_path / "out"
-    options = ["--budget", "10", "--max-elements", "1024", "--call-timeout", "4", "-j", "1", "--out", str(out)]
+    options = ["--budget", "10", "--max-elements", "1024", "--call-timeout", "4", "-j", "1", "--out-dir", str(out)]
     argv = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), *options]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     # A shell starts background jobs with SIGINT ignored, and Python keeps an inherited SIG_IGN
@@ -273,7 +273,7 @@ def test_speed_settings_do_not_change_the_resume_key():
     ([str(CANDIDATES), "-j", "0"], "--jobs=0; expected an int >= 1"),
     ([str(CANDIDATES), "--resume", "--overwrite"], "--resume and --overwrite contradict each other"),
     ([str(CANDIDATES), "--function", "not-a-name"], "--function='not-a-name' is not a function name"),
-    ([str(CANDIDATES), "--out", "{text}"], "is a file, not a directory"),
+    ([str(CANDIDATES), "--out-dir", "{text}"], "is a file, not a directory"),
     ([str(CANDIDATES), "--budget", "0"], "budget=0"),
     ([], "the following arguments are required: FILE_OR_DIR"),
 ], ids=["missing", "empty_dir", "not_python", "jobs", "resume_overwrite", "function", "out_is_file", "budget",
@@ -282,7 +282,7 @@ def test_bad_paths_and_options_exit_2_with_one_line(tmp_path, argv, text):
     (tmp_path / "empty").mkdir()
     (tmp_path / "notes.txt").write_text("x")
     argv = [a.replace("{empty}", str(tmp_path / "empty")).replace("{text}", str(tmp_path / "notes.txt")) for a in argv]
-    code, out, err = run_cli("grade", *argv, "--out", str(tmp_path / "out")) if "--out" not in argv \
+    code, out, err = run_cli("grade", *argv, "--out-dir", str(tmp_path / "out")) if "--out-dir" not in argv \
         else run_cli("grade", *argv)
     assert code == 2 and out == ""
     assert err.strip().count("\n") == 0 and "error:" in err and text in err and "Traceback" not in err
@@ -387,8 +387,8 @@ def test_what_a_candidate_does_while_it_runs_is_flagged_beside_the_verdict(tmp_p
     verdict, required, forbidden = RUNTIME[name]
     options = GradeOptions(budget=BUDGET.get(name, 8), max_elements=1024).validated()
     record = evaluate(f"{HOSTILE / name}.py:lse", options, reproducer_dir=tmp_path)
-    assert record["verdict"] == verdict, record["reason"]
-    flags = {f["flag"]: f for f in record["flags"]}
+    assert record.verdict == verdict, record.reason
+    flags = {f["flag"]: f for f in record.flags}
     assert required <= set(flags) and not forbidden & set(flags), flags
     if name == "hides_library_lse":
         assert flags["runtime_library_lse"]["message"].endswith(": aten.logsumexp")
@@ -411,12 +411,12 @@ def test_on_cuda_a_passing_kernel_gets_its_bandwidth_and_speedups(tmp_path):
     options = GradeOptions(budget=20, device="cuda", bench=True, bench_shape=(4096, 4096)).validated()
     record = evaluate(str(CANDIDATES / "triton_two_pass.py"), options, reproducer_dir=tmp_path,
                       baselines=measure_baselines(options))
-    assert record["verdict"] == "pass", record["reason"]
-    bench = record["bench"]
+    assert record.verdict == "pass", record.reason
+    bench = record.bench
     assert bench["output_ok"] and bench["gbps"] > 10 and bench["bytes"] == 4096 * 4096 * 4 + 4 * 4096
     assert bench["speedup_vs_reference"] > 0 and bench["speedup_vs_torch"] > 0
     assert bench["copy_gbps"] > 10 and "impossible" not in bench  # an honest kernel is not faster than a copy
-    assert not any(flag["flag"] == "impossible_speed" for flag in record["flags"])
+    assert not any(flag["flag"] == "impossible_speed" for flag in record.flags)
 
 
 @pytest.mark.gpu
@@ -431,9 +431,9 @@ def test_on_cuda_a_candidate_that_skips_work_when_timed_is_flagged(tmp_path):
     options = GradeOptions(budget=20, device="cuda", bench=True).validated()  # 8192 x 8192: 256 MiB, past any L2
     record = evaluate(str(HOSTILE / "skips_work_when_timed.py"), options, reproducer_dir=tmp_path,
                       baselines=measure_baselines(options))
-    assert record["verdict"] == "pass", record["reason"]  # every check passes: only its speed gives it away
-    flags = [flag for flag in record["flags"] if flag["flag"] == "impossible_speed"]
-    assert len(flags) == 1, f"not flagged; the benchmark measured: {record['bench']}"
+    assert record.verdict == "pass", record.reason  # every check passes: only its speed gives it away
+    flags = [flag for flag in record.flags if flag["flag"] == "impossible_speed"]
+    assert len(flags) == 1, f"not flagged; the benchmark measured: {record.bench}"
     (flag,) = flags
     assert flag["severity"] == "cheat" and "faster than memory allows" in flag["message"]
 
@@ -513,7 +513,7 @@ def test_a_candidate_that_kills_the_grading_processes_crashes_alone(tmp_path, at
     (batch_dir / "b_neighbour.py").write_text((ROOT / "tests/implementations/correct/torch_float32.py").read_text())
     out = tmp_path / "out"
     code, _, _ = run_cli("grade", str(batch_dir), "--budget", "10", "--max-elements", "1024", "-j", "2", "-q",
-                         "--out", str(out))
+                         "--out-dir", str(out))
     records = records_of(out)
     assert code == 1 and set(records) == {"a_attacker", "b_neighbour"}
     assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
@@ -533,7 +533,7 @@ def test_a_candidate_that_rewrites_its_neighbours_files_changes_nothing_graded(t
     submitted = hashlib.sha256(neighbour.read_bytes()).hexdigest()
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(batch_dir), "--budget", "10", "--max-elements",
-                           "1024", "-j", "1", "-q", "--out", str(out)], capture_output=True, text=True, timeout=600)
+                           "1024", "-j", "1", "-q", "--out-dir", str(out)], capture_output=True, text=True, timeout=600)
     assert b"sabotaged by a neighbour" in neighbour.read_bytes()  # the attack did happen
     records = records_of(out)
     assert proc.returncode == 0, proc.stderr  # both pass: the neighbour as submitted
@@ -549,7 +549,7 @@ def test_a_candidate_that_rewrites_its_neighbours_files_changes_nothing_graded(t
 def test_resume_grades_a_malformed_record_again_instead_of_crashing(tmp_path, tamper):
     batch_dir = copy_candidates(tmp_path / "batch", {"a": "wrong_type", "b": "raises"})
     out = tmp_path / "out"
-    common = ["--budget", "10", "--max-elements", "1024", "-q", "--out", str(out)]
+    common = ["--budget", "10", "--max-elements", "1024", "-q", "--out-dir", str(out)]
     run_cli("grade", str(batch_dir), *common)
     first = records_of(out)
     lines = (out / "grade.jsonl").read_text().splitlines()
@@ -563,14 +563,16 @@ def test_resume_grades_a_malformed_record_again_instead_of_crashing(tmp_path, ta
 
 
 def test_candidate_text_cannot_rewrite_the_markdown_or_the_terminal():
+    from fuzz.grading import GradeRecord
     from fuzz.grading.reports import format_record, render_markdown
+    from fuzz.outcomes import Verdict
 
     attack = "boom\n```\n\n## All candidates pass\n![ok](https://example.invalid/pixel.png) <img src=x> | forged |"
-    record = {"candidate": "evil`.py", "target": "evil.py:lse", "verdict": "error", "check": None,
-              "reason": "the candidate raised: " + attack, "details": attack + "\x1b[2J\x1b[32mPASS\x1b[0m",
-              "replay": "python -m fuzz replay x.pt --impl evil.py:lse", "flags": [], "slow": [], "bench": None,
-              "examples": 3, "calls": 3, "seconds": 1.0, "candidate_seconds": 0.5, "seed": 0, "exception": None,
-              "counterexample": None, "options": {"seed": 0, "contract": "strict", "private_seed": False}}
+    record = GradeRecord(candidate="evil`.py", target="evil.py:lse", sha256=None, key="k", verdict=Verdict.ERROR,
+                         reason="the candidate raised: " + attack, details=attack + "\x1b[2J\x1b[32mPASS\x1b[0m",
+                         replay="python -m fuzz replay x.pt --impl evil.py:lse", examples=3, calls=3, seconds=1.0,
+                         candidate_seconds=0.5, seed=0,
+                         options={"seed": 0, "contract": "strict", "private_seed": False})
     text = render_markdown([record], title="lse-fuzz grade")
     fence = next(line for line in text.splitlines() if line.endswith("text"))[:-len("text")]
     block = text.split(fence + "text\n", 1)[1].split("\n" + fence + "\n", 1)[0]
@@ -606,7 +608,8 @@ def lse(x):
     os.wait()
     return torch.zeros(x.shape[0])  # wrong: the verdict must stay fail
 ''')
-    code, _, _ = run_cli("grade", str(batch_dir), "--budget", "5", "--max-elements", "1024", "-q", "--out", str(out))
+    code, _, _ = run_cli("grade", str(batch_dir), "--budget", "5", "--max-elements", "1024", "-q",
+                         "--out-dir", str(out))
     time.sleep(2.0)
     assert code == 1 and records_of(out)["forger"]["verdict"] == "fail"
 
@@ -623,7 +626,7 @@ def test_the_private_seed_appears_in_no_output_even_to_a_candidate_that_looks(tm
     out = tmp_path / "out"
     env = dict(os.environ, LSE_TEST_SECRET=secret)
     seed = "env:LSE_TEST_SECRET" if given == "env" else secret
-    run = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(batch_dir), "--budget", "3", "--out", str(out),
+    run = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(batch_dir), "--budget", "3", "--out-dir", str(out),
                           "--private-seed", seed, "--markdown", str(tmp_path / "summary.md")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     records = records_of(out)
@@ -646,7 +649,7 @@ def test_a_candidate_that_stops_the_grading_processes_does_not_hang_the_batch(tm
     out = tmp_path / "out"
     started = time.monotonic()
     code, _, _ = run_cli("grade", str(batch_dir), "--budget", "10", "--max-elements", "1024", "-j", "2", "-q",
-                         "--timeout", "120", "--out", str(out))
+                         "--worker-timeout", "120", "--out-dir", str(out))
     assert time.monotonic() - started < 150
     assert code == 1 and {k: r["verdict"] for k, r in records_of(out).items()} == {
         "a_stopper": "crash", "b_neighbour": "pass", "c_neighbour": "pass", "d_neighbour": "pass"}

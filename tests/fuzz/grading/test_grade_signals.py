@@ -58,7 +58,7 @@ def test_a_candidate_that_signals_the_grader_crashes_and_the_batch_finishes(tmp_
     batch_dir = batch(tmp_path / "batch", {"a_attacker": IMPLEMENTATIONS / "hostile" / f"{attack}.py",
                                            "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
     out = tmp_path / "out"
-    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out", str(out), cwd=tmp_path)
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out-dir", str(out), cwd=tmp_path)
     _, err = process.communicate(timeout=300)
     assert process.returncode == 1, err  # not 130: nothing interrupted it
     assert "interrupted" not in err
@@ -80,7 +80,7 @@ def test_a_candidate_that_stops_the_grading_processes_crashes_and_its_neighbour_
     batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_grading_processes.py",
                                            "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
     out = tmp_path / "out"
-    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out", str(out), cwd=tmp_path)
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out-dir", str(out), cwd=tmp_path)
     _, err = process.communicate(timeout=300)
     assert process.returncode == 1, err
     records = records_of(out)
@@ -100,7 +100,7 @@ def test_a_signal_from_outside_the_run_still_interrupts_it(tmp_path, signum):
                                            "b_hang": IMPLEMENTATIONS / "candidates" / "hang.py",
                                            "c_wrong_shape": IMPLEMENTATIONS / "candidates" / "wrong_shape.py"})
     out = tmp_path / "out"
-    process = lse_fuzz("grade", str(batch_dir), *FAST, "--call-timeout", "4", "-j", "1", "--out", str(out),
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "--call-timeout", "4", "-j", "1", "--out-dir", str(out),
                        cwd=tmp_path)
     deadline = time.monotonic() + 120
     report = out / "grade.jsonl"
@@ -135,7 +135,7 @@ def test_ctrl_c_in_the_terminal_still_interrupts_the_run(tmp_path):
                                            "b_hang": IMPLEMENTATIONS / "candidates" / "hang.py"})
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), *FAST, "--call-timeout", "4", "-j", "1",
-            "--out", str(out)]
+            "--out-dir", str(out)]
     pid, terminal = pty.fork()
     if pid == 0:  # the child: a new session whose controlling terminal is the pty
         try:
@@ -218,7 +218,7 @@ def test_a_suspect_that_kills_the_grader_when_graded_again_alone_is_convicted(tm
     out = tmp_path / "out"
     codes = []
     for argv in ([], ["--resume"]):
-        process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out", str(out), *argv, cwd=tmp_path)
+        process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out-dir", str(out), *argv, cwd=tmp_path)
         _, err = process.communicate(timeout=300)
         codes.append(process.returncode)
     assert codes == [-signal.SIGKILL, 1], err

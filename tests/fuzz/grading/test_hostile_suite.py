@@ -204,7 +204,7 @@ def _grade_until_finished(batch: Path, out: Path, env: dict, peak: Path, *option
     while not runs or (runs[-1].returncode == -9 and len(runs) < 4):  # killed: resume, as a maintainer would
         runs.append(subprocess.run(
             [sys.executable, "-c", PEAK_WRAPPER, str(peak), "grade", str(batch), "--budget", "8", "--max-elements",
-             "1024", "-j", "2", "--no-bench", "--out", str(out), *options, *(["--resume"] if runs else [])],
+             "1024", "-j", "2", "--no-bench", "--out-dir", str(out), *options, *(["--resume"] if runs else [])],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600))
     return runs
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.grading import GradeOptions
+from fuzz.grading import GradeOptions, GradeRecord
 from fuzz.grading.evaluate import evaluate
 from fuzz.grading.parts import CPU_PARTS, GPU_PARTS, MIN_PART_BUDGET, decided, merge_parts, part_count, split
 from fuzz.grading.reports import format_record, well_formed
+from fuzz.outcomes import Verdict
 from reference.errors import InvalidArgument
 
 IMPLEMENTATIONS = Path(__file__).resolve().parents[2] / "implementations"
@@ -56,25 +57,27 @@ def test_a_private_seed_reaches_the_parts_only_derived():
     assert split(options, 2, max_elements=None)[0].effective_seed == options.effective_seed
 
 
-def _part(verdict: str, examples: int, *, check: str | None = None, flags=()) -> dict:
-    return {"verdict": verdict, "check": check, "reason": f"{verdict} reason", "details": f"{verdict} details",
-            "exception": None, "counterexample": None, "reproducer": None, "replay": f"replay {verdict}",
-            "result": {"examples": examples}, "examples": examples, "calls": 3 * examples, "seconds": 1.0,
-            "candidate_seconds": 0.5, "flags": list(flags), "slow": [{"seconds": 2.0}], "noise": None}
+def _part(verdict: str, examples: int, *, check: str | None = None, flags=()) -> GradeRecord:
+    return GradeRecord(candidate="c.py", target="c.py:lse", sha256=None, key="k", verdict=Verdict(verdict),
+                       check=check, reason=f"{verdict} reason", details=f"{verdict} details",
+                       replay=f"replay {verdict}", result={"examples": examples}, examples=examples,
+                       calls=3 * examples, seconds=1.0, candidate_seconds=0.5, flags=list(flags),
+                       slow=[{"seconds": 2.0}])
 
 
-def _base() -> dict:
-    return {"flags": [{"flag": "environment", "message": "reads os.environ"}], "shape_fit": None}
+def _base() -> GradeRecord:
+    return GradeRecord(candidate="c.py", target="c.py:lse", sha256=None, key="k",
+                       flags=[{"flag": "environment", "message": "reads os.environ"}])
 
 
 def test_the_first_failing_part_in_part_order_decides():
     parts = [_part("pass", 100), _part("fail", 12, check="shift_invariance"), _part("crash", 3)]
     record = merge_parts(_base(), parts)
-    assert record["verdict"] == "fail" and record["check"] == "shift_invariance"
-    assert record["replay"] == "replay fail" and record["reason"] == "fail reason (part 2 of 3)"
-    assert record["examples"] == 115 and record["calls"] == 345 and record["candidate_seconds"] == 1.5
-    assert len(record["slow"]) == 3
-    assert [p["verdict"] for p in record["parts"]] == ["pass", "fail", "crash"]
+    assert record.verdict == "fail" and record.check == "shift_invariance"
+    assert record.replay == "replay fail" and record.reason == "fail reason (part 2 of 3)"
+    assert record.examples == 115 and record.calls == 345 and record.candidate_seconds == 1.5
+    assert len(record.slow) == 3
+    assert [p["verdict"] for p in record.parts] == ["pass", "fail", "crash"]
 
 
 def test_the_parts_that_decide_end_at_the_first_that_did_not_pass():
@@ -87,17 +90,17 @@ def test_the_parts_that_decide_end_at_the_first_that_did_not_pass():
 def test_passing_parts_add_up_and_flags_are_not_repeated():
     flag = {"flag": "environment", "message": "reads os.environ"}
     record = merge_parts(_base(), [_part("pass", 100, flags=[flag]), _part("pass", 100, flags=[flag])])
-    assert record["verdict"] == "pass" and record["examples"] == 200
-    assert record["reason"] == "200 examples passed every check (in 2 parts)"
-    assert record["flags"] == [flag]
+    assert record.verdict == "pass" and record.examples == 200
+    assert record.reason == "200 examples passed every check (in 2 parts)"
+    assert record.flags == [flag]
 
 
 @pytest.mark.parametrize("side_by_side", [False, True], ids=["one_after_another", "side_by_side"])
 def test_a_correct_candidate_passes_in_parts(tmp_path, side_by_side):
     options = GradeOptions(budget=12, parts=2).validated()
     record = evaluate(CORRECT, options, reproducer_dir=tmp_path, side_by_side=side_by_side)
-    assert record["verdict"] == "pass", record["reason"]
-    assert record["examples"] == 12 and [p["examples"] for p in record["parts"]] == [6, 6]
+    assert record.verdict == "pass", record.reason
+    assert record.examples == 12 and [p["examples"] for p in record.parts] == [6, 6]
     assert well_formed(record) and "(in 2 parts)" in format_record(record)
 
 
@@ -105,13 +108,13 @@ def test_side_by_side_gives_what_one_after_another_gives(tmp_path):
     options = GradeOptions(budget=40, parts=2).validated()
     apart = evaluate(BUGGY, options, reproducer_dir=tmp_path / "a", side_by_side=True)
     together = evaluate(BUGGY, options, reproducer_dir=tmp_path / "b", side_by_side=False)
-    assert apart["verdict"] == together["verdict"] == "fail"
-    assert apart["check"] == together["check"]
-    assert [(p["verdict"], p["check"], p["examples"]) for p in apart["parts"]] == \
-           [(p["verdict"], p["check"], p["examples"]) for p in together["parts"]]
-    assert apart["counterexample"]["description"] == together["counterexample"]["description"]
+    assert apart.verdict == together.verdict == "fail"
+    assert apart.check == together.check
+    assert [(p["verdict"], p["check"], p["examples"]) for p in apart.parts] == \
+           [(p["verdict"], p["check"], p["examples"]) for p in together.parts]
+    assert apart.counterexample["description"] == together.counterexample["description"]
     # The first part fails: one after another stops there, and side by side reports the same.
-    assert [p["verdict"] for p in together["parts"]] == ["fail"] and together["examples"] == apart["examples"]
+    assert [p["verdict"] for p in together.parts] == ["fail"] and together.examples == apart.examples
 
 
 def test_one_after_another_the_parts_share_one_worker_and_stop_at_the_first_failure(tmp_path, monkeypatch):
@@ -126,19 +129,19 @@ def test_one_after_another_the_parts_share_one_worker_and_stop_at_the_first_fail
 
     monkeypatch.setattr(evaluate_module, "check", counting)
     passing = evaluate(CORRECT, GradeOptions(budget=12, parts=3).validated(), reproducer_dir=tmp_path)
-    assert passing["verdict"] == "pass" and len(passing["parts"]) == 3
+    assert passing.verdict == "pass" and len(passing.parts) == 3
     assert len(workers) == 1 and len(seeds) == 3 and len(set(seeds)) == 3  # three runs, one worker
-    assert passing["calls"] > 0 and passing["examples"] == 12
+    assert passing.calls > 0 and passing.examples == 12
     seeds.clear()
     failing = evaluate(BUGGY, GradeOptions(budget=30, parts=3).validated(), reproducer_dir=tmp_path)
-    assert failing["verdict"] == "fail" and len(failing["parts"]) == 1
+    assert failing.verdict == "fail" and len(failing.parts) == 1
     assert len(seeds) == 1  # the first part failed: the other two never ran
 
 
 def test_a_target_that_does_not_load_is_one_load_error(tmp_path):
     record = evaluate(f"{IMPLEMENTATIONS / 'candidates' / 'import_error.py'}:lse",
                       GradeOptions(budget=12, parts=2).validated(), reproducer_dir=tmp_path, side_by_side=False)
-    assert record["verdict"] == "load_error" and "parts" not in record  # no part ran
+    assert record.verdict == "load_error" and record.parts is None and "parts" not in record.to_json()  # no part ran
 
 
 def test_a_run_in_parts_measures_bandwidth_once_after_all_passed(tmp_path, monkeypatch):
@@ -155,7 +158,7 @@ def test_a_run_in_parts_measures_bandwidth_once_after_all_passed(tmp_path, monke
     monkeypatch.setattr(evaluate_module, "bench_candidate", bench)
     options = GradeOptions(budget=12, parts=2, bench=True).validated()
     record = evaluate(CORRECT, options, reproducer_dir=tmp_path)
-    assert record["verdict"] == "pass" and record["bench"] == {"gbps": 1.0}
+    assert record.verdict == "pass" and record.bench == {"gbps": 1.0}
     assert measured == [(True, 2)]
     failing = evaluate(BUGGY, GradeOptions(budget=12, parts=2, bench=True).validated(), reproducer_dir=tmp_path)
-    assert failing["verdict"] == "fail" and failing["bench"] is None and len(measured) == 1
+    assert failing.verdict == "fail" and failing.bench is None and len(measured) == 1

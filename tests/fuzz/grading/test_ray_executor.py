@@ -41,7 +41,7 @@ def batch(tmp_path):
 
 
 def _verdicts(records):
-    return {r["candidate"].rpartition("/")[2]: (r["verdict"], r["check"]) for r in records}
+    return {r.candidate.rpartition("/")[2]: (r.verdict, r.check) for r in records}
 
 
 def test_a_batch_gets_the_verdicts_of_the_local_executor(cluster, batch, tmp_path):
@@ -50,20 +50,21 @@ def test_a_batch_gets_the_verdicts_of_the_local_executor(cluster, batch, tmp_pat
     assert _verdicts(on_ray.records) == _verdicts(here.records) == {
         "torch_float32.py": ("pass", None), "buggy_no_max.py": ("fail", "agreement"),
         "raises.py": ("error", None), "syntax_error.py": ("load_error", None)}
-    assert all(r.get("node") for r in on_ray.records)  # the node each ran on is recorded
-    by_name = {r["candidate"].rpartition("/")[2]: r for r in on_ray.records}
-    assert by_name["buggy_no_max.py"]["target"] == next(c.target for c in batch if c.name.endswith("buggy_no_max.py"))
+    assert all(r.extra.get("node") for r in on_ray.records)  # the node each ran on is recorded
+    by_name = {r.candidate.rpartition("/")[2]: r for r in on_ray.records}
+    assert by_name["buggy_no_max.py"].target == next(c.target for c in batch if c.name.endswith("buggy_no_max.py"))
 
 
 def test_reproducers_come_back_and_name_this_machine_s_paths(cluster, batch, tmp_path):
     out = tmp_path / "report"
     run = grade(batch, OPTIONS, out=out, executor="ray", jobs=1)
-    failed = next(r for r in run.records if r["verdict"] == "fail")
-    reproducer = Path(failed["reproducer"])
+    failed = next(r for r in run.records if r.verdict == "fail")
+    reproducer = Path(failed.reproducer)
     assert reproducer.is_file() and out.resolve() in reproducer.parents
-    candidate = next(c for c in batch if c.name == failed["candidate"])
-    assert f"--impl {candidate.target}" in failed["replay"] and str(reproducer) in failed["replay"]
-    assert "lse-fuzz-ray-" not in json.dumps(run.records)  # no path of the task's temporary folder is left
+    candidate = next(c for c in batch if c.name == failed.candidate)
+    assert f"--impl {candidate.target}" in failed.replay and str(reproducer) in failed.replay
+    # No path of the task's temporary folder is left.
+    assert "lse-fuzz-ray-" not in json.dumps([r.to_json() for r in run.records])
 
 
 def test_resume_keeps_what_the_cluster_graded(cluster, batch, tmp_path):
@@ -91,13 +92,13 @@ def test_a_node_with_another_version_is_an_internal_error_graded_again(cluster, 
     monkeypatch.setattr(executor, "__version__", "0.0.0-elsewhere")  # what this machine says it runs
     run = grade(batch[:1], OPTIONS, out=tmp_path / "report", executor="ray")
     (record,) = run.records
-    assert record["verdict"] == "internal_error" and "install the same version on every node" in record["reason"]
+    assert record.verdict == "internal_error" and "install the same version on every node" in record.reason
 
 
 def test_the_command_line_on_a_cluster(cluster, batch, tmp_path):
     out = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(Path(batch[0].path).parent), "--executor",
-                           "ray", "--ray-address", cluster, "--device", "cpu", "--budget", "10", "--out", str(out),
+                           "ray", "--ray-address", cluster, "--device", "cpu", "--budget", "10", "--out-dir", str(out),
                            "-q"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr  # one candidate fails
     assert "with a Ray cluster (every task at once)" in proc.stderr
@@ -110,7 +111,7 @@ def test_the_command_line_on_a_cluster(cluster, batch, tmp_path):
     (["--executor", "ray", "--jobs", "0"], "--jobs=0"),
 ], ids=["address_without_ray", "bad_jobs"])
 def test_bad_executor_options_get_one_message(tmp_path, argv, message):
-    proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(BATCH[0]), "--out", str(tmp_path / "r"), *argv],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "fuzz", "grade", str(BATCH[0]), "--out-dir", str(tmp_path / "r"),
+                           *argv], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 

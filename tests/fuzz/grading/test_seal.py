@@ -46,7 +46,7 @@ def test_resume_grades_again_a_record_edited_without_the_key(tmp_path, monkeypat
     monkeypatch.setenv("LSE_TEST_SECRET", "hunter2-seal")
     batch_dir = batch_of(tmp_path / "batch", {"a": "wrong_type", "b": "raises"})
     out = tmp_path / "out"
-    common = ["--budget", "10", "--max-elements", "1024", "-q", "--out", str(out), "--private-seed",
+    common = ["--budget", "10", "--max-elements", "1024", "-q", "--out-dir", str(out), "--private-seed",
               "env:LSE_TEST_SECRET"]
     assert grade(str(batch_dir), *common)[0] == 1
     first = records_in(out)
@@ -66,5 +66,5 @@ def test_resume_grades_again_a_record_edited_without_the_key(tmp_path, monkeypat
 def test_without_a_private_seed_records_carry_no_seal(tmp_path):
     batch_dir = batch_of(tmp_path / "batch", {"a": "wrong_type"})
     out = tmp_path / "out"
-    grade(str(batch_dir), "--budget", "5", "--max-elements", "1024", "-q", "--out", str(out))
+    grade(str(batch_dir), "--budget", "5", "--max-elements", "1024", "-q", "--out-dir", str(out))
     assert "seal" not in records_in(out)["a"]

@@ -57,7 +57,7 @@ def grade_under_load(tmp_path: Path, seconds: float, *options: str) -> tuple[int
         shutil.copy(CANDIDATES / "torch_float64.py", batch / f"neighbour_{index}.py")
     out = tmp_path / "out"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["grade", str(batch), *UNDER_LOAD, "--out", str(out), *options])
+        code = main(["grade", str(batch), *UNDER_LOAD, "--out-dir", str(out), *options])
     lines = (out / "grade.jsonl").read_text().splitlines()
     return code, {Path(record["candidate"]).stem: record for record in map(json.loads, lines)}
 
@@ -114,8 +114,8 @@ def test_where_the_reference_cannot_time_a_slow_call_the_reason_says_so_in_one_l
     target = f"{slow_copy(tmp_path / 'slow.py', 0.4)}:lse"
     options = GradeOptions(budget=20, max_elements=1024, parts=1, huge_offsets=False).validated()
     record = evaluate(target, options, reproducer_dir=tmp_path)
-    assert record["verdict"] == "internal_error"
-    assert record["reason"].startswith("the harness failed: the fuzzer's own checks failed on ")
-    assert record["reason"].endswith(", not the implementation: InvalidArgument: x.device='cpu', but Triton "
+    assert record.verdict == "internal_error"
+    assert record.reason.startswith("the harness failed: the fuzzer's own checks failed on ")
+    assert record.reason.endswith(", not the implementation: InvalidArgument: x.device='cpu', but Triton "
                                      "kernels are compiled for CUDA here")
-    assert "\n" not in record["reason"] and "compiled_for_cuda" in record["details"]
+    assert "\n" not in record.reason and "compiled_for_cuda" in record.details

@@ -62,7 +62,7 @@ def test_the_command_line_leaves_the_default_to_the_runner(command_line, thoroug
 
     monkeypatch.setattr("fuzz.mutation.runner.run_mutation", fake_run_mutation)
     with pytest.raises(_Stop):
-        main([*command_line, "--no-progress", "--out-dir", str(tmp_path)])
+        main([*command_line, "-q", "--out-dir", str(tmp_path)])
     assert seen["thorough_budget"] == thorough and seen["budget"] == runner.DEFAULT_BUDGET
     assert seen["parts"] is None and seen["timeout_factor"] == defaults.MUTANT_TIMEOUT_FACTOR
     bundled = command_line[0] == "mutants"

@@ -122,11 +122,11 @@ def test_in_parts_a_mutant_runs_its_parts_in_turn_and_stops_at_the_first_failure
                           parts=2, cache=None, thorough_budget=0)
     assert report.config["parts"] == 2
     correct = report.gate[0]
-    assert correct.ok and [p["verdict"] for p in correct.cell.record["parts"]] == ["pass", "pass"]
+    assert correct.ok and [p["verdict"] for p in correct.cell.record.parts] == ["pass", "pass"]
     assert correct.cell.examples == 2 * BUDGET
     for result in report.results:
         assert result.status is MutantStatus.KILLED, result.reason[:300]
-        ran = result.cell.record["parts"]
+        ran = result.cell.record.parts
         assert ran[-1]["verdict"] == "fail" and all(p["verdict"] == "pass" for p in ran[:-1])
         assert result.seconds == pytest.approx(sum(p["check_seconds"] for p in ran))
 
@@ -157,13 +157,13 @@ def test_cli_lists_the_mutants(capsys):
     (["--budget", "0"], "lse-fuzz: error: --budget=0; expected an int >= 1."),
     (["--jobs", "0"], "lse-fuzz: error: --jobs=0; expected an int >= 1."),
     (["--parts", "0"], "lse-fuzz: error: --parts=0; expected an int >= 1."),
-    (["--timeout-floor", "0"], "lse-fuzz: error: --timeout-floor=0.0; expected a number >= 1."),
+    (["--mutant-timeout-floor", "0"], "lse-fuzz: error: --mutant-timeout-floor=0.0; expected a number >= 1."),
     (["no_max_added", "no_max_added"], "lse-fuzz: error: mutants: no_max_added given twice"),
     (["--checks", "agreement,nope"], "lse-fuzz: error: --checks=['agreement', 'nope']: unknown 'nope'; choose from"),
     (["--show", "nope"], "lse-fuzz: error: --show='nope' is not a mutant; choose from: no_max_added"),
 ], ids=["unknown mutant", "budget", "jobs", "parts", "timeout floor", "duplicate", "unknown check", "show unknown"])
 def test_cli_bad_arguments_exit_2_with_one_line(args, message, capsys, tmp_path):
-    assert main(["mutants", *args, "--no-progress", "--out-dir", str(tmp_path / "out")]) == 2
+    assert main(["mutants", *args, "-q", "--out-dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message), err
     assert len(err.strip().splitlines()) == 1

@@ -22,7 +22,7 @@ TINY = ROOT / "tests" / "implementations" / "mutate" / "tiny_lse.py"
 # from the run of `lse-fuzz mutate` before the two engines became one.
 TINY_OPTIONS = ["--contract", "finite", "--dtypes", "float32,float16,bfloat16", "--output-dtype", "float32",
                 "--max-elements", "256", "--budget", "10", "--thorough-budget", "15", "-j", "2",
-                "--timeout-floor", "60", "--no-cache"]
+                "--mutant-timeout-floor", "60", "--no-cache"]
 TINY_STATUSES = {
     "loop_bound_short@tiny_lse.py:29:14": ("Killed", ["determinism"]),
     "int64_promotion_removed@tiny_lse.py:32:34": ("Survived", None),
@@ -95,7 +95,7 @@ def _mutants(report: Path) -> dict[str, dict]:
 
 @pytest.mark.slow
 def test_every_bundled_mutant_is_killed_by_its_expected_check(tmp_path):
-    result = _cli("mutants", "--out-dir", str(tmp_path), "--no-progress", "-j", "2", "--no-cache")
+    result = _cli("mutants", "--out-dir", str(tmp_path), "-q", "-j", "2", "--no-cache")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = _mutants(tmp_path / "mutation.json")
     assert {name: (m["status"], m.get("killedBy")) for name, m in found.items()} == \
@@ -104,7 +104,7 @@ def test_every_bundled_mutant_is_killed_by_its_expected_check(tmp_path):
 
 @pytest.mark.slow
 def test_mutate_gives_the_small_kernel_the_statuses_it_had(tmp_path):
-    result = _cli("mutate", str(TINY), *TINY_OPTIONS, "--out-dir", str(tmp_path), "--no-progress", cwd=tmp_path)
+    result = _cli("mutate", str(TINY), *TINY_OPTIONS, "--out-dir", str(tmp_path), "-q", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = _mutants(tmp_path / "mutation.json")
     statuses = {name: (m["status"], None if name in UNINITIALIZED else m.get("killedBy"))

@@ -14,8 +14,10 @@ import pytest
 from fuzz.checks import CHECKS
 from fuzz.mutation import MutantResult, MutationReport, catalog, discover, validate_report, write_reports
 from fuzz.mutation.report import SCHEMA_PATH, markdown_report, rich_tables, schema, stryker_report
-from fuzz.mutation.results import Cell, ExitRule, GateResult
-from fuzz.outcomes import MutantStatus
+from fuzz.mutation.judge import no_coverage_cell
+from fuzz.grading import GradeRecord
+from fuzz.mutation.results import Cell, ExitRule, GateResult, TestsVerdict
+from fuzz.outcomes import MutantStatus, Verdict
 
 MUTANTS = catalog()
 KERNEL = discover("reference:lse")
@@ -41,8 +43,15 @@ RECORDS = {
 }
 
 
+def _graded(fields: dict) -> GradeRecord:
+    """A grading record of a mutant with ``fields`` (the verdict's text among them)."""
+    return GradeRecord(candidate="m", target="m", sha256=None, key="k",
+                       **{name: Verdict(value) if name == "verdict" else copy.deepcopy(value)
+                          for name, value in fields.items()})
+
+
 def _cell(status: MutantStatus, checks=()) -> Cell:
-    cell = Cell(tuple(checks), dict(RECORDS[status]), wall_seconds=3.0)
+    cell = Cell(tuple(checks), _graded(RECORDS[status]), wall_seconds=3.0)
     assert cell.status is status
     return cell
 
@@ -185,6 +194,30 @@ def test_the_fail_under_rule_compares_the_score(fail_under, code):
 
 
 def test_an_uncovered_mutant_is_no_coverage_with_its_reason():
-    cell = Cell((), {"verdict": "pass", "no_coverage": True, "reason": "the mutated line never ran"}, 0.0)
+    cell = Cell((), _graded({"verdict": "not_run", "reason": "the mutated line never ran"}), 0.0)
     assert cell.status is MutantStatus.NO_COVERAGE and cell.reason == "the mutated line never ran"
     assert not MutantStatus.NO_COVERAGE.detected and MutantStatus.NO_COVERAGE.valid
+
+
+def test_a_cached_record_is_read_back_and_one_of_an_older_release_is_judged_again():
+    cell = _cell(MutantStatus.KILLED)
+    again = Cell.kept(cell.record.to_json(), 3.0)
+    assert again == cell and again.status is MutantStatus.KILLED
+    # Cached before not_run: a bare "pass" marked no_coverage, not a grading record.
+    assert Cell.kept({"verdict": "pass", "no_coverage": True, "reason": "the mutated line never ran"}, 0.0) is None
+
+
+def test_a_mutant_that_never_ran_is_not_recorded_as_a_pass():
+    cell = no_coverage_cell(next(iter(MUTANTS.values())), "cpu")
+    assert cell.record.verdict is Verdict.NOT_RUN and cell.status is MutantStatus.NO_COVERAGE
+    assert Cell.kept(cell.record.to_json(), 0.0) == cell  # as the verdict cache keeps it
+
+
+@pytest.mark.parametrize("record, status", [
+    ({"exit": None, "timeout": True, "seconds": 1.0, "output": ""}, MutantStatus.TIMEOUT),
+    ({"exit": None, "timed_out": True, "seconds": 1.0, "output": ""}, MutantStatus.TIMEOUT),  # cached before
+    ({"exit": 1, "timeout": False, "seconds": 1.0, "output": ""}, MutantStatus.KILLED),
+    ({"exit": 0, "timeout": False, "seconds": 1.0, "output": ""}, MutantStatus.SURVIVED),
+], ids=["timeout", "cached_timed_out", "killed", "survived"])
+def test_the_tests_verdict_reads_timeouts_old_and_new(record, status):
+    assert TestsVerdict.of(record).status is status

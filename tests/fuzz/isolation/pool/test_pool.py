@@ -30,7 +30,7 @@ def test_every_job_gets_one_outcome_and_a_crash_or_hang_costs_only_its_own(pool)
     assert set(results) == {j.key for j in jobs}
     assert {k: r.outcome for k, r in results.items()} == {
         "a": Outcome.RETURNED, "b": Outcome.RETURNED, "c": Outcome.RETURNED, "crash": Outcome.CRASHED,
-        "hang": Outcome.TIMED_OUT, "raise": Outcome.RAISED}
+        "hang": Outcome.TIMEOUT, "raise": Outcome.RAISED}
     assert [results[k].record["echo"]["n"] for k in "abc"] == [1, 2, 3]
     assert "SIGABRT" in results["crash"].detail
     assert "time limit of 1 s" in results["hang"].detail
@@ -79,7 +79,7 @@ def test_without_gpus_a_driver_keeps_the_callers_visible_devices(tmp_path, monke
 
 
 def test_a_relative_work_directory_is_the_callers(tmp_path, monkeypatch):
-    # `lse-fuzz grade . --out report` passes report/.drivers: every driver failed to start there.
+    # `lse-fuzz grade . --out-dir report` passes report/.drivers: every driver failed to start there.
     monkeypatch.chdir(tmp_path)
     with Pool(1, work_dir="relative/work") as pool:
         (result,) = pool.run([job("a", "echo")])
