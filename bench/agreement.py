@@ -154,7 +154,7 @@ class Setup:
                     "--budget", str(budgets["corpus"]), "--workers", str(self.jobs), "--out", f"{report}/campaign.jsonl",
                     "--", "--device", self.device, "--max-elements", str(budgets["corpus_max_elements"]),
                     "--parts", str(PARTS_PER_RUN["corpus"])]
-        common = ["--seed", seed, "--device", self.device, "-j", str(self.jobs), "--out-dir", report, "--no-progress"]
+        common = ["--seed", seed, "--device", self.device, "-j", str(self.jobs), "--out-dir", report, "-q"]
         if unit.part == "mutants":
             return ["python", "-m", "fuzz", "mutants", *common, "--budget", str(budgets["mutants"]),
                     "--max-elements", str(budgets["mutants_max_elements"]), "--parts", str(PARTS_PER_RUN["mutants"])]

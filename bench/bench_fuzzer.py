@@ -77,9 +77,9 @@ def scenarios(device: str, *, quick: bool, jobs: int | None) -> list[Scenario]:
     check = ("check", "--device", device, *check_budget, "--json", "{work}/check.json", "--reproducers", "{work}/repro")
     graded = GRADED[:2] if quick else GRADED
     mutants = ("mutants", *(QUICK_MUTANTS if quick else ()), "--device", device, *(["--budget", "100"] if quick else []),
-               *jobs_option, "--no-progress", "--out-dir", "{work}/mutants")
+               *jobs_option, "-q", "--out-dir", "{work}/mutants")
     grade = ("grade", *(str(CORRECT / name) for name in graded), "--device", device, *check_budget, *jobs_option,
-             "--out", "{work}/grade", "--overwrite", "-q", "--no-bench")
+             "--out-dir", "{work}/grade", "--overwrite", "-q", "--no-bench")
     return [
         Scenario("check two_pass", "check", (*check[:1], f"{CORRECT / 'two_pass.py'}:lse", *check[1:])),
         Scenario("check reference", "check", (*check[:1], "reference:lse", *check[1:])),

@@ -47,7 +47,7 @@ done
 run_lane() {
   for target in $1; do
     local name=${target%:lse}; name=${name##*/}; name=${name%.py}
-    local options=(--device "${DEVICE:-cuda}" -j "$share" --no-progress --cache-dir "$work/verdicts" --out-dir "$work/reports/$name")
+    local options=(--device "${DEVICE:-cuda}" -j "$share" -q --cache-dir "$work/verdicts" --out-dir "$work/reports/$name")
     [[ $target == reference:lse && -z "${SAME_BUDGETS:-}" ]] || options+=(--budget 100 --thorough-budget 300)
     local seconds; seconds=$(left); (( seconds < 30 )) && { echo "$name: not started (time)" >> "$log"; continue; }
     local start; start=$(date +%s)

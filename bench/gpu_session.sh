@@ -35,9 +35,9 @@ cat "$out/header.txt"
 if wants mutants; then
 echo "== mutation analysis (cold Triton cache)"
 rm -rf ~/.triton/cache
-{ cat "$out/header.txt"; echo "# time python -m fuzz mutants --device cuda -j $workers --no-progress"; } > "$out/mutants.log"
+{ cat "$out/header.txt"; echo "# time python -m fuzz mutants --device cuda -j $workers -q"; } > "$out/mutants.log"
 start=$(date +%s)
-timeout 300 python3 -m fuzz mutants --device cuda -j "$workers" --no-progress --out-dir /tmp/lse-mutants >> "$out/mutants.log" 2>&1
+timeout 300 python3 -m fuzz mutants --device cuda -j "$workers" -q --out-dir /tmp/lse-mutants >> "$out/mutants.log" 2>&1
 echo "exit $? after $(( $(date +%s) - start )) s" | tee -a "$out/mutants.log"
 cp /tmp/lse-mutants/mutation.json /tmp/lse-mutants/mutation.md "$out/" 2>/dev/null
 tail -25 "$out/mutants.log"

@@ -57,9 +57,9 @@ fi
 if wants mutants; then
   echo "== mutants, cold (one GPU)"
   cache=$(mktemp -d)
-  { cat "$out/header.txt"; echo "# TRITON_CACHE_DIR=EMPTY ${one[*]} python3 -m fuzz mutants --device cuda -j $jobs1 --no-progress"; } > "$out/mutants.log"
+  { cat "$out/header.txt"; echo "# TRITON_CACHE_DIR=EMPTY ${one[*]} python3 -m fuzz mutants --device cuda -j $jobs1 -q"; } > "$out/mutants.log"
   start=$(date +%s)
-  TRITON_CACHE_DIR="$cache" "${one[@]}" timeout 300 python3 -m fuzz mutants --device cuda -j "$jobs1" --no-progress \
+  TRITON_CACHE_DIR="$cache" "${one[@]}" timeout 300 python3 -m fuzz mutants --device cuda -j "$jobs1" -q \
     --out-dir /tmp/lse-mutants >> "$out/mutants.log" 2>&1
   echo "exit $? after $(( $(date +%s) - start )) s; compiled $(find "$cache" -name '__grp__*.json' | wc -l)" >> "$out/mutants.log"
   cp /tmp/lse-mutants/mutation.json "$out/mutation.json" 2>/dev/null

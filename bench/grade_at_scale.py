@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     from fuzz.validate import device as parse_device
 
     print(f"# {run_header(str(parse_device('auto')))}", flush=True)
-    command = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), "-j", str(args.jobs), "--out", str(report_dir),
+    command = [sys.executable, "-m", "fuzz", "grade", str(batch_dir), "-j", str(args.jobs), "--out-dir", str(report_dir),
                "--overwrite", "-q", *args.grade_options]
     print(f"# {len(batch)} candidates: lse-fuzz {' '.join(command[3:])}", flush=True)
     start = time.perf_counter()
