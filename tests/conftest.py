@@ -50,7 +50,12 @@ INTEGRATION = (
     "fuzz/isolation/pool/test_pool.py",
     "fuzz/mutation/test_catalog_run.py",  # the catalog's mutation run, gate and cache
     "fuzz/mutation/test_run.py",  # `lse-fuzz mutate` end to end
+    "fuzz/mutation/test_static_branches.py",  # mutants of constexpr branches, each fuzzed
+    "fuzz/test_autotune.py",  # autotuned kernels fuzzed, every configuration run
+    "fuzz/test_calls_run.py",  # the N-D corpus and bugs fuzzed, through the CLI too
     "fuzz/test_false_alarms.py",  # the false-alarm campaign's slice: every corpus member fuzzed
+    "fuzz/test_plugin.py",  # pytest run in a subprocess with the plugin, per option
+    "fuzz/test_suite.py",  # the shipped fuzz suite run against reference.lse and others
     "lse_fuzz/test_installed.py",  # a wheel built and installed in a fresh virtual environment
     "mutants/test_mutants_killed.py",  # every bundled mutant fuzzed until killed
 )
