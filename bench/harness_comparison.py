@@ -316,19 +316,24 @@ def detail_lines(rows: list[Row], harnesses: list[str]) -> list[str]:
     return lines
 
 
-MUTANT_REASON_CHARS = 160  # a mutant's rejections are many and alike: the start of each says enough
+MUTANT_REASON_CHARS = 140  # a mutant's rejections are many and alike: the start of each says enough
 
 
 def reason_lines(rows: list[Row], harnesses: list[str]) -> list[str]:
-    lines, gate = [], _gate(rows)
+    lines, gate, first_with = [], _gate(rows), {}
     for row in rows:
         for harness in harnesses:
             outcome = row.outcomes.get(harness)
             if not outcome or outcome.verdict == Verdict.PASS:
                 continue
             reason = outcome.reason.replace("|", "\\|").replace("\n", " ")
-            if row.impl.group == "mutants":
-                reason = "as the unmutated base" if _as_unmutated(row, harness, gate) else reason[:MUTANT_REASON_CHARS]
+            if row.impl.group == "mutants" and _as_unmutated(row, harness, gate):
+                reason = "as the unmutated base"
+            elif (harness, outcome.reason) in first_with:  # the same sample, the same numbers: said once
+                reason = f"the same as `{first_with[harness, outcome.reason]}`"
+            else:
+                first_with[harness, outcome.reason] = row.impl.key
+                reason = reason[:MUTANT_REASON_CHARS] if row.impl.group == "mutants" else reason
             lines.append(f"* `{row.impl.key}`, {harness}: {outcome.verdict.value.upper()}: {reason}")
     return lines or ["(none)"]
 

@@ -165,6 +165,15 @@ def test_a_mutant_rejected_as_its_unmutated_base_is_not_a_catch():
     assert "| `mutants/other` | every pass is a miss | **FAIL** | pass |" in table
 
 
+def test_a_reason_given_twice_is_written_once():
+    rows = [_row("correct", "a", reason="float16 sample off", opinfo="fail"),
+            _row("correct", "b", reason="float16 sample off", opinfo="fail"),
+            _row("correct", "c", reason="float32 sample off", opinfo="fail")]
+    assert comparison.reason_lines(rows, ["opinfo"]) == [
+        "* `correct/a`, opinfo: FAIL: float16 sample off", "* `correct/b`, opinfo: FAIL: the same as `correct/a`",
+        "* `correct/c`, opinfo: FAIL: float32 sample off"]
+
+
 def test_render_writes_the_table_of_saved_runs_a_later_one_winning(tmp_path):
     first = {"command": "python bench/harness_comparison.py --out a.md", "rows": [
         {"implementation": "mutants/max_only",
