@@ -77,13 +77,11 @@ def _expected(n: int = 64, block: int = 16) -> torch.Tensor:
 
 
 def test_a_loop_carried_dtype_change_is_refused_as_a_gpu_refuses_it():
-    with pytest.raises(CompilationError, match="Loop-carried variable acc has initial type .*fp16.* re-assigned to .*fp32"):
+    with pytest.raises(CompilationError, match="Loop-carried variable acc has initial type .*fp16.* re-assigned to .*fp32"
+                       ) as raised:
         _launch(_half_accumulator)
     # What a GPU's launch raises, so the fuzzer files it as a GPU run does: a compile error.
-    try:
-        _launch(_half_accumulator)
-    except CompilationError as error:
-        assert mutant_status(Verdict.ERROR, exception_chain(error)) is MutantStatus.COMPILE_ERROR
+    assert mutant_status(Verdict.ERROR, exception_chain(raised.value)) is MutantStatus.COMPILE_ERROR
 
 
 _ALONE = """
@@ -169,6 +167,29 @@ def test_a_language_patched_with_no_record_of_triton_s_own_skips_the_check(monke
         _launch(_half_accumulator, n=16, block=64)  # a new specialization, and it runs
     assert interpreter_frontend.stats()["skipped"] == skipped + 1
     assert "_Unknown" in caplog.text
+
+
+def _compilation_error_raised_through(filename: str) -> CompilationError:
+    # As the code generator wraps an error: "raise CompilationError(...) from None" keeps it as context.
+    try:
+        try:
+            exec(compile("raise RuntimeError('inside')", filename, "exec"))
+        except RuntimeError:
+            raise CompilationError("def kernel(): pass", None, "RuntimeError('inside')") from None
+    except CompilationError as error:
+        return error
+
+
+def test_an_error_that_passed_through_the_interpreter_is_not_the_kernel_s():
+    from_emulation = interpreter_frontend._from_emulation
+    assert from_emulation(_compilation_error_raised_through(str(Path(triton.__file__).parent / "runtime" /
+                                                                 "interpreter.py")))
+    assert not from_emulation(_compilation_error_raised_through(str(ROOT / "kernel.py")))
+    assert from_emulation(CompilationError("def kernel(): pass", None,
+                                           "Unsupported function referenced: <...InterpretedFunction object>"))
+    with pytest.raises(CompilationError) as raised:  # the kernel's own fault
+        _launch(_half_accumulator)
+    assert not from_emulation(raised.value)
 
 
 def test_install_is_idempotent():
