@@ -26,12 +26,13 @@ library's ``@jit`` functions (``tl.max``, ``tl.zeros``) are interpreted function
 imported with the interpreter on, and a launch that calls a ``@jit`` helper leaves ``tl.core``'s
 builtins patched with numpy versions (``InterpretedFunction.__call__`` never undoes its patch).
 So while the front end runs, the library functions (and the kernel's own helpers) are JITFunctions,
-each patched attribute is Triton's own again (as it was at :func:`install`, which records it
-before any launch), ``knobs.runtime.interpret`` is off; afterwards all is as it was.
+each patched attribute is Triton's own again (the builtin a wrapper holds, the value
+:func:`install` recorded, or ``triton.language``'s copy of a ``tl.core`` name, which a launch does
+restore), ``knobs.runtime.interpret`` is off; afterwards all is as it was.
 
 No false alarms: anything else that goes wrong (a Triton whose internals differ, a binder that
-refuses an argument the interpreter accepts, an attribute patched before :func:`install` could
-record it, an MLIR verifier failure, a ``CompilationError`` that passed through the interpreter's
+refuses an argument the interpreter accepts, a patched attribute whose own value is nowhere to be
+found, an MLIR verifier failure, a ``CompilationError`` that passed through the interpreter's
 code or ours) skips the check for that specialization, with a debug line on this module's
 logger, and the kernel runs in the interpreter as before. The front end is the installed Triton's
 (3.9, pinned), not the GPU's: where two releases' code generators disagree, the CPU follows 3.9.
@@ -187,11 +188,18 @@ class _Unknown(Exception):
     """Triton's language is patched by the interpreter and its own value was not recorded."""
 
 
-def _made_by_interpreter(value) -> bool:
-    """A replacement the interpreter (or a module of ours that adapts it) put into the language."""
+def _made_by_interpreter(value, name: str) -> bool:
+    """Whether ``name = value`` in the language is a replacement the interpreter (or a module of
+    ours that adapts it) put there: a function of theirs under another name (``range =
+    _new_range``, a builtin's wrapper), ``print`` as ``static_print``. The interpreter's own names
+    that its rewriting of a kernel imports into a module (``TensorHandle``) are no replacement."""
+    if value is print:
+        return name != "print"
     inner = getattr(value, "func", None) or getattr(value, "fget", None) or value  # a partial, a property
     module = str(getattr(inner, "__module__", None) or "")
-    return value is print or module.startswith(("triton.runtime.interpreter", "fuzz."))
+    if not module.startswith(("triton.runtime.interpreter", "fuzz.")):
+        return False
+    return (callable(value) or isinstance(value, property)) and getattr(value, "__name__", None) != name
 
 
 def _language_owners() -> list:
@@ -204,19 +212,28 @@ def _language_owners() -> list:
 
 
 def _pristine(owner, name: str, now):
-    """Triton's own value of ``owner.name`` (``_DELETE`` where it has none); _Unknown if not recorded."""
+    """Triton's own value of ``owner.name`` (``_DELETE`` where it has none); _Unknown if not known.
+
+    From the patch itself (a builtin's wrapper holds it), else as :func:`install` recorded it, else
+    from ``triton.language``'s copy of a ``triton.language.core`` name: a launch's own patch of
+    ``tl`` is undone when it ends, the leak is in ``tl.core`` (reached through the library's helpers).
+    """
     if getattr(now, "__qualname__", "") == _PATCH_LAMBDA:  # a builtin, wrapped (maybe more than once)
         while getattr(now, "__qualname__", "") == _PATCH_LAMBDA:
             now = (now.__kwdefaults__ or {}).get("member")
         if now is not None:
             return now
     entry = _state["pristine"].get(id(owner))
-    if entry is None or entry[0] is not owner:
-        raise _Unknown(f"{owner!r}.{name}")
-    before = entry[1].get(name, _DELETE)
-    if before is not _DELETE and _made_by_interpreter(before):
-        raise _Unknown(f"{owner!r}.{name}")
-    return before
+    if entry is not None and entry[0] is owner:
+        before = entry[1].get(name, _DELETE)
+        if before is _DELETE or not _made_by_interpreter(before, name):
+            return before
+    language = sys.modules.get("triton.language")
+    if owner is sys.modules.get("triton.language.core") and language is not None:
+        shared = vars(language).get(name, _DELETE)
+        if shared is not _DELETE and not _made_by_interpreter(shared, name):
+            return shared
+    raise _Unknown(f"{getattr(owner, '__name__', owner)}.{name}")
 
 
 def _language_swaps() -> list[tuple[object, str, object]]:
@@ -229,7 +246,7 @@ def _language_swaps() -> list[tuple[object, str, object]]:
         for name, value in list(vars(owner).items()):
             if isinstance(value, interpreted_function):
                 swaps.append((owner, name, _twin_of(value).jit))
-            elif _made_by_interpreter(value):
+            elif _made_by_interpreter(value, name):
                 swaps.append((owner, name, _pristine(owner, name, value)))
             elif owner is tensor and callable(value) and getattr(value, "__closure__", None):
                 called = [cell.cell_contents for cell in value.__closure__
@@ -346,8 +363,8 @@ def install() -> bool:
     """Run the front end before every interpreted launch; idempotent. False (nothing changed) for
     a Triton without the interpreter or the compiler parts used here.
 
-    Call it before any kernel is launched in the interpreter: it records Triton's language as it is
-    then, and a specialization that meets a part patched before that is skipped, not checked.
+    Best before any kernel is launched in the interpreter: it records Triton's language as it is
+    then (what a launch leaves patched can mostly be undone without the record, see _pristine).
     """
     if installed():
         return True

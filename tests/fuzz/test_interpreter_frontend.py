@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -39,7 +40,7 @@ TRITON_CORPUS = sorted(path for path in CORPUS.glob("*.py") if "@triton.jit" in 
 SLOW = {"reduce_combine"}  # the interpreter runs its custom combine once per element: a minute here
 
 # Installed at collection, before any test launches a kernel: the module records Triton's language
-# before the interpreter patches it (see _snapshot).
+# before the interpreter patches it.
 interpreter_frontend.install()
 pytestmark = pytest.mark.skipif(not interpreting(), reason="Triton's interpreter only (no GPU here)")
 
@@ -157,16 +158,33 @@ def test_an_option_only_the_interpreter_accepts_skips_the_check(caplog):
     assert "KeyError: 'Keyword argument no_such_option was specified but unrecognised'" in caplog.text
 
 
-def test_a_language_patched_with_no_record_of_triton_s_own_skips_the_check(monkeypatch, caplog):
-    # Launched helpers leave Triton's language patched by the interpreter; without the record taken
-    # at install() the front end cannot see Triton's own builtins, so it must not judge the kernel.
-    _launch(_float_accumulator)  # a helper call: tl.core is now the interpreter's
+def test_the_language_left_patched_by_a_launch_is_triton_s_own_for_the_front_end(monkeypatch):
+    # A launch that calls a helper leaves tl.core's builtins and tl.core.range patched by the
+    # interpreter; its own tl.range is restored. With or without the record install() took, the
+    # front end sees Triton's own and judges the kernel.
+    _launch(_float_accumulator)
+    assert tl.core.load.__qualname__ == "_patch_attr.<locals>.<lambda>"  # the leak this is about
+    assert tl.core.range is not tl.range
+    monkeypatch.setitem(interpreter_frontend._state, "pristine", {})
+    with pytest.raises(CompilationError, match="Loop-carried"):
+        _launch(_half_accumulator, n=16, block=64)  # a new specialization: the front end runs
+
+
+def test_a_patched_language_it_cannot_restore_skips_the_check(monkeypatch, caplog):
+    # Patched in tl and in tl.core, with no record of Triton's own: the front end would meet the
+    # interpreter's version, so it must not judge the kernel. It skips; the kernel runs.
+    def _new_range(*args, **kwargs):  # as the interpreter's own replacement of tl.static_range is named
+        raise AssertionError("the front end must not call the interpreter's version")
+
+    _new_range.__module__ = "triton.runtime.interpreter"
+    monkeypatch.setattr(tl, "static_range", _new_range)
+    monkeypatch.setattr(tl.core, "static_range", _new_range)
     monkeypatch.setitem(interpreter_frontend._state, "pristine", {})
     skipped = interpreter_frontend.stats()["skipped"]
     with caplog.at_level(logging.DEBUG, logger="fuzz.interpreter_frontend"):
-        _launch(_half_accumulator, n=16, block=64)  # a new specialization, and it runs
-    assert interpreter_frontend.stats()["skipped"] == skipped + 1
-    assert "_Unknown" in caplog.text
+        out = _launch(_half_accumulator, n=16, block=128)  # a new specialization, refused on a GPU: it runs
+    assert out.dtype == torch.float32 and interpreter_frontend.stats()["skipped"] == skipped + 1
+    assert re.search(r"skipped: _Unknown: triton\.language(\.core)?\.static_range", caplog.text), caplog.text
 
 
 def _compilation_error_raised_through(filename: str) -> CompilationError:
