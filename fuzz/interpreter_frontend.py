@@ -37,7 +37,7 @@ code or ours) skips the check for that specialization, with a debug line on this
 logger, and the kernel runs in the interpreter as before. The front end is the installed Triton's
 (3.9, pinned), not the GPU's: where two releases' code generators disagree, the CPU follows 3.9.
 
-Cost: one front-end run per new specialization, 0.05 to 0.3 s for an LSE kernel (:func:`stats`);
+Cost: one front-end run per new specialization, 0.04 to 0.2 s for an LSE kernel (:func:`stats`);
 a launch of a known one costs Triton's binder and a dictionary lookup.
 
 Light on purpose, like :mod:`fuzz.autotune` and :mod:`fuzz.bfloat16_interpreter`: the standard
