@@ -25,7 +25,7 @@ from hypothesis.database import ExampleDatabase
 
 from reference.errors import InvalidArgument
 
-from . import autotune, bfloat16_interpreter, defaults, interpreter_numpy, validate
+from . import autotune, bfloat16_interpreter, defaults, interpreter_frontend, interpreter_numpy, validate
 from .calls import CallConvention, ConventionError
 from .checks import GRADIENT_CHECKS, METAMORPHIC, Plan, run_checks, validate_checks
 from .checks.context import Pin
@@ -114,10 +114,12 @@ def _tuning(impl: Callable) -> _Tuning:
 
 def _interpreter_semantics(device: torch.device) -> None:
     """An in-process implementation on the CPU runs in Triton's interpreter: its bfloat16 arithmetic
-    is computed on the values, as on a GPU (fuzz.bfloat16_interpreter; a worker does it itself)."""
+    is computed on the values, and a kernel Triton's compiler refuses is refused, as on a GPU
+    (fuzz.bfloat16_interpreter, fuzz.interpreter_frontend; a worker does it itself)."""
     if device.type == "cpu":
         bfloat16_interpreter.install()
         interpreter_numpy.install()
+        interpreter_frontend.install()
 
 
 def check(

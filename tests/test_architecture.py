@@ -27,7 +27,7 @@ LAYERS = [
     ("mutants",),
     ("fuzz._version", "fuzz.defaults", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
      "fuzz.gpu_memory", "fuzz.layouts", "fuzz.autotune", "fuzz.specialization", "fuzz.bfloat16_interpreter",
-     "fuzz.interpreter_numpy", "fuzz.calls", "fuzz.gradient"),
+     "fuzz.interpreter_numpy", "fuzz.interpreter_frontend", "fuzz.calls", "fuzz.gradient"),
     ("fuzz.contract",),
     ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing"),
     ("fuzz.checks",),
