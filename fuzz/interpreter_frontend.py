@@ -310,11 +310,20 @@ def _run_front_end(twin: _Twin, bound_args, specialization, options: dict):
         if _from_emulation(error):
             _LOG.debug("front end of %s skipped: the error came through the interpreter: %s", twin.jit, error)
             return _SKIP
-        return error
+        return _innermost(error)
     except Exception as error:  # noqa: BLE001 (any other failure is ours or Triton's, never a verdict)
         _LOG.debug("front end of %s skipped: %s: %s", twin.jit, type(error).__name__, error)
         return _SKIP
     return None
+
+
+def _innermost(error):
+    """The CompilationError nearest the fault. A call to a helper that fails to compile is wrapped in
+    one at the call site, with no message of its own and the helper's as its cause: a report that
+    names the call site alone would not say what failed (a misspelt ``tl.`` function, say)."""
+    while isinstance(error.__cause__, _triton.CompilationError):
+        error = error.__cause__
+    return error
 
 
 def check_launch(interpreted, args: tuple, kwargs: dict) -> None:

@@ -278,3 +278,41 @@ def test_every_correct_triton_kernel_passes_the_front_end(target):
     after = interpreter_frontend.stats()
     assert after["runs"] > before["runs"]
     assert (after["rejected"], after["skipped"]) == (before["rejected"], before["skipped"]), target
+
+
+_HELPER_FAILS = """
+    import os, sys
+    os.environ["TRITON_INTERPRET"] = "1"
+    sys.path.insert(0, {root!r})
+    import torch, triton, triton.language as tl
+    from fuzz import interpreter_frontend
+    interpreter_frontend.install()
+
+    @triton.jit
+    def helper(a):
+        return tl.logsumexp_that_does_not_exist(a)
+
+    @triton.jit
+    def kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, BLOCK))
+        tl.store(out_ptr + tl.arange(0, BLOCK), helper(x))
+
+    try:
+        kernel[(1,)](torch.ones(16), torch.empty(16), BLOCK=16)
+        print("ran")
+    except Exception as error:
+        print(type(error).__name__, "|", str(error).replace(chr(10), " "))
+"""
+
+
+def test_a_helper_that_fails_to_compile_is_reported_where_it_fails_not_at_its_call_site(tmp_path):
+    # Triton wraps the helper's error in one at the call site with no message: the report would say
+    # "at the tl.store line" and not what failed. The innermost CompilationError is raised instead.
+    script = tmp_path / "helper_fails.py"
+    script.write_text(textwrap.dedent(_HELPER_FAILS.format(root=str(ROOT))))
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    kind, _, message = done.stdout.strip().splitlines()[-1].partition(" | ")
+    assert kind == "CompilationError" and "logsumexp_that_does_not_exist" in message, done.stdout
+    assert "tl.store" not in message, message
