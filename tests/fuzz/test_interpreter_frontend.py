@@ -108,16 +108,22 @@ _ALONE = """
 """
 
 
+def _run_alone(path: Path, template: str, **fields) -> list[str]:
+    """The stdout lines of ``template`` run as a script of its own, in a fresh process (a file:
+    Triton's front end reads a kernel's source from it), on a CPU whatever the machine has."""
+    path.write_text(textwrap.dedent(template.format(root=str(ROOT), **fields)))
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()
+
+
 @pytest.mark.parametrize("install, outcome", [("", "ran 4.0"),
                                               ("from fuzz import interpreter_frontend; interpreter_frontend.install()",
                                                "refused CompilationError")], ids=["interpreter-alone", "installed"])
 def test_triton_s_interpreter_alone_runs_the_kernel_its_compiler_refuses(install, outcome, tmp_path):
-    script = tmp_path / "kernel.py"  # a file: Triton's front end reads a kernel's source from it
-    script.write_text(textwrap.dedent(_ALONE.format(root=str(ROOT), install=install)))
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == outcome, done.stdout
+    lines = _run_alone(tmp_path / "kernel.py", _ALONE, install=install)
+    assert lines[-1] == outcome, lines
 
 
 def test_a_correct_kernel_with_helpers_and_library_functions_compiles_and_runs():
@@ -200,12 +206,8 @@ def test_the_language_left_patched_by_a_launch_is_triton_s_own_for_the_front_end
     # interpreter; its own tl.range is restored. Without the record install() took, the front end
     # still sees Triton's own and judges the kernel. In a fresh process: what earlier tests of a
     # worker launched changes what the language holds, and this is about one known history.
-    script = tmp_path / "left_patched.py"  # a file: Triton's front end reads a kernel's source from it
-    script.write_text(textwrap.dedent(_LEFT_PATCHED.format(root=str(ROOT))))
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-2:] == ["leaked True", "refused CompilationError"], done.stdout
+    lines = _run_alone(tmp_path / "left_patched.py", _LEFT_PATCHED)
+    assert lines[-2:] == ["leaked True", "refused CompilationError"], lines
 
 
 def test_a_patched_language_it_cannot_restore_skips_the_check(monkeypatch, caplog):
@@ -308,11 +310,7 @@ _HELPER_FAILS = """
 def test_a_helper_that_fails_to_compile_is_reported_where_it_fails_not_at_its_call_site(tmp_path):
     # Triton wraps the helper's error in one at the call site with no message: the report would say
     # "at the tl.store line" and not what failed. The innermost CompilationError is raised instead.
-    script = tmp_path / "helper_fails.py"
-    script.write_text(textwrap.dedent(_HELPER_FAILS.format(root=str(ROOT))))
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    kind, _, message = done.stdout.strip().splitlines()[-1].partition(" | ")
-    assert kind == "CompilationError" and "logsumexp_that_does_not_exist" in message, done.stdout
+    lines = _run_alone(tmp_path / "helper_fails.py", _HELPER_FAILS)
+    kind, _, message = lines[-1].partition(" | ")
+    assert kind == "CompilationError" and "logsumexp_that_does_not_exist" in message, lines
     assert "tl.store" not in message, message
