@@ -160,7 +160,9 @@ def test_grading_passes_a_candidate_that_compiles_past_its_deadline_and_reports_
                            fit_shapes=False).validated()
     record = evaluate(compiling("slow_compile"), options, reproducer_dir=tmp_path)
     assert record.verdict == "pass", format_record(record)
-    assert record.compiles["count"] == 2 and record.compiles["seconds"] >= 6.0
+    # Two 3 s compiles, each timed by the parent from its receipt of the notices: a little short of
+    # 3 s on a loaded machine (5.998 s in all was seen), over the 1 s deadline either way.
+    assert record.compiles["count"] == 2 and record.compiles["seconds"] > 4.0
     assert record.compiles["slow"] == []  # 3 s each: under the floor of a finding
 
 
