@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts))
     for result in report.results:
         parts = result.cell.record.parts or []
-        print(f"{result.name:26s} {result.status.value:9s} {result.examples:4d} ex {result.wall_seconds:6.1f} s; parts "
+        print(f"{result.name:26s} {result.status.value:9s} {result.cell.examples:4d} ex {result.cell.wall_seconds:6.1f} s; parts "
               + ", ".join(f"{p.get('seconds', 0):.1f}" for p in parts))
     path = os.environ.get(ENV)
     if path:

@@ -110,8 +110,8 @@ def _entry(report: MutationReport, result: MutantResult) -> dict:
         "replacement": mutant.replacement,
         "status": result.status.value,
         "statusReason": _reason(report, result),
-        "testsCompleted": result.examples,
-        "duration": round(result.seconds * 1000.0, 1),
+        "testsCompleted": result.cell.examples,
+        "duration": round(result.cell.seconds * 1000.0, 1),
         "static": False,
     }
     killed = _killed_by(report, result)
@@ -157,8 +157,8 @@ def stryker_report(report: MutationReport) -> dict:
             "gate": [{"label": g.label, "target": g.target, "must": g.must, "ok": g.ok, "status": g.cell.status.value,
                       "examples": g.cell.examples, "seconds": round(g.cell.wall_seconds, 2)} for g in report.gate],
             "mutants": {r.name: {"target": r.mutant.target, "status": r.status.value, "killed_by": r.killed_by,
-                                 "expected_check": r.mutant.expected_check or None, "examples": r.examples,
-                                 "seconds": round(r.seconds, 3), "counterexample": r.cell.counterexample,
+                                 "expected_check": r.mutant.expected_check or None, "examples": r.cell.examples,
+                                 "seconds": round(r.cell.seconds, 3), "counterexample": r.cell.counterexample,
                                  "reproducer": r.cell.reproducer, "replay": r.cell.replay,
                                  **({"matrix": {c: cell.status.value for c, cell in r.matrix.items()}}
                                     if r.matrix is not None else {})}
@@ -255,7 +255,7 @@ def markdown_report(report: MutationReport) -> str:
         status = (r.status.value + (" (thorough)" if r.name in report.thorough else "")
                   + (" (run again after a timeout)" if r.name in report.retried else ""))
         row = (f"| `{md_cell(r.name)}` | {md_cell(r.mutant.pitfall)} | {r.mutant.line} | {status} | {killed} | "
-               f"{r.examples} |")
+               f"{r.cell.examples} |")
         if report.tests is not None:
             verdict = report.tests.get(r.name)
             row += f" {verdict.status.value if verdict else '—'} |"
@@ -330,7 +330,7 @@ def rich_tables(report: MutationReport) -> list:
     for r in report.results:
         detail = r.cell.counterexample if r.status is MutantStatus.KILLED else _first_line(r.reason)
         table.add_row(r.name, f"[{_STYLE[r.status]}]{r.status.value}[/]", ", ".join(_killed_by(report, r)),
-                      str(r.examples), f"{r.seconds:.1f}", detail or "")
+                      str(r.cell.examples), f"{r.cell.seconds:.1f}", detail or "")
     if not report.matrix:
         return [table]
     checks = _matrix_checks(report)

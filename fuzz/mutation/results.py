@@ -138,9 +138,11 @@ class TestsVerdict:
 
 @dataclass
 class MutantResult:
+    """One mutant's verdict: ``cell``, the run that decides it (in a matrix run, the expected check's
+    if it killed, else another killing check's, else the worst thing that happened), and ``matrix``,
+    every check's run (None outside a matrix run)."""
+
     mutant: Mutant
-    status: MutantStatus
-    reason: str
     cell: Cell
     matrix: dict[str, Cell] | None = None
 
@@ -149,45 +151,31 @@ class MutantResult:
         return self.mutant.name
 
     @property
+    def status(self) -> MutantStatus:
+        return self.cell.status
+
+    @property
+    def reason(self) -> str:
+        return self.cell.reason
+
+    @property
     def killed_by(self) -> list[str]:
         """The check that killed it; in a matrix run, every check that did."""
         if self.matrix is not None:
             return [check for check, cell in self.matrix.items() if cell.status is MutantStatus.KILLED]
         return [self.cell.check] if self.status is MutantStatus.KILLED and self.cell.check else []
 
-    @property
-    def examples(self) -> int:
-        return self.cell.examples
-
-    @property
-    def seconds(self) -> float:
-        return self.cell.seconds
-
-    @property
-    def wall_seconds(self) -> float:
-        if self.matrix is not None:
-            return sum(cell.wall_seconds for cell in self.matrix.values())
-        return self.cell.wall_seconds
-
     @classmethod
     def of(cls, mutant, cells: list[Cell], matrix: bool) -> MutantResult:
         if not matrix:
-            cell = cells[0]
-            return cls(mutant, cell.status, cell.reason, cell)
+            return cls(mutant, cells[0])
         by_check = {cell.checks[0]: cell for cell in cells}
-        killing = [cell for cell in cells if cell.status is MutantStatus.KILLED]
-        # Overall: killed by any check (the expected one first); otherwise the worst thing that happened.
-        chosen: list[Cell] = []
-        for status in (MutantStatus.KILLED, MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR,
-                       MutantStatus.COMPILE_ERROR, MutantStatus.SURVIVED):
-            chosen = [cell for cell in cells if cell.status is status]
-            if chosen:
-                break
-        if killing:
-            expected = by_check.get(mutant.expected_check)
-            chosen = [expected] if expected in killing else killing
-        cell = chosen[0]
-        return cls(mutant, cell.status, cell.reason, cell, matrix=by_check)
+        worst = (MutantStatus.KILLED, MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR,
+                 MutantStatus.SURVIVED)
+        expected = by_check.get(mutant.expected_check)
+        if expected is not None and expected.status is MutantStatus.KILLED:
+            return cls(mutant, expected, by_check)
+        return cls(mutant, min(cells, key=lambda cell: worst.index(cell.status)), by_check)
 
 
 @dataclass

@@ -76,7 +76,7 @@ def test_planted_patches_are_classified_and_reported(tmp_path):
     killed = results["no_max_added"]
     assert killed.status is MutantStatus.KILLED
     assert killed.killed_by == [CATALOG["no_max_added"].expected_check]
-    assert killed.examples >= 1 and killed.seconds > 0
+    assert killed.cell.examples >= 1 and killed.cell.seconds > 0
     assert killed.cell.counterexample.startswith("float32 (1, 1)")
     assert Path(killed.cell.reproducer).parent == tmp_path / "reproducers"
     assert "--impl mutants.patched:no_max_added" in killed.reason  # a replay line that loads the mutant again
@@ -128,7 +128,7 @@ def test_in_parts_a_mutant_runs_its_parts_in_turn_and_stops_at_the_first_failure
         assert result.status is MutantStatus.KILLED, result.reason[:300]
         ran = result.cell.record.parts
         assert ran[-1]["verdict"] == "fail" and all(p["verdict"] == "pass" for p in ran[:-1])
-        assert result.seconds == pytest.approx(sum(p["check_seconds"] for p in ran))
+        assert result.cell.seconds == pytest.approx(sum(p["check_seconds"] for p in ran))
 
 
 def test_the_kill_matrix_runs_every_check_alone(tmp_path):

@@ -64,7 +64,7 @@ def _report(statuses, *, matrix=False) -> MutationReport:
         if matrix:
             by_check = {name: _cell(status if name == mutant.expected_check else MutantStatus.SURVIVED, (name,))
                         for name in CHECKS}
-        results.append(MutantResult(mutant, status, cell.reason, cell, matrix=by_check))
+        results.append(MutantResult(mutant, cell, matrix=by_check))
     gate = [GateResult("the unmutated kernel", "reference:lse", "pass", _cell(MutantStatus.SURVIVED)),
             GateResult("the kernel + 1", "reference:lse", "fail", _cell(MutantStatus.KILLED))]
     config = {"budget": 250, "seed": 0, "device": "cpu", "contract": "strict", "declared_contract": "strict",
