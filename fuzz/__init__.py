@@ -12,49 +12,40 @@ does not pay for torch, triton and Hypothesis.
 
 from __future__ import annotations
 
-import importlib
+from ._lazy import lazy_exports as _lazy_exports
 
 __distribution__ = "lse-fuzz"  # read by lse_fuzz: a package of another distribution under this name lacks it
 
 _EXPORTS = {
-    "CHECKS": "checks",
-    "METAMORPHIC": "checks",
-    "Check": "checks",
-    "Plan": "checks",
-    "run_checks": "checks",
-    "CheckFailure": "failures",
-    "ImplError": "failures",
-    "Layout": "layouts",
-    "LayoutKind": "layouts",
-    "ImplLost": "outcomes",
-    "MutantStatus": "outcomes",
-    "Status": "outcomes",
-    "Verdict": "outcomes",
-    "PROFILES": "profiles",
-    "CheckResult": "runner",
-    "check": "runner",
-    "replay": "runner",
-    "RECIPES": "strategies",
-    "Contract": "strategies",
-    "CallConvention": "calls",
-    "ConventionError": "calls",
-    "LseInput": "strategies",
-    "RowSpec": "strategies",
-    "describe_target": "target",
-    "load_target": "target",
-    "__version__": "_version",
+    "CHECKS": ".checks",
+    "METAMORPHIC": ".checks",
+    "Check": ".checks",
+    "Plan": ".checks",
+    "run_checks": ".checks",
+    "CheckFailure": ".failures",
+    "ImplError": ".failures",
+    "Layout": ".layouts",
+    "LayoutKind": ".layouts",
+    "ImplLost": ".outcomes",
+    "MutantStatus": ".outcomes",
+    "Status": ".outcomes",
+    "Verdict": ".outcomes",
+    "PROFILES": ".profiles",
+    "CheckResult": ".runner",
+    "check": ".runner",
+    "replay": ".runner",
+    "RECIPES": ".strategies",
+    "Contract": ".strategies",
+    "CallConvention": ".calls",
+    "ConventionError": ".calls",
+    "LseInput": ".strategies",
+    "RowSpec": ".strategies",
+    "describe_target": ".target",
+    "load_target": ".target",
+    "__version__": "._version",
+    "InvalidArgument": "reference.errors",  # the one exception for bad input lives with the reference
 }
 
-__all__ = sorted([*_EXPORTS, "InvalidArgument"])
+__all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name == "InvalidArgument":  # the one exception for bad input lives with the reference
-        return importlib.import_module("reference.errors").InvalidArgument
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module 'fuzz' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)

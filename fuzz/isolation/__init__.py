@@ -26,43 +26,35 @@ for (or be changed by) anything else.
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
-    "CandidateRaised": "worker.raised",
-    "LoadFailed": "worker.raised",
-    "IsolatedImpl": "worker.proxy",
-    "Noise": "worker.noise",
-    "RestartingImpl": "worker.restarting",
-    "seeded_input": "worker.bench_input",
-    "Job": "pool.pool",
-    "JobResult": "pool.pool",
-    "Pool": "pool.pool",
-    "spread_over": "pool.gpus",
-    "SignalEvent": "guard.signals",
-    "SignalGuard": "guard.signals",
-    "describe_signals": "guard.signals",
-    "describe_stops": "guard.signals",
-    "hold_signals": "guard.signals",
-    "release_signals": "guard.signals",
-    "Timeline": "guard.blame",
-    "scrub_early": "guard.secret",
-    "scrub_from_proc": "guard.secret",
-    "prestart": "fork_server.client",
-    "RUN_ENV": "environment",
-    "default_memory_limit": "environment",
-    "expected_worker_environment": "environment",
-    "worker_environment": "environment",
+    "CandidateRaised": ".worker.raised",
+    "LoadFailed": ".worker.raised",
+    "IsolatedImpl": ".worker.proxy",
+    "Noise": ".worker.noise",
+    "RestartingImpl": ".worker.restarting",
+    "seeded_input": ".worker.bench_input",
+    "Job": ".pool.pool",
+    "JobResult": ".pool.pool",
+    "Pool": ".pool.pool",
+    "spread_over": ".pool.gpus",
+    "SignalEvent": ".guard.signals",
+    "SignalGuard": ".guard.signals",
+    "describe_signals": ".guard.signals",
+    "describe_stops": ".guard.signals",
+    "hold_signals": ".guard.signals",
+    "release_signals": ".guard.signals",
+    "Timeline": ".guard.blame",
+    "scrub_early": ".guard.secret",
+    "scrub_from_proc": ".guard.secret",
+    "prestart": ".fork_server.client",
+    "RUN_ENV": ".environment",
+    "default_memory_limit": ".environment",
+    "expected_worker_environment": ".environment",
+    "worker_environment": ".environment",
 }
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module 'fuzz.isolation' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)

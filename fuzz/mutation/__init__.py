@@ -18,37 +18,29 @@ not import the runner and its dependencies.
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
-    "Mutant": "mutant",
-    "Patch": "patch",
-    "PatchError": "patch",
-    "OPERATORS": "operators",
-    "Operator": "operators",
-    "Kernel": "sites",
-    "discover": "sites",
-    "generate": "sites",
-    "catalog": "bundled",
-    "minimal_input": "bundled",
-    "run_mutation": "runner",
-    "DEFAULT_BUDGET": "runner",
-    "ExitRule": "results",
-    "GateFailure": "results",
-    "MutationReport": "results",
-    "MutantResult": "results",
-    "write_reports": "report",
-    "validate_report": "report",
+    "Mutant": ".mutant",
+    "Patch": ".patch",
+    "PatchError": ".patch",
+    "OPERATORS": ".operators",
+    "Operator": ".operators",
+    "Kernel": ".sites",
+    "discover": ".sites",
+    "generate": ".sites",
+    "catalog": ".bundled",
+    "minimal_input": ".bundled",
+    "run_mutation": ".runner",
+    "DEFAULT_BUDGET": ".runner",
+    "ExitRule": ".results",
+    "GateFailure": ".results",
+    "MutationReport": ".results",
+    "MutantResult": ".results",
+    "write_reports": ".report",
+    "validate_report": ".report",
 }
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module 'fuzz.mutation' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
