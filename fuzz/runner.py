@@ -180,59 +180,76 @@ def check(
     names = validate_checks(checks)
     backward = backward or any(name in GRADIENT_CHECKS for name in names)
     names = (*names, *GRADIENT_CHECKS) if backward and checks is None else names
-    gradient = _gradient(impl, contract) if backward else None
     db = database_for(database)
     _interpreter_semantics(device)
-    target = describe_target(impl) if target is None else target
-    inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
-                        huge_offsets=huge_offsets)
-    tuning = _tuning(impl)
     # Dense huge inputs take a slot each; sparse ones are megabytes and need none.
     dense = device.type == "cuda" and huge_offsets and not sparse_huge_inputs(device)
-    slots = HugeInputSlots(device) if dense else None
-    state = _RunState()
+    run = _Run(impl, names, contract, describe_target(impl) if target is None else target, reproducer_dir,
+               time_limit, _tuning(impl), _gradient(impl, contract) if backward else None,
+               HugeInputSlots(device) if dense else None)
+    inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
+                        huge_offsets=huge_offsets)
 
     @settings(base, max_examples=budget, database=db)
     @hypothesis_seed(seed)
-    @given(example=inputs, plan=plans(names, tuning.combinations))
-    def run_one(example: LseInput, plan: Plan) -> None:
-        state.examples += 1
+    @given(example=inputs, plan=plans(names, run.tuning.combinations))
+    def test(example: LseInput, plan: Plan) -> None:
+        run.one(example, plan)
+
+    # Failures saved in a database belong to this implementation and selection only.
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = repr((run.target, contract.to_dict(),
+                                                                       names)).encode()
+    return run.result(test, device, seed, budget)
+
+
+@dataclass
+class _Run:
+    """One fuzzing run: what every example shares; :meth:`one` is the body of the Hypothesis test."""
+
+    impl: Callable
+    names: tuple[str, ...]
+    contract: Contract
+    target: str
+    reproducer_dir: Path | str | None
+    time_limit: float | None
+    tuning: _Tuning
+    gradient: Callable | None  # the gradient's implementation, when the backward is judged
+    slots: HugeInputSlots | None  # one per dense huge input on a GPU
+    state: _RunState = field(default_factory=lambda: _RunState())
+
+    def one(self, example: LseInput, plan: Plan) -> None:
+        self.state.examples += 1
         on_gpu = example.layout.is_huge and example.device.type == "cuda"
-        with slots.hold() if on_gpu and dense else contextlib.nullcontext():
+        dense = on_gpu and self.slots is not None
+        with self.slots.hold() if dense else contextlib.nullcontext():
             try:
                 if on_gpu:
                     _materialize(example)
-                _run_example(example, plan)
+                self._example(example, plan)
             except (HarnessError, ConventionError) as exc:
                 raise _HarnessStop(exc) from None
             finally:
                 if on_gpu:
                     example.release()
-                if on_gpu and dense:
+                if dense:
                     # Gigabytes of device memory, in this process and the implementation's worker:
                     # given back before the slot, so the next holder finds them free (a launch
                     # leaves reference cycles holding its arguments: collect them first).
-                    getattr(impl, "release_input", lambda: None)()
+                    getattr(self.impl, "release_input", lambda: None)()
                     gc.collect()
                     torch.cuda.empty_cache()
 
-    def _materialize(example: LseInput) -> None:
-        try:
-            with_memory_retry(lambda: example.x, example.device)
-        except torch.OutOfMemoryError as exc:
-            raise HarnessError(f"the GPU had no room for a huge-offset input ({example.describe()}) even "
-                               f"after waiting: {str(exc).splitlines()[0]} Run fewer jobs at once, or pass "
-                               "--no-huge-offsets.") from None
-
-    def _run_example(example: LseInput, plan: Plan) -> None:
+    def _example(self, example: LseInput, plan: Plan) -> None:
         failure = None
         # A kernel with 32-bit index math may crash the process on a huge-offset input; the
         # example is saved first so that whoever ran this process finds what crashed it (the file
         # outlives only a process that died).
-        pending = _save_pending(example, plan, names, contract, reproducer_dir) if example.layout.is_huge else None
+        pending = (_save_pending(example, plan, self.names, self.contract, self.reproducer_dir)
+                   if example.layout.is_huge else None)
         try:
-            run_checks(impl, example, checks=names, plan=plan, contract=contract, time_limit=time_limit,
-                       on_slow=state.note_slow, pin=tuning.pin, gradient_impl=gradient)
+            run_checks(self.impl, example, checks=self.names, plan=plan, contract=self.contract,
+                       time_limit=self.time_limit, on_slow=self.state.note_slow, pin=self.tuning.pin,
+                       gradient_impl=self.gradient)
         except (CheckFailure, ImplError) as exc:
             failure = _detached(exc)
         except torch.OutOfMemoryError as exc:
@@ -244,7 +261,7 @@ def check(
         except ImplLost as lost:
             # An isolated implementation's worker is gone (crash, exit, hang): keep the example it
             # was lost on, replayable like any failure, then stop the run (no shrinking).
-            _record_lost(lost, example, plan, names, contract, target, reproducer_dir)
+            _record_lost(lost, example, plan, self.names, self.contract, self.target, self.reproducer_dir)
             raise
         except (HarnessError, ConventionError, hypothesis_errors.HypothesisException):
             raise
@@ -259,32 +276,39 @@ def check(
             if pending is not None:
                 pending.unlink(missing_ok=True)
         if failure is not None:  # raised outside the except block: no __context__, one origin
-            state.last = _Falsified(failure, example, plan)
-            raise state.last
+            self.state.last = _Falsified(failure, example, plan)
+            raise self.state.last
 
-    # Failures saved in a database belong to this implementation and selection only.
-    run_one.hypothesis.inner_test._hypothesis_internal_add_digest = repr((target, contract.to_dict(), names)).encode()
+    def result(self, test: Callable[[], None], device: torch.device, seed: int, budget: int) -> CheckResult:
+        """Run ``test`` (:meth:`one` under Hypothesis) and say what it found."""
+        started = time.perf_counter()
+        try:
+            with _one_cpu_thread(device):
+                falsified, reproduced = _outcome(test, self.state)
+        finally:
+            getattr(self.gradient, "close", lambda: None)()  # an isolated implementation's gradient worker
+        result = CheckResult(
+            status=run_status(None if falsified is None else falsified.failure, reproduced=reproduced),
+            examples=self.state.examples, seconds=time.perf_counter() - started, target=self.target, seed=seed,
+            budget=budget, contract=self.contract, checks=self.names, slow=list(self.state.slow.values()),
+            tuning=list(self.tuning.description), compiles=list(getattr(self.impl, "compiles", None) or []),
+        )
+        if falsified is not None:
+            _record_failure(result, falsified, self.reproducer_dir)
+            if not reproduced:
+                result.notes.append("the failure did not reproduce when the same example ran again: "
+                                    "the implementation keeps state between calls or is nondeterministic")
+        return result
 
-    started = time.perf_counter()
+
+def _materialize(example: LseInput) -> None:
+    """Allocate a huge-offset input on the GPU (waiting for room other processes hold)."""
     try:
-        with _one_cpu_thread(device):
-            falsified, reproduced = _outcome(run_one, state)
-    finally:
-        getattr(gradient, "close", lambda: None)()  # an isolated implementation's gradient worker
-    seconds = time.perf_counter() - started
-
-    result = CheckResult(
-        status=run_status(None if falsified is None else falsified.failure, reproduced=reproduced),
-        examples=state.examples, seconds=seconds, target=target, seed=seed, budget=budget,
-        contract=contract, checks=names, slow=list(state.slow.values()), tuning=list(tuning.description),
-        compiles=list(getattr(impl, "compiles", None) or []),
-    )
-    if falsified is not None:
-        _record_failure(result, falsified, reproducer_dir)
-        if not reproduced:
-            result.notes.append("the failure did not reproduce when the same example ran again: "
-                                "the implementation keeps state between calls or is nondeterministic")
-    return result
+        with_memory_retry(lambda: example.x, example.device)
+    except torch.OutOfMemoryError as exc:
+        raise HarnessError(f"the GPU had no room for a huge-offset input ({example.describe()}) even "
+                           f"after waiting: {str(exc).splitlines()[0]} Run fewer jobs at once, or pass "
+                           "--no-huge-offsets.") from None
 
 
 def _outcome(run_one: Callable[[], None], state: _RunState) -> tuple[_Falsified | None, bool]:
