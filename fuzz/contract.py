@@ -162,10 +162,6 @@ class Contract:
         return self.values.value
 
     @property
-    def finite_only(self) -> bool:
-        return self.values is Values.FINITE
-
-    @property
     def is_full(self) -> bool:
         return self.dtypes == DTYPES and self.layouts is Layouts.ANY and self.max_n is None \
             and self.output_dtype is OutputDtype.EITHER and self.call.is_default

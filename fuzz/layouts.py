@@ -188,8 +188,3 @@ class Layout:
         if unknown:
             raise InvalidArgument(f"layout has unknown keys {sorted(unknown)!r}; expected kind, pad, step, offset.")
         return cls(**data)  # type: ignore[arg-type]
-
-
-def layout_of(x: torch.Tensor) -> str:
-    """Strides and storage offset of an arbitrary tensor, for messages."""
-    return f"strides={tuple(x.stride())}, storage_offset={x.storage_offset()}"
