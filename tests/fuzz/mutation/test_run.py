@@ -183,6 +183,11 @@ def test_cli_lists_and_shows_mutants(capsys):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+def _location(mutant) -> dict:
+    _, line, column, end_line, end_column = mutant.location()
+    return {"start": {"line": line, "column": column}, "end": {"line": end_line, "column": end_column}}
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no headless browser installed (Debian: apt-get install chromium); "
                                              "the HTML report's rendering is checked where one is")
 def test_the_html_report_renders_counts_and_opens_a_mutants_diff(tmp_path):
@@ -192,8 +197,7 @@ def test_the_html_report_renders_counts_and_opens_a_mutants_diff(tmp_path):
         "language": "python", "source": mutants[0].sources[mutants[0].file], "mutants": [
             {"id": m.name, "mutatorName": m.operator, "replacement": m.replacement, "status": statuses[m.name].value,
              "statusReason": LOOK_HERE if statuses[m.name] is MutantStatus.SURVIVED else "",
-             "location": {"start": {"line": m.line, "column": m.column},
-                          "end": {"line": m.end_line, "column": m.end_column}}} for m in mutants]}}}
+             "location": _location(m)} for m in mutants]}}}
     validate_report(data)
     page = html_report(data).replace("</body>", f"<script>{(HERE / 'browser_probe.js').read_text()}</script></body>")
     probe = tmp_path / "probe.html"
