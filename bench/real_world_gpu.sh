@@ -16,8 +16,9 @@
 # the rest, install it into $SITE beforehand (this script keeps what $SITE already holds) or quack's
 # adapter is reported as not importable.
 #
-# Writes 8 files to OUT_DIR: one log per adapter (a header with the date, the GPU and the versions,
-# then each seed's command and output) and summary.txt (one verdict line per adapter and seed).
+# Writes two files to OUT_DIR (a machine that sends back only a few files loses none): runs.log (a
+# header with the date, the GPU and the versions, then each run's command and output, in the order
+# the runs end) and summary.txt (the header, then one verdict line per adapter and seed).
 # Reproducers go to /tmp/lse-real-world-repro. At most ceil(14 / JOBS) x RUN_SECONDS (400 s by
 # default) plus the installs.
 set -uo pipefail
@@ -76,12 +77,9 @@ head_text=$(header 2>&1)
 echo "$head_text"
 : > "$out/summary.txt"
 echo "$head_text" >> "$out/summary.txt"
-for entry in "${adapters[@]}"; do
-  echo "$head_text" > "$out/${entry%%|*}.log"
-done
+echo "$head_text" > "$out/runs.log"
 
-# One run: its output goes to the adapter's log (seeds in the order they finish) and a verdict line
-# to summary.txt.
+# One run: its command and output go to runs.log and a verdict line to summary.txt.
 run_one() {
   local name=$1 seed=$2 options=$3 log start status verdict
   log=$(mktemp)
@@ -91,11 +89,11 @@ run_one() {
     --budget "$budget" --parts "$parts" $options --reproducers /tmp/lse-real-world-repro > "$log" 2>&1
   status=$?
   verdict=$(grep -m1 -E '^(PASS|FAIL|ERROR|CRASH|TIMEOUT|LOAD_ERROR|INTERNAL_ERROR)\b' "$log" || tail -1 "$log")
-  # The whole block is made first and appended at once: two seeds of one adapter may end together.
-  { echo; echo "# seed $seed: python3 -m fuzz check examples/real_world/$name.py:lse --device $device --seed $seed" \
+  # The whole block is made first and appended at once: two runs may end together.
+  { echo; echo "# $name, seed $seed: python3 -m fuzz check examples/real_world/$name.py:lse --device $device --seed $seed" \
       "--budget $budget --parts $parts $options"; cat "$log"; echo "exit $status after $(( $(date +%s) - start )) s"; } \
     > "$log.block"
-  cat "$log.block" >> "$out/$name.log"
+  cat "$log.block" >> "$out/runs.log"
   echo "$name seed $seed: exit $status: $verdict" >> "$out/summary.txt"
   rm -f "$log" "$log.block"
 }
