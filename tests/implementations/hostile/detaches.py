@@ -14,8 +14,10 @@ def lse(x: torch.Tensor) -> torch.Tensor:
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
-            with open(os.path.join(EVIDENCE, "daemon.pid"), "w") as f:
+            # Written whole, then renamed: a reader that finds the file finds the pid in it.
+            with open(os.path.join(EVIDENCE, "daemon.pid.part"), "w") as f:
                 f.write(str(os.getpid()))
+            os.replace(os.path.join(EVIDENCE, "daemon.pid.part"), os.path.join(EVIDENCE, "daemon.pid"))
             while True:
                 with open(os.path.join(EVIDENCE, "heartbeat"), "a") as f:
                     f.write(".")
