@@ -203,6 +203,18 @@ def check(
 
 
 @dataclass
+class _RunState:
+    examples: int = 0
+    last: _Falsified | None = None
+    slow: dict[tuple, SlowCall] = field(default_factory=dict)  # one per kind of input (shrinking repeats them)
+
+    def note_slow(self, call: SlowCall) -> None:
+        key = (call.call, call.shape, call.dtype, call.layout)
+        if key not in self.slow or self.slow[key].seconds < call.seconds:
+            self.slow[key] = call
+
+
+@dataclass
 class _Run:
     """One fuzzing run: what every example shares; :meth:`one` is the body of the Hypothesis test."""
 
@@ -215,7 +227,7 @@ class _Run:
     tuning: _Tuning
     gradient: Callable | None  # the gradient's implementation, when the backward is judged
     slots: HugeInputSlots | None  # one per dense huge input on a GPU
-    state: _RunState = field(default_factory=lambda: _RunState())
+    state: _RunState = field(default_factory=_RunState)
 
     def one(self, example: LseInput, plan: Plan) -> None:
         self.state.examples += 1
@@ -347,18 +359,6 @@ def _one_cpu_thread(device: torch.device):
         yield
     finally:
         torch.set_num_threads(threads)
-
-
-@dataclass
-class _RunState:
-    examples: int = 0
-    last: _Falsified | None = None
-    slow: dict[tuple, SlowCall] = field(default_factory=dict)  # one per kind of input (shrinking repeats them)
-
-    def note_slow(self, call: SlowCall) -> None:
-        key = (call.call, call.shape, call.dtype, call.layout)
-        if key not in self.slow or self.slow[key].seconds < call.seconds:
-            self.slow[key] = call
 
 
 def _gradient(impl: Callable, contract: Contract) -> Callable:
