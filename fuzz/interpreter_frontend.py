@@ -166,20 +166,24 @@ def _launch_options(twin: _Twin, kwargs: dict) -> dict:
 
 def _from_emulation(error: BaseException) -> bool:
     """Whether a front-end error passed through the interpreter or our adaptations of it (an
-    interpreted function called as Python, an interpreter object in a type rule): not the kernel's."""
+    interpreted function called as Python, an interpreter object in a type rule): not the kernel's.
+    Only the frames below this module's own (the front end's call into Triton) count: the wrappers
+    a launch passed through on its way here (the fuzzer's counting of launches) are not the error's."""
     here = __file__.replace("\\", "/")
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
         if any(sign in f"{type(error).__name__}: {error}" for sign in _EMULATION_SIGNS):
             return True
+        paths = []
         frame = error.__traceback__
         while frame is not None:
-            path = frame.tb_frame.f_code.co_filename.replace("\\", "/")
-            if path.endswith("triton/runtime/interpreter.py") or (
-                    path != here and path.rpartition("/")[0] == here.rpartition("/")[0]):  # a module of fuzz
-                return True
+            paths.append(frame.tb_frame.f_code.co_filename.replace("\\", "/"))
             frame = frame.tb_next
+        below = paths[len(paths) - paths[::-1].index(here):] if here in paths else paths
+        if any(path.endswith("triton/runtime/interpreter.py") or (
+                path != here and path.rpartition("/")[0] == here.rpartition("/")[0]) for path in below):  # fuzz's
+            return True
         error = error.__cause__ or error.__context__  # the code generator raises "from None": its context
     return False
 

@@ -3,8 +3,9 @@
 Four levels, each an enum with one tested mapping from the level below:
 
 * :class:`Outcome`: how one call of an isolated implementation ended (or one job of the worker
-  pool): it returned, raised, crashed, exited, ran out of memory or timed out
-  (:func:`call_outcome` maps exit codes, worker replies and timeouts to it);
+  pool): it returned, raised, crashed, exited, ran out of memory, ran into another of the worker's
+  resource limits (:class:`Limit`) or timed out (:func:`call_outcome` maps exit codes, worker
+  replies and timeouts to it);
 * :class:`Status`: how a fuzz run (``fuzz.check``) ended (:func:`run_status`);
 * :class:`Verdict`: what became of one candidate in ``lse-fuzz check`` and ``grade``
   (:func:`verdict_of`), and the exit code of ``check`` (:data:`CHECK_EXIT_CODES`);
@@ -34,12 +35,14 @@ __all__ = [
     "ExitCode",
     "HarnessError",
     "ImplLost",
+    "Limit",
     "MutantStatus",
     "Outcome",
     "Status",
     "Verdict",
     "call_outcome",
     "describe_exit",
+    "describe_limit",
     "is_compile_error",
     "mutant_status",
     "run_status",
@@ -68,7 +71,9 @@ class Outcome(str, enum.Enum):
     RAISED = "raised"  # it raised an exception; the worker lives on
     CRASHED = "crashed"  # the worker was killed by a signal (segfault, abort) or a CUDA error
     EXITED = "exited"  # the worker exited: sys.exit, os._exit, exit() in native code
-    OUT_OF_MEMORY = "out_of_memory"  # an allocation failed (memory limit, GPU memory)
+    OUT_OF_MEMORY = "out_of_memory"  # an allocation failed (the address-space limit, GPU memory)
+    FILE_SIZE_LIMIT = "file_size_limit"  # it wrote (printed) past the output-file-size limit: EFBIG or SIGXFSZ
+    CPU_TIME_LIMIT = "cpu_time_limit"  # it ran past a CPU-time limit: SIGXCPU
     TIMEOUT = "timeout"  # no answer within the time limit: killed
 
     @classmethod
@@ -82,8 +87,35 @@ class Outcome(str, enum.Enum):
         return self not in (Outcome.RETURNED, Outcome.RAISED)
 
     def describe(self) -> str:
-        """The outcome in words, for a sentence: 'timed out', 'out of memory', 'crashed'."""
-        return "timed out" if self is Outcome.TIMEOUT else self.value.replace("_", " ")
+        """The outcome in words, for a sentence: 'timed out', 'out of memory', 'crashed', 'ran into
+        a resource limit'."""
+        if self is Outcome.TIMEOUT:
+            return "timed out"
+        if self.limit is not None and self is not Outcome.OUT_OF_MEMORY:
+            return "ran into a resource limit"
+        return self.value.replace("_", " ")
+
+    @property
+    def limit(self) -> Limit | None:
+        """The worker's resource limit this outcome is the breach of (out of memory: the
+        address-space limit, where the worker has one)."""
+        return _LIMIT_OF.get(self)
+
+
+class Limit(str, enum.Enum):
+    """A resource limit of a worker (``setrlimit``; hard, so the candidate cannot raise it)."""
+
+    ADDRESS_SPACE = "RLIMIT_AS"  # the candidate's memory (--memory-limit), plus room for the inputs
+    FILE_SIZE = "RLIMIT_FSIZE"  # every file it writes, its captured stdout and stderr included
+    CPU_TIME = "RLIMIT_CPU"  # seconds of CPU time (the grader sets none; a candidate may set its own)
+
+    def describe(self) -> str:
+        return {Limit.ADDRESS_SPACE: "address-space limit", Limit.FILE_SIZE: "output-file-size limit",
+                Limit.CPU_TIME: "CPU-time limit"}[self]
+
+
+_LIMIT_OF = {Outcome.OUT_OF_MEMORY: Limit.ADDRESS_SPACE, Outcome.FILE_SIZE_LIMIT: Limit.FILE_SIZE,
+             Outcome.CPU_TIME_LIMIT: Limit.CPU_TIME}
 
 
 def call_outcome(*, returncode: int | None = None, error_kind: str | None = None, timed_out: bool = False,
@@ -91,22 +123,45 @@ def call_outcome(*, returncode: int | None = None, error_kind: str | None = None
     """The one mapping from a raw call result to an :class:`Outcome`.
 
     ``timed_out``: no reply in time (wins over everything: we killed it). ``error_kind``: what
-    the worker said the candidate raised ("exception", "out_of_memory", "cuda_error").
-    ``exit_requested``: the worker reported a ``sys.exit``. ``returncode``: the worker died
-    without replying, with this exit code (negative: the signal that killed it).
+    the worker said the candidate raised ("exception", "out_of_memory", "file_size_limit": a write
+    refused with EFBIG, "cuda_error"). ``exit_requested``: the worker reported a ``sys.exit``.
+    ``returncode``: the worker died without replying, with this exit code (negative: the signal
+    that killed it; SIGXFSZ and SIGXCPU are the kernel's, for the file-size and CPU-time limits).
     """
     if timed_out:
         return Outcome.TIMEOUT
     if error_kind is not None:
         return {"exception": Outcome.RAISED, "out_of_memory": Outcome.OUT_OF_MEMORY,
-                "cuda_error": Outcome.CRASHED}[error_kind]
+                "file_size_limit": Outcome.FILE_SIZE_LIMIT, "cuda_error": Outcome.CRASHED}[error_kind]
     if exit_requested:
         return Outcome.EXITED
     if returncode is None:
         return Outcome.RETURNED
     if returncode < 0:
-        return Outcome.CRASHED
+        return _SIGNAL_OUTCOMES.get(-returncode, Outcome.CRASHED)
     return Outcome.EXITED
+
+
+_SIGNAL_OUTCOMES = {signal.SIGXFSZ: Outcome.FILE_SIZE_LIMIT, signal.SIGXCPU: Outcome.CPU_TIME_LIMIT}
+"""The signals the kernel sends a process past one of its resource limits."""
+
+
+def describe_limit(limit: Limit, value: float | None, *, how: str = "") -> str:
+    """'the worker exceeded the output-file-size limit of 256 MiB (it wrote to stdout or stderr
+    past it)': the limit named with its value (bytes, or seconds of CPU time; None: not known here,
+    e.g. a CPU-time limit the candidate set itself) and ``how`` it was met, in parentheses."""
+    said = f"the worker exceeded the {limit.describe()}"
+    if value is not None:
+        said += f" of {value:g} s" if limit is Limit.CPU_TIME else f" of {_bytes(value)}"
+    return said + (f" ({how})" if how else "")
+
+
+def _bytes(value: float) -> str:
+    """'256 MiB', '20.5 GiB'."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:g} bytes"
 
 
 _SIGNAL_HINTS = {
@@ -116,7 +171,8 @@ _SIGNAL_HINTS = {
     signal.SIGFPE: "arithmetic error in native code",
     signal.SIGILL: "illegal instruction",
     signal.SIGKILL: "killed, e.g. by the system's out-of-memory killer",
-    signal.SIGXFSZ: "wrote a file (or printed) past the worker's file-size limit",
+    signal.SIGXFSZ: "wrote a file (or printed) past the worker's output-file-size limit",
+    signal.SIGXCPU: "ran past its CPU-time limit",
 }
 
 
@@ -197,7 +253,8 @@ class Verdict(str, enum.Enum):
     PASS = "pass"  # every example passed every check
     FAIL = "fail"  # a check failed (``check`` names it); flaky failures count here too
     ERROR = "error"  # the candidate raised an exception
-    CRASH = "crash"  # its worker died: a signal (segfault, abort), sys.exit/os._exit, out of memory
+    CRASH = "crash"  # its worker died: a signal (segfault, abort), sys.exit/os._exit, out of memory, or
+    #                  another of its resource limits (output file size, CPU time), which the reason names
     TIMEOUT = "timeout"  # a call hung past its deadlines, or the candidate's time budget ran out
     LOAD_ERROR = "load_error"  # it could not be used: missing file, syntax error, import error, no such
     #                            function, wrong signature, or it crashed or hung while importing
@@ -210,8 +267,8 @@ def verdict_of(*, status: Status | str | None = None, outcome: Outcome | str | N
     """The one mapping from a raw result to a verdict.
 
     ``loaded``: whether the target loaded in its worker. ``outcome``: the :class:`Outcome` of a
-    lost worker (crash, exit, out of memory, timeout). ``status``: the :class:`Status` of a fuzz
-    run that finished.
+    lost worker (crash, exit, out of memory or another resource limit: crash; timeout: timeout).
+    ``status``: the :class:`Status` of a fuzz run that finished.
     """
     if not loaded:
         return Verdict.LOAD_ERROR

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .checks import Plan
 from .contract import Contract
+from .costs import Costs
 from .failures import CheckFailure, ImplError
 from .outcomes import Status
 from .strategies import LseInput
@@ -36,6 +37,7 @@ class CheckResult:
     slow: list[SlowCall] = field(default_factory=list)  # calls far slower than reference.lse (findings, not failures)
     tuning: list[str] = field(default_factory=list)  # the autotuned kernels found, one config pinned per example
     compiles: list[Compile] = field(default_factory=list)  # what an isolated worker compiled (never timed as calls)
+    costs: Costs = field(default_factory=Costs)  # where the run's time went, and its counters (fuzz.costs)
 
     @property
     def passed(self) -> bool:
@@ -115,4 +117,5 @@ class CheckResult:
             "compile_count": len(self.compiles),
             "compile_seconds": round(sum(c.seconds for c in self.compiles), 3),
             "tuning": list(self.tuning),
+            "costs": self.costs.to_dict(),
         }

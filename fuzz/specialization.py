@@ -21,10 +21,11 @@ classes drive it::
     LSE_FUZZ_VARIANTS=/tmp/v.jsonl lse-fuzz check kernel.py:lse --device cpu
     count_variants(read_records("/tmp/v.jsonl"))
 
-With :data:`ENV` set to a file path, every worker (``fuzz.isolation.worker.process``) calls
-:func:`install`, which wraps ``run`` of Triton's ``JITFunction`` and ``InterpretedFunction`` (what
-``kernel[grid](...)``, autotuners and heuristics all call) and appends one JSON line per key new
-to that process. A key is computed by :func:`launch_key` from the kernel's Python signature, so it
+Every worker (``fuzz.isolation.worker.process``) calls :func:`install`, which wraps ``run`` of
+Triton's ``JITFunction`` and ``InterpretedFunction`` (what ``kernel[grid](...)``, autotuners and
+heuristics all call) and counts the keys new to that process (:func:`launched`, which each reply
+carries: a run's report counts its specializations); with :data:`ENV` set to a file path it also
+appends one JSON line per such key. A key is computed by :func:`launch_key` from the kernel's Python signature, so it
 needs no GPU and no Triton internals; ``tests/bench`` checks its argument classes against the
 installed Triton's own specializer where that is importable. Light on purpose, like
 :mod:`fuzz.autotune`: the standard library and Triton only.
@@ -32,15 +33,17 @@ installed Triton's own specializer where that is importable. Light on purpose, l
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
 import inspect
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
-__all__ = ["ENV", "argument_class", "class_text", "count_variants", "drivers", "install", "launch_key", "read_records", "summarize"]
+__all__ = ["ENV", "argument_class", "class_text", "count_variants", "drivers", "counting", "install", "launch_key", "launched",
+           "read_records", "summarize"]
 
 ENV = "LSE_FUZZ_VARIANTS"
 """Environment variable: a file every worker appends the launches' new specialization keys to."""
@@ -165,12 +168,26 @@ def launch_key(fn, args: tuple, kwargs: Mapping[str, object], *, do_not_speciali
 # Recording the launches of a process, and reading them back
 
 
-def install(path: str | os.PathLike) -> None:
+class _Launches:
+    """The specialization keys this process launched (each once), and the file they also go to."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.kernels: set[str] = set()  # the keys that could be computed: one per binary a GPU compiles
+        self.path: str | None = None
+        self.runs: list[set[str]] = []  # the keys of each run under way (counting())
+
+
+_LAUNCHES = _Launches()
+
+
+def install(path: str | os.PathLike | None = None) -> None:
     """Wrap ``run`` of every Triton kernel class importable here so each launch's key, when new to
-    this process, is appended to ``path`` as ``{"kernel": ..., "key": [...]}`` (``{"kernel": ...,
-    "error": ...}`` when the key cannot be computed; the launch itself always goes ahead)."""
-    path = os.fspath(path)
-    seen: set[str] = set()
+    this process, is counted (:func:`launched`) and, with ``path``, appended to that file as
+    ``{"kernel": ..., "key": [...]}`` (``{"kernel": ..., "error": ...}`` when the key cannot be
+    computed; the launch itself always goes ahead). Idempotent: a later call only sets the file."""
+    if path is not None:
+        _LAUNCHES.path = os.fspath(path)
     # Looked up here, not imported at the top: only a counting run touches the interpreter's module.
     for module, cls_name in (("triton.runtime.jit", "JITFunction"), ("triton.runtime.interpreter", "InterpretedFunction")):
         try:
@@ -179,10 +196,28 @@ def install(path: str | os.PathLike) -> None:
             continue
         if getattr(cls.run, "_lse_fuzz_variants", False):
             continue
-        cls.run = _recording(cls.run, path, seen)
+        cls.run = _recording(cls.run)
 
 
-def _recording(run, path: str, seen: set[str]):
+def launched() -> int:
+    """How many distinct specialization keys this process launched since :func:`install`: the
+    binaries a GPU compiles for those launches (a compile each, cold), counted on any device."""
+    return len(_LAUNCHES.kernels)
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[Callable[[], int]]:
+    """``with counting() as launched_here:`` the distinct keys launched inside the block (known to
+    the process before or not): one run's specializations, whatever ran in the process before it."""
+    keys: set[str] = set()
+    _LAUNCHES.runs.append(keys)
+    try:
+        yield lambda: len(keys)
+    finally:
+        _LAUNCHES.runs.remove(keys)
+
+
+def _recording(run):
     @functools.wraps(run)
     def recorded(self, *args, grid=None, warmup=False, **kwargs):
         fn = getattr(self, "fn", None)
@@ -196,10 +231,16 @@ def _recording(run, path: str, seen: set[str]):
         except Exception as exc:  # noqa: BLE001 - counting must never change what the kernel does
             record = {"kernel": repr(fn), "error": f"{type(exc).__name__}: {exc}"}
         line = json.dumps(record, sort_keys=True)
-        if line not in seen:
-            seen.add(line)
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+        if "key" in record:
+            for keys in _LAUNCHES.runs:
+                keys.add(line)
+        if line not in _LAUNCHES.seen:
+            _LAUNCHES.seen.add(line)
+            if "key" in record:
+                _LAUNCHES.kernels.add(line)
+            if _LAUNCHES.path is not None:
+                with open(_LAUNCHES.path, "a", encoding="utf-8") as f:
+                    f.write(line + "\n")
         return run(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     recorded._lse_fuzz_variants = True

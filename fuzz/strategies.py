@@ -34,9 +34,8 @@ from .layouts import COLUMN_STEPS, HUGE_KINDS, Layout, LayoutKind
 from .recipes import LEVELS, RECIPES, Generator, Recipe, RowSpec, row_recipes, row_values
 
 __all__ = ["DTYPES", "LEVELS", "RECIPES", "BatchLayout", "Contract", "Generator", "LseInput", "Recipe", "RowSpec",
-           "default_device",
-           "default_max_elements", "default_max_rows", "dtypes", "layouts", "lse_inputs", "row_recipes",
-           "row_values", "shapes"]
+           "default_device", "default_max_cols", "default_max_elements", "default_max_rows", "dtypes", "layouts",
+           "lse_inputs", "overflow_example", "row_recipes", "row_values", "shapes"]
 
 
 # Powers of two and their neighbours are where tiles and rows-per-program counts break; the other
@@ -55,6 +54,13 @@ _GRID_COLS = (4097, 8191, 8193, 12289, 16385)
 
 _CPU_MAX_ELEMENTS = 2**16  # Triton's interpreter runs each program in numpy: keep launches cheap
 _CUDA_MAX_ELEMENTS = 2**22  # generation and the float64 oracle run on the host: keep each example well under a second
+_DEFAULT_MAX_COLS = 2**16 + 1
+"""The longest row drawn by default, on every device (a larger ``max_elements`` given explicitly
+reaches further): one past 2**16, so a one-program-per-row kernel (BLOCK the next power of two of
+N) meets blocks up to 2**17 lanes. Its compile time grows with the block: on an H200, ptxas took
+tens of seconds to minutes for 2**19 lanes and more, and each such block, drawn or visited while
+shrinking, held a verdict for as long. The rows past 2**16 that matter (float16's overflow at
+65520, bfloat16's lost units) lie under it; a GPU's larger element budget goes to more rows."""
 # In Triton's interpreter every program instance costs milliseconds of Python (1.3 ms for a minimal
 # one-program-per-row kernel on a 2-core machine, 8 ms for one with 25 operations a tile), so the
 # number of rows is the grid, and the cost, of the most common kernel design. Rows stay few on the
@@ -73,6 +79,11 @@ def default_max_elements(device: torch.device | str | None = None) -> int:
     """Largest M * N drawn by default: 2**16 on the CPU (interpreted kernels), 2**22 on a GPU."""
     device = default_device() if device is None else torch.device(device)
     return _CUDA_MAX_ELEMENTS if device.type == "cuda" else _CPU_MAX_ELEMENTS
+
+
+def default_max_cols(max_elements: int | None = None) -> int:
+    """Longest row drawn: :data:`_DEFAULT_MAX_COLS`, or an explicit ``max_elements`` (one row of all of them)."""
+    return _DEFAULT_MAX_COLS if max_elements is None else max_elements
 
 
 def default_max_rows(device: torch.device | str | None = None) -> int | None:
@@ -309,13 +320,14 @@ def lse_inputs(
     :class:`fuzz.contract.Contract`, or "strict"/"finite").
 
     ``device`` defaults to CUDA when present; ``max_elements`` and ``max_rows`` to
-    :func:`default_max_elements` and :func:`default_max_rows` (the contract's ``max_n`` caps N).
+    :func:`default_max_elements` and :func:`default_max_rows`; N is at most the contract's ``max_n``
+    and :func:`default_max_cols` (2**16 + 1 unless ``max_elements`` is given).
     ``dtype``, ``shape`` and ``layout`` replace the default sub-strategies (e.g.
     ``dtype=st.just(torch.float16)``). ``huge_offsets``: see :func:`layouts`.
 
     With none of ``max_elements``, ``dtype``, ``shape`` and ``layout`` given, one input in
     :data:`_WIDE_ONE_IN` (64 on the CPU, 24 on a GPU) is a single wide constant float16 or bfloat16
-    row, past the element cap (:func:`_wide_constant_rows`).
+    row, past the element cap (:func:`_wide_constant_rows`); the runner adds :func:`overflow_example`.
 
     Under an N-D call convention (``contract.call``, see :mod:`fuzz.calls`) each (M, N) example is
     laid out as an N-D input (:func:`fuzz.batching.batch_layouts`) instead of a 2-D layout; huge
@@ -326,6 +338,8 @@ def lse_inputs(
     # Wide constant rows join the default draws only: a caller who caps the elements or picks the
     # dtype, shape or layout gets exactly what was asked for.
     default = max_elements is None and dtype is None and shape is None and layout is None
+    max_cols = default_max_cols(max_elements)
+    max_cols = max_cols if contract.max_n is None else min(contract.max_n, max_cols)
     if max_elements is None:
         max_elements = default_max_elements(device)
     max_elements = _positive_int("max_elements", max_elements)
@@ -335,7 +349,7 @@ def lse_inputs(
     huge_dtype = next((d for d in contract.dtypes if d.itemsize <= 4), None)
     huge_offsets = huge_offsets and huge_dtype is not None
     dtype_strategy = dtypes(contract.dtypes) if dtype is None else dtype
-    shape_strategy = shapes(max_elements=max_elements, max_rows=max_rows, max_cols=contract.max_n) \
+    shape_strategy = shapes(max_elements=max_elements, max_rows=max_rows, max_cols=max_cols) \
         if shape is None else shape
     layout_strategy = layouts(huge_offsets=huge_offsets, kinds=contract.layouts.kinds) if layout is None else layout
     specs_strategy = row_recipes(contract=contract)
@@ -369,27 +383,27 @@ def lse_inputs(
     return draw_input()
 
 
-_WIDE_COLS = (65504, 65519, 65520, 65535, 65536, 131072, 262144)
-"""Row lengths around float16's largest finite value (65504; 65520 rounds to inf) and past it: a
-kernel that stores a float16 or bfloat16 row's sum of exp(x - max), which lies in [1, N], in the
-input's dtype overflows to inf on a constant row of 65520 or more (torch.logsumexp does; see
-docs/bugs-found.md), and bfloat16's 8 bits lose whole units of such a sum."""
+_WIDE_COLS = (65504, 65519, 65520, 65535, 65536)
+"""Row lengths around float16's largest finite value (65504; 65520 rounds to inf): a kernel that
+stores a float16 or bfloat16 row's sum of exp(x - max), which lies in [1, N], in the input's dtype
+overflows to inf on a constant row of 65520 or more (torch.logsumexp does; see
+docs/bugs-found.md), and bfloat16's 8 bits lose whole units of such a sum. Longer rows add
+nothing to these bugs and cost a whole-row kernel a compile of a larger block on a GPU."""
 _WIDE_ONE_IN = {"cpu": 64, "cuda": 24}
 """One input in this many is one wide constant row, past the element cap: rarer in Triton's
 interpreter, where such a row costs about a second per call (a 100-example run of reference.lse on
 the 2-core CPU machine took about 30% more CPU time with one in 24 and rows up to 262144, about
 12% with one in 64 and rows of at most 65536)."""
-_WIDE_CPU_MAX_COLS = 65536  # in the interpreter: the float16 overflow's threshold, not the longer rows
+_OVERFLOW_COLS = 65520  # float16's sum of N ones rounds to inf from here (65504 + half an ulp)
 
 
 def _wide_constant_rows(contract: Contract, device: torch.device) -> Callable[[int], LseInput] | None:
     """``seed -> `` one contiguous float16 or bfloat16 row of N in :data:`_WIDE_COLS` equal values,
     where lse(c * ones(N)) = c + log N exactly (the dtype, N and c's level derived from ``seed``):
-    drawn on every device, past ``max_elements`` (a single row fits the interpreter too; there N
-    stops at 65536). None where the contract has no 16-bit dtype or caps N below."""
+    drawn on every device, past ``max_elements``. None where the contract has no 16-bit dtype or
+    caps N below."""
     halves = [d for d in contract.dtypes if d in (torch.float16, torch.bfloat16)]
-    longest = _WIDE_CPU_MAX_COLS if device.type == "cpu" else max(_WIDE_COLS)
-    cols = [n for n in _WIDE_COLS if n <= longest and (contract.max_n is None or n <= contract.max_n)]
+    cols = [n for n in _WIDE_COLS if contract.max_n is None or n <= contract.max_n]
     if not halves or not cols:
         return None
 
@@ -397,11 +411,31 @@ def _wide_constant_rows(contract: Contract, device: torch.device) -> Callable[[i
         picks = seed // 64  # the rest of the seed picks the dtype, N and c's level
         chosen_dtype = halves[picks % len(halves)]
         n = cols[(picks // len(halves)) % len(cols)]
-        specs = (RowSpec("constant", (picks // (len(halves) * len(cols))) % LEVELS),)
-        values = row_values(specs, 1, n, chosen_dtype, seed)
-        return LseInput(x=Layout().materialize(values, device), values=values, layout=Layout(), specs=specs, seed=seed)
+        return _constant_row(chosen_dtype, n, (picks // (len(halves) * len(cols))) % LEVELS, seed, device)
 
     return wide
+
+
+def _constant_row(dtype: torch.dtype, cols: int, level: int, seed: int, device: torch.device) -> LseInput:
+    specs = (RowSpec("constant", level),)
+    values = row_values(specs, 1, cols, dtype, seed)
+    return LseInput(x=Layout().materialize(values, device), values=values, layout=Layout(), specs=specs, seed=seed)
+
+
+def overflow_example(contract: Contract | str = Contract.STRICT,
+                     device: torch.device | str | None = None) -> LseInput | None:
+    """One contiguous row of :data:`_OVERFLOW_COLS` equal float16 values (the shortest constant row
+    whose float16 sum of exp(x - max) overflows to inf), or None where the contract has no float16,
+    caps N below it or declares an N-D call. The runner runs it in every run of default shapes,
+    besides the drawn examples: a kernel that keeps that sum in float16 (torch.logsumexp does) fails
+    on every seed, not on the one in a few hundred examples that draws such a row."""
+    contract = Contract.parse(contract)
+    device = default_device() if device is None else torch.device(device)
+    if torch.float16 not in contract.dtypes or not contract.call.is_default:
+        return None
+    if contract.max_n is not None and contract.max_n < _OVERFLOW_COLS:
+        return None
+    return _constant_row(torch.float16, _OVERFLOW_COLS, 0, 0, device)
 
 
 def _nd_inputs(contract: Contract, device: torch.device, dtype_strategy, shape_strategy,

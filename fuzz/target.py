@@ -33,7 +33,7 @@ from pathlib import Path
 from reference._device import ensure_interpreter
 from reference.errors import InvalidArgument
 
-from . import bfloat16_interpreter, interpreter_frontend, interpreter_numpy
+from . import bfloat16_interpreter, interpreter_frontend, interpreter_numpy, interpreter_pace
 from .calls import CallConvention
 from .gradient import gradient_of
 
@@ -125,6 +125,7 @@ def load_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str =
         # GPU passes (fuzz.bfloat16_interpreter).
         bfloat16_interpreter.install()
         interpreter_numpy.install()  # NumPy 2.5 refuses Triton 3.6's int() of a scalar tensor
+        interpreter_pace.install()  # the language patched once per launch, not per helper call
         # A kernel a GPU's compiler refuses is refused here too (fuzz.interpreter_frontend).
         interpreter_frontend.install()
     module = _load_file(target, parsed.location, name) if parsed.is_file else _import(target, parsed.location, name)

@@ -32,12 +32,13 @@ def number(value: object, *, name: str, low: float) -> float:
     return float(value)
 
 
-def seconds(value: object, *, name: str, optional: bool = False) -> float | None:
-    """A finite number of seconds > 0 (None allowed when ``optional``)."""
+def seconds(value: object, *, name: str, optional: bool = False, zero: bool = False) -> float | None:
+    """A finite number of seconds > 0 (>= 0 with ``zero``; None allowed when ``optional``)."""
     if value is None and optional:
         return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-        raise InvalidArgument(f"{name}={value!r}; expected a number of seconds > 0.")
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0 \
+            or (value == 0 and not zero):
+        raise InvalidArgument(f"{name}={value!r}; expected a number of seconds {'>=' if zero else '>'} 0.")
     return float(value)
 
 

@@ -27,9 +27,11 @@ LAYERS = [
     ("mutants",),
     ("fuzz._version", "fuzz._lazy", "fuzz.defaults", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
      "fuzz.gpu_memory", "fuzz.layouts", "fuzz.autotune", "fuzz.specialization", "fuzz.bfloat16_interpreter",
-     "fuzz.interpreter_numpy", "fuzz.interpreter_frontend", "fuzz.calls", "fuzz.gradient"),
+     "fuzz.interpreter_numpy", "fuzz.interpreter_frontend", "fuzz.interpreter_pace", "fuzz.calls", "fuzz.gradient",
+     "fuzz.costs"),
     ("fuzz.contract",),
-    ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing"),
+    ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing",
+     "fuzz.shrinking"),
     ("fuzz.checks",),
     # fuzz.isolation from the bottom up: what its subpackages share, then the guard (which the fork
     # server's client tells of every child), the fork server, the worker and the pool (both forked
@@ -39,7 +41,7 @@ LAYERS = [
     ("fuzz.isolation.fork_server",),
     ("fuzz.isolation.worker",),
     ("fuzz.isolation.pool",),
-    ("fuzz.reproducer", "fuzz.result", "fuzz.runner", "fuzz.isolation"),
+    ("fuzz.reproducer", "fuzz.result", "fuzz.run", "fuzz.runner", "fuzz.isolation"),
     ("fuzz.grading",),
     ("fuzz.mutation",),
     ("mutants.patched",),  # the bundled mutants' TARGETs: the catalog's data loaded by the engine's patch loader

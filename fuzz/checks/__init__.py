@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .. import validate
 from ..contract import Contract
+from ..costs import Costs
 from ..failures import CheckFailure, ImplError
 from ..strategies import LseInput
 from ..timing import SlowCall
@@ -153,7 +154,7 @@ def validate_checks(checks: Iterable[str] | str | None, *, name: str = "checks")
 def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = None, plan: Plan | None = None,
                contract: Contract | str = Contract.STRICT, time_limit: float | None = None,
                on_slow: Callable[[SlowCall], None] | None = None, pin: Pin | None = None,
-               gradient_impl: Impl | None = None) -> None:
+               gradient_impl: Impl | None = None, costs: Costs | None = None) -> None:
     """Run the selected checks on one example; raise the first :class:`CheckFailure` or :class:`ImplError`.
 
     All first-call checks run, then determinism, then only the metamorphic check the plan names
@@ -163,7 +164,7 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
     :mod:`fuzz.timing`). ``pin(plan.config)`` wraps every call (see :mod:`fuzz.autotune`); the
     configurations the failing call ran are added to the failure's report. ``gradient_impl``
     (``x -> dx``, :func:`fuzz.gradient.gradient_of`) turns the gradient checks on; without it they
-    are skipped.
+    are skipped. ``costs`` (a :class:`fuzz.costs.Costs`) counts the calls and their seconds.
     """
     names = validate_checks(checks)
     if gradient_impl is not None and checks is None:
@@ -171,7 +172,7 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
     if plan is None:
         plan = Plan(next((n for n in names if n in METAMORPHIC), None))
     ctx = Context(impl, example, plan, Contract.parse(contract), time_limit=time_limit, on_slow=on_slow, pin=pin,
-                  gradient_impl=gradient_impl)
+                  gradient_impl=gradient_impl, costs=costs)
     try:
         ctx.out = ctx.call(example.x, "the first call")
         for name in names:

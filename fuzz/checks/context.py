@@ -16,6 +16,7 @@ from reference import compare
 
 from ..calls import CallMismatch
 from ..contract import Contract
+from ..costs import Costs
 from ..failures import CheckFailure, ImplError
 from ..gradient import NotDifferentiable
 from ..outcomes import HarnessError
@@ -86,8 +87,9 @@ class Context:
 
     def __init__(self, impl: Impl, example: LseInput, plan: Plan, contract: Contract = Contract.STRICT, *,
                  time_limit: float | None = None, on_slow: Callable[[SlowCall], None] | None = None,
-                 pin: Pin | None = None, gradient_impl: Impl | None = None) -> None:
+                 pin: Pin | None = None, gradient_impl: Impl | None = None, costs: Costs | None = None) -> None:
         self.impl = impl
+        self.costs = costs  # the run's: calls and their seconds are added to it
         self.gradient_impl = gradient_impl  # x -> dx (fuzz.gradient), with --backward
         self.dx: object = None
         self.example = example
@@ -125,6 +127,9 @@ class Context:
             raise ImplError(call, exc) from None
         self.configs = _lines(pinned)
         elapsed = time.perf_counter() - started - (_compile_seconds(impl) - compiled)
+        if self.costs is not None:
+            self.costs.calls += 1
+            self.costs.call_seconds += max(elapsed, 0.0)
         if elapsed > SLOW_FLOOR or (self.time_limit is not None and elapsed > self.time_limit):
             self._timed(x, call, elapsed)
         # The LSE at its declared place, as (M,) rows; a result of another structure than declared

@@ -56,6 +56,10 @@ def add_fuzz_options(parser: argparse.ArgumentParser, *, budget: int = defaults.
     group.add_argument("--parts", type=int, default=None, metavar="N",
                        help="split the examples into N runs of seeds derived from --seed (default: 2 on the CPU, 4 "
                             "on a GPU, each part at least 50 examples); check runs them side by side, one per core")
+    group.add_argument("--shrink-seconds", type=float, default=None, metavar="S",
+                       help="how long a failure may be shrunk (default 10 on the CPU and on a GPU; 0: not at "
+                            "all); past it the smallest failing input found so far is reported, and the report "
+                            "says shrinking stopped there")
     group.add_argument("--backward", action="store_true",
                        help="also check the gradient: autograd's dx for the upstream gradient g_i = ((37 i) mod 17 - "
                             "8) / 4 against g * softmax(x) (the result must support autograd; 2-D lse(x) only)")
@@ -170,7 +174,7 @@ def options_from_args(args: argparse.Namespace, *, bench: bool):
         timeout=args.timeout, time_limit=args.time_limit,
         memory_limit=memory_limit,
         huge_offsets=args.huge_offsets, max_elements=args.max_elements, profile=args.profile, parts=args.parts,
-        bench=bench,
+        shrink_seconds=args.shrink_seconds, bench=bench,
         bench_shape=args.bench_shape, bench_dtype=args.bench_dtype, backward=args.backward, **call_options(args),
     ).validated(cli=True)
 

@@ -7,7 +7,7 @@ options and file are unchanged. The same signals from a candidate's own processe
 make its verdict a crash (:mod:`fuzz.isolation.guard.signals`; the local executor), as does stopping
 the grading processes (the fork server, a driver, a neighbour's worker: :mod:`fuzz.isolation.guard.blame`).
 What can only be told apart by time, when several candidates ran at that time, makes each of them
-a suspect: after the batch each suspect is graded again alone, and that record replaces the first.
+a suspect, settled after the batch without holding the others up (:mod:`.local_executor`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from ..isolation import Pool, SignalEvent, SignalGuard, spread_over
 from ..outcomes import Verdict
 from .bench import measure_baselines
 from .candidates import Candidate, schedule
-from .evaluate import blame_signals, grading_job, job_record
+from .evaluate import grading_job
 from .journal import Journal, convicted_record
+from .local_executor import LocalBatch
 from .options import GradeOptions, driver_environment
 from .ray_executor import grade_on_ray
 from .record import GradeRecord
@@ -74,6 +75,27 @@ def _sealed(record: GradeRecord, key: bytes | None) -> GradeRecord:
     return record if key is None else GradeRecord.from_json(seal(record.to_json(), key))
 
 
+def _resumed(candidates: list[Candidate], options: GradeOptions, out: Path, key: bytes | None,
+             journal: Journal | None, *, resume: bool):
+    """(The records kept, those convicted of the grader's death, its suspects, the candidates to
+    grade: the suspects first) of a run (grading.journal); nothing is kept without ``resume``."""
+    kept = _kept(out, candidates, options.key(), key) if resume else {}
+    if resume and journal is not None:  # records a dead run left in doubt are graded again
+        for target, sha256 in journal.in_doubt():
+            if target in kept and kept[target].sha256 == sha256:
+                del kept[target]
+    pending = schedule(c for c in candidates if c.target not in kept)
+    convicted, suspects = [], []
+    if journal is not None:
+        journal.kill_leftovers()  # of a run that died unheard, before anything runs beside them
+        if resume:  # what was in flight when the grader died
+            convicted, suspects = journal.suspects(pending)
+            pending = suspects + [c for c in pending if c not in convicted and c not in suspects]
+        else:
+            journal.clear()
+    return kept, [_sealed(convicted_record(c, options), key) for c in convicted], suspects, pending
+
+
 def grade(
     candidates: list[Candidate],
     options: GradeOptions,
@@ -93,23 +115,11 @@ def grade(
     """
     out.mkdir(parents=True, exist_ok=True)
     key = seal_key(options.private_seed)
-    kept = _kept(out, candidates, options.key(), key) if resume else {}
-    records = dict(kept)
-    pending = schedule(c for c in candidates if c.target not in kept)
-    graded = 0
-    fresh: set[str] = set()  # graded in this run (a suspect graded again alone counts once)
     journal = Journal(out, options.key(), seal_with=key) if executor != "ray" else None
-    suspects: list[Candidate] = []
-    if journal is not None:
-        journal.kill_leftovers()  # of a run that died unheard, before anything runs beside them
-        if resume:  # what was in flight when the grader died (grading.journal)
-            convicted, suspects = journal.suspects(pending)
-            for candidate in convicted:
-                records[candidate.target] = _sealed(convicted_record(candidate, options), key)
-            graded += len(convicted)
-            pending = suspects + [c for c in pending if c not in convicted and c not in suspects]
-        else:
-            journal.clear()
+    kept, convicted, suspects, pending = _resumed(candidates, options, out, key, journal, resume=resume)
+    records = dict(kept) | {record.target: record for record in convicted}
+    graded = len(convicted)
+    fresh: set[str] = set()  # graded in this run (a suspect graded again alone counts once)
     write_reports(records.values(), out)
 
     def withdraw(target: str) -> None:
@@ -118,13 +128,20 @@ def grade(
         records.pop(target, None)
         write_reports(records.values(), out)
 
+    def restore(record: GradeRecord) -> None:
+        """Put a withdrawn record back as it was (a short run alone found nothing against it)."""
+        records[record.target] = _sealed(record, key)
+        write_reports(records.values(), out)
+
     # Signals are told apart by sender only in the local executor: the tree is this machine's.
     guard = SignalGuard() if pending and executor != "ray" else None
     if executor == "ray":
         records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address)
     else:
         records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs, guard=guard,
-                                      journal=journal, alone={c.target for c in suspects}, withdraw=withdraw)
+                                      journal=journal, alone={c.target for c in suspects},
+                                      briefly={c.target for c in suspects} - (journal.checked() if journal else set()),
+                                      withdraw=withdraw, restore=restore)
     interrupted = False
     stray: list[SignalEvent] = []
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending else None
@@ -164,16 +181,11 @@ def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs:
                                 hard_limit=_hard_limit(options), address=address, in_flight=jobs)
 
 
-def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path,
-                     jobs: int, guard: SignalGuard | None = None, journal: Journal | None = None,
-                     alone: frozenset[str] | set[str] = frozenset(),
-                     withdraw: Callable[[str], None] = lambda target: None) -> Callable[[], Iterator[GradeRecord]]:
-    """The local executor: each candidate a job of a pool of ``jobs`` drivers; a candidate whose
-    processes signalled the grader or stopped its processes (``guard``) crashes. Each start is
-    written to ``journal``; the candidates named in ``alone`` (suspects of the grader's death) run
-    first, one at a time; the suspects of what ``guard`` could tie to no one run again alone last,
-    each once (its first record ``withdraw``n meanwhile), and their records come again
-    (:func:`_suspects`)."""
+def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs: int,
+                     **settle) -> Callable[[], Iterator[GradeRecord]]:
+    """The local executor (:class:`.local_executor.LocalBatch`: ``settle`` holds its guard, journal,
+    suspects of the grader's death and report callbacks): each candidate a job of a pool of ``jobs``
+    drivers."""
 
     def records() -> Iterator[GradeRecord]:
         baselines = None
@@ -181,58 +193,17 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
             baselines = measure_baselines(options)
         workers = max(1, min(jobs, len(pending)))
         lock_dir = str(out.resolve()) if options.device.startswith("cuda") and workers > 1 else None
-        by_key = {c.target: c for c in pending}
         # Every file read now, as the batch starts: what is graded is what was submitted (grading.snapshot).
         work = [grading_job(c.target, c, options.to_wire(), reproducer_dir_for(out, c).resolve(), source=encode(c),
                             lock_dir=lock_dir, baselines=baselines)
                 for c in pending]
+        journal = settle.get("journal")
         environ = driver_environment(options, dict(os.environ, **journal.begin()) if journal is not None else None)
         with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options), environ=environ,
                   gpus=spread_over(options.device)) as pool:
-            attackers: set[str] = set()  # convicted of an attack on the grading processes
-            if guard is not None:
-                guard.in_flight = pool.in_flight
-                pool.report_stop = guard.add
-
-            def judged(result) -> GradeRecord:
-                record = job_record(result, by_key[result.job.key], options)
-                events = guard.claim(result.job.key, result.processes) if guard is not None else []
-                blame_signals(record, events)
-                if events or result.killed_fork_server or result.killed_its_driver:
-                    attackers.add(result.job.key)
-                return record
-
-            def written_down(jobs_, *, by_itself: bool):
-                for job in jobs_:  # taken by the pool as a driver is about to get it
-                    if journal is not None:
-                        journal.started(by_key[job.key], alone=by_itself)
-                    yield job
-
-            def by_itself(job) -> Iterator[GradeRecord]:
-                pool.wait_until_quiet()  # nothing else counts as in flight: what happens now is its doing
-                for result in pool.run(written_down([job], by_itself=True)):
-                    yield judged(result)
-
-            for job in [j for j in work if j.key in alone]:
-                yield from by_itself(job)
-            for result in pool.run(written_down([j for j in work if j.key not in alone], by_itself=False)):
-                yield judged(result)
-            if guard is not None:
-                for job in _suspects(guard, work, attackers):
-                    withdraw(job.key)
-                    yield from by_itself(job)
-                for key in attackers:  # what named an attacker among others needs no other culprit
-                    guard.explained_by(key)
+            yield from LocalBatch(work, {c.target: c for c in pending}, options, pool, **settle).records()
 
     return records
-
-
-def _suspects(guard: SignalGuard, work: list, attackers: set[str]) -> list:
-    """The jobs to grade again alone, each once: those named by an event no job could be tied to
-    (a stop, or an orphan's signal, while several ran), but the ones already convicted of an
-    attack (their verdict stands). Alone, whatever it does again is its own (SignalGuard.claim)."""
-    named = set(guard.suspects())
-    return [job for job in work if job.key in named and job.key not in attackers]
 
 
 def _raise_interrupt(signum, frame) -> None:

@@ -7,12 +7,13 @@ campaign scripts run), which returns the record's JSON.
 from __future__ import annotations
 
 import contextlib
-import os
+import shutil
+import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from reference.errors import InvalidArgument
@@ -20,6 +21,7 @@ from reference.errors import InvalidArgument
 from .. import static_scan
 from ..gpu_memory import gpu_name, sparse_huge_inputs
 from ..calls import ConventionError
+from ..costs import Costs
 from ..failures import headline, traceback_headline
 from ..isolation import (IsolatedImpl, Job, JobResult, LoadFailed, Pool, SignalEvent, default_memory_limit,
                          describe_signals, describe_stops)
@@ -29,10 +31,10 @@ from ..static_scan import Severity
 from ..timing import compile_summary
 from .bench import bench_candidate
 from .candidates import Candidate
-from .fit import fit_shapes
+from .fit import fitted
 from .gpu_lock import GpuLock
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
-from .parts import decided, merge_parts, part_count, split
+from .parts import PartSignal, decided, merge_parts, part_count, parts_at_once, split
 from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
 
@@ -89,10 +91,13 @@ def _isolated(target: str, options: GradeOptions, guard=None) -> IsolatedImpl:
     return impl
 
 
-def _start(impl: IsolatedImpl, record: GradeRecord, started: float) -> bool:
-    """Load the target in its worker; False (and a load_error record) if it cannot be used."""
+def _start(impl: IsolatedImpl, record: GradeRecord, started: float, hung: ImplLost | None = None) -> bool:
+    """Load the target in its worker; False (and a load_error record) if it cannot be used, or if
+    it ``hung`` while loading already (in the shape fit's probe: it would again)."""
     context = _cuda_context_meanwhile(impl.device)
     try:
+        if hung is not None:
+            raise hung
         impl.start()
     except ImplLost as lost:
         _finish(record, started, impl, verdict=Verdict.LOAD_ERROR,
@@ -149,7 +154,7 @@ def evaluate(
     the target has loaded in its worker, before fuzzing starts. A run of several parts (see
     :mod:`fuzz.grading.parts`) runs them one after the other in one worker, or, with
     ``side_by_side``, each beyond the first in a driver of its own, as many at once as the machine
-    has cores.
+    has idle CPUs (:func:`.parts.parts_at_once`; one: one after the other, here).
     """
     started = time.monotonic()
     if isinstance(candidate, str):
@@ -165,15 +170,12 @@ def evaluate(
             record.flags = [f.to_dict() for f in static_scan.scan(candidate.path)]
         except (SyntaxError, ValueError, OSError):
             pass  # the worker reports it as a load error
-    max_elements = options.max_elements
-    if not any(flag["flag"] == "no_triton_kernel" for flag in record.flags):  # the interpreter's cost
-        fit = fit_shapes(candidate.target, options, memory_limit=_memory_limit(options))
-        if fit is not None:
-            record.shape_fit, max_elements = fit.to_dict(), fit.max_elements
+    max_elements, hung = fitted(record, candidate.target, options, memory_limit=_memory_limit(options))
     parts = part_count(options)
-    each = split(options, parts, max_elements=max_elements) if parts > 1 else None
-    if each and side_by_side and (os.cpu_count() or 1) > 1:
-        merge_parts(record, decided(_side_by_side(candidate, each, reproducer_dir=reproducer_dir,
+    each = split(options, parts, max_elements=max_elements) if parts > 1 and hung is None else None
+    at_once = parts_at_once(parts) if each and side_by_side else 1
+    if at_once > 1:
+        merge_parts(record, decided(_side_by_side(candidate, each, at_once, reproducer_dir=reproducer_dir,
                                                   on_loaded=on_loaded)))
         if record.verdict is Verdict.PASS and _benches(options):
             _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
@@ -184,7 +186,7 @@ def evaluate(
     except InvalidArgument as exc:
         _finish(record, started, None, verdict=Verdict.LOAD_ERROR, reason=str(exc))
         return record
-    if not _start(impl, record, started):
+    if not _start(impl, record, started, hung):
         return record
     if on_loaded is not None:
         on_loaded()
@@ -218,7 +220,8 @@ def _fuzz(impl: IsolatedImpl, candidate: Candidate, options: GradeOptions, max_e
                  contract=options.declared(), checks=options.checks, profile=options.profile,
                  reproducer_dir=reproducer_dir, huge_offsets=options.huge_offsets,
                  max_elements=max_elements, time_limit=options.time_limit, target=candidate.target,
-                 backward=options.backward)
+                 backward=options.backward, shrink_seconds=options.shrink_seconds,
+                 stop=PartSignal(options.stop_dir) if options.stop_dir else None)
 
 
 def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: GradeRecord, *,
@@ -276,17 +279,27 @@ def _bench_alone(candidate: Candidate, options: GradeOptions, record: GradeRecor
         impl.close()
 
 
-def _side_by_side(candidate: Candidate, each: list[GradeOptions], *, reproducer_dir: Path | str,
+def _side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, *, reproducer_dir: Path | str,
                   on_loaded: Callable[[], None] | None) -> list[GradeRecord]:
     """Part 0 here (so ``on_loaded`` is called as the target loads), the others at the same time in
     the drivers of a pool run from a thread, each in a worker of its own: the same parts, in part
-    order, as one after another."""
+    order, as one after another. The first part to fail stops the others (:class:`.parts.PartSignal`)."""
+    signals = tempfile.mkdtemp(prefix="lse-fuzz-parts-")
+    try:
+        return _parts_side_by_side(candidate, [replace(options, stop_dir=signals) for options in each], at_once,
+                                   reproducer_dir=reproducer_dir, on_loaded=on_loaded)
+    finally:
+        shutil.rmtree(signals, ignore_errors=True)
+
+
+def _parts_side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, *,
+                        reproducer_dir: Path | str, on_loaded: Callable[[], None] | None) -> list[GradeRecord]:
     later = each[1:]
     jobs = [grading_job(str(index), candidate, options.to_wire(), Path(reproducer_dir).resolve())
             for index, options in enumerate(later, start=1)]
     results: dict[int, JobResult] = {}
     failure: list[BaseException] = []
-    with Pool(min(len(later), (os.cpu_count() or 1) - 1), environ=driver_environment(each[0])) as pool:
+    with Pool(at_once - 1, environ=driver_environment(each[0])) as pool:
         def run_later() -> None:
             try:
                 for result in pool.run(jobs):
@@ -379,6 +392,7 @@ def _record_lost(record: GradeRecord, lost: ImplLost) -> None:
 
 def _record_result(record: GradeRecord, result: CheckResult) -> Verdict:
     record.result = result.to_dict()
+    record.costs = record.result["costs"]
     record.slow = record.result["slow"]
     record.examples = result.examples
     record.check = result.check
@@ -400,6 +414,8 @@ def _finish(record: GradeRecord, started: float, impl: IsolatedImpl | None, *, v
             reason: str | None = None, details: str | None = None) -> None:
     if impl is not None:
         impl.close()
+        if record.costs is not None:  # the worker's start is the run's too
+            record.costs = Costs.from_dict(record.costs).add(Costs(worker_start_seconds=impl.load_seconds)).to_dict()
         record.calls = impl.calls
         record.candidate_seconds = round(impl.candidate_seconds, 3)
         record.compiles = compile_summary(impl.compiles)  # also for a worker lost mid-compile

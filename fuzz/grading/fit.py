@@ -32,10 +32,12 @@ import torch
 import reference
 
 from ..isolation import IsolatedImpl
+from ..outcomes import ImplLost, Outcome
 from ..strategies import default_max_elements
 from .options import GradeOptions
+from .record import GradeRecord
 
-__all__ = ["FLOOR", "PROBE_COLS", "TARGET", "TRIGGER", "ShapeFit", "fit_shapes"]
+__all__ = ["FLOOR", "PROBE_COLS", "TARGET", "TRIGGER", "ShapeFit", "fit_shapes", "fitted"]
 
 PROBE_COLS = 8192
 TRIGGER = 32.0  # fitted only when the longest row costs more than this many times the reference's
@@ -89,9 +91,15 @@ def _slowest_config(impl: IsolatedImpl, x: torch.Tensor, repeats: int) -> float:
     return slowest
 
 
+def _hung_while_loading(exc: BaseException, impl: IsolatedImpl | None) -> bool:
+    return isinstance(exc, ImplLost) and exc.outcome is Outcome.TIMEOUT and impl is not None and impl.calls == 0
+
+
 def fit_shapes(target: str, options: GradeOptions, *, memory_limit: int | None = None) -> ShapeFit | None:
     """The fitted cap for ``target`` under ``options`` (see the module docstring); None when the
-    run keeps the defaults: not on the CPU, a cap given, cheap enough, or a probe that failed."""
+    run keeps the defaults: not on the CPU, a cap given, cheap enough, or a probe that failed.
+    :class:`fuzz.outcomes.ImplLost` (a timeout) when the target did not load in the probe's worker
+    within the load deadline: the run's verdict, found once, not a second time by the run."""
     if not options.device.startswith("cpu") or options.max_elements is not None or not options.fit_shapes:
         return None
     default = default_max_elements("cpu")
@@ -100,8 +108,11 @@ def fit_shapes(target: str, options: GradeOptions, *, memory_limit: int | None =
         # Inside: where the reference cannot run (a process compiling Triton for CUDA refuses a
         # CPU row), there is nothing to fit against, and the run goes on with the defaults.
         reference_seconds = _best(reference.lse, _row(default), repeats=3)
+        # One deadline per call (no calibrated second one): a probe that hangs costs its slot a minute,
+        # and the run then finds the hang itself.
         impl = IsolatedImpl(target, device="cpu", call_timeout=max(options.call_timeout, 60.0), timeout=300.0,
-                            memory_limit=memory_limit, threads=1).start()
+                            memory_limit=memory_limit, threads=1, calibrate=None)
+        impl.start()
         probe = _slowest_config(impl, _row(PROBE_COLS), repeats=1)
         per_column = probe / PROBE_COLS
         if per_column * default <= TRIGGER * reference_seconds / 2:
@@ -116,10 +127,28 @@ def fit_shapes(target: str, options: GradeOptions, *, memory_limit: int | None =
             cols //= 2
         seconds = _slowest_config(impl, _row(cols), repeats=2)
     except BaseException as exc:  # whatever the candidate does wrong, the run itself will report
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+        if isinstance(exc, KeyboardInterrupt) or _hung_while_loading(exc, impl):
+            raise  # its import hangs: loading it again for the run would hang as long
         return None
     finally:
         if impl is not None:
             impl.close()
     return None if cols == default else ShapeFit(cols, default, seconds, reference_seconds)
+
+
+def fitted(record: GradeRecord, target: str, options: GradeOptions, *,
+           memory_limit: int | None = None) -> tuple[int | None, ImplLost | None]:
+    """(The element cap of ``record``'s run, None) or (None, what became of the probe's worker when
+    it hung while loading the target: the run's verdict, not to be found a second time by the run).
+    The cap is ``options``' own, or fitted (:func:`fit_shapes`, noted in ``record``) for a candidate
+    with a Triton kernel."""
+    if any(flag["flag"] == "no_triton_kernel" for flag in record.flags):  # only kernels pay the interpreter
+        return options.max_elements, None
+    try:
+        fit = fit_shapes(target, options, memory_limit=memory_limit)
+    except ImplLost as lost:
+        return None, lost
+    if fit is None:
+        return options.max_elements, None
+    record.shape_fit = fit.to_dict()
+    return fit.max_elements, None

@@ -7,12 +7,17 @@ journal is removed whenever the grader ends a run itself (finished, interrupted,
 an exception). So entries found by ``--resume`` are the candidates in flight when the grader died
 without getting a word in.
 
-``--resume`` then grades those suspects first, each alone (written down as alone); one that was
-already in flight alone when the grader died is not run again: it gets ``crash``, "the grader
-died while it ran alone". An innocent neighbour that was merely in flight beside it runs alone
-and gets its own verdict. (The grader dying of something else while a suspect runs alone, a power
+``--resume`` then grades those suspects first, each alone (written down as alone), the one that
+started last first (a killer kills with its first calls); one that was already in flight alone
+when the grader died is not run again: it gets ``crash``, "the grader died while it ran alone".
+An innocent neighbour run alone before it gets its own verdict; once the killer is convicted, the
+neighbours in flight beside it at that death need no run alone and are graded as any other, side
+by side. (The grader dying of something else while a suspect runs alone, a power
 cut or the machine's out-of-memory killer, convicts that suspect too; its reason says what was
-seen, not what was proven.) Entries hold the candidate's file hash and the options' key: a
+seen, not what was proven.) A candidate whose record is written but which is still to be graded
+again alone (a suspect of a stop or of an orphan's signal, :mod:`fuzz.grading.batch`) is written
+down as in doubt until it is: should the grader die first, ``--resume`` grades it alone too,
+whatever its record says. Entries hold the candidate's file hash and the options' key: a
 changed file or other options start afresh.
 """
 
@@ -88,19 +93,63 @@ class Journal:
 
     def suspects(self, pending: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
         """(Convicted, suspects) among ``pending``: in flight alone when the grader died, and in
-        flight beside others; each in ``pending``'s order."""
-        alone, seen = set(), set()
+        flight beside others when it died, the one started last first (an attack comes with a
+        candidate's first calls); convicted in ``pending``'s order. A candidate in flight beside
+        others only in runs whose death a convicted one explains (it was in flight then too) is
+        neither: it needs no run alone, and is graded as any other."""
+        alone, deaths = set(), []  # each dead run's candidates in the order they started
         for entry in self._entries():
+            if "run" in entry:
+                deaths.append([])
+                continue
+            if "doubted" in entry:
+                continue
             ident = (entry.get("target"), entry.get("sha256"))
-            seen.add(ident)
+            if entry.get("cleared") is True:  # its short run alone ended and the grader lived
+                alone.discard(ident)
+                continue
             if entry.get("alone") is True:
                 alone.add(ident)
+            if deaths:
+                deaths[-1].append(ident)
+        explained = [death for death in deaths if alone & set(death)]
+        suspected = [ident for death in deaths if death not in explained for ident in reversed(death)]
+        suspected += sorted(self.in_doubt())  # another attack's suspects: no death explains them
+        by_ident = {(c.target, c.sha256): c for c in pending}
         convicted = [c for c in pending if (c.target, c.sha256) in alone]
-        suspects = [c for c in pending if (c.target, c.sha256) in seen and (c.target, c.sha256) not in alone]
+        suspects = [by_ident[ident] for ident in dict.fromkeys(suspected) if ident in by_ident and ident not in alone]
         return convicted, suspects
 
-    def started(self, candidate: Candidate, *, alone: bool) -> None:
-        self._append({"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "alone": alone})
+    def doubted(self, candidate: Candidate, doubt: bool = True) -> None:
+        """``candidate``'s record is written, but it is a suspect of a stop or an orphan's signal
+        that no candidate could be tied to yet, to be graded again alone after the batch (``doubt``
+        False: no longer, it was). Should the grader die before, ``--resume`` grades it alone
+        first, whatever its record says (:meth:`in_doubt`)."""
+        self._append({"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "doubted": doubt})
+
+    def in_doubt(self) -> set[tuple[str, str | None]]:
+        """(target, sha256) of the candidates whose records a dead run left in doubt (:meth:`doubted`)."""
+        doubts: dict[tuple, bool] = {}
+        for entry in self._entries():
+            if isinstance(entry.get("doubted"), bool):
+                doubts[(entry.get("target"), entry.get("sha256"))] = entry["doubted"]
+        return {ident for ident, doubt in doubts.items() if doubt}
+
+    def started(self, candidate: Candidate, *, alone: bool, short: bool = False) -> None:
+        """``candidate`` starts (``alone``: nothing else in flight; ``short``: a short run, which shows
+        an attack, not a verdict)."""
+        entry = {"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "alone": alone}
+        self._append(dict(entry, short=True) if short else entry)
+
+    def cleared(self, candidate: Candidate) -> None:
+        """``candidate``'s short run alone ended, and the grader lived: it killed nothing (it is
+        graded beside the others next)."""
+        self._append({"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "cleared": True})
+
+    def checked(self) -> set[str]:
+        """The targets that had a short run alone already (:meth:`started`): suspected of a death
+        again, they are graded alone in full."""
+        return {entry["target"] for entry in self._entries() if entry.get("short") is True and "target" in entry}
 
     def _append(self, entry: dict) -> None:
         with open(self.path, "a", encoding="utf-8") as f:

@@ -70,6 +70,9 @@ class GradeOptions:
     fit_shapes: bool = True  # on the CPU, without max_elements: fit the cap to the candidate's cost (grading.fit)
     profile: str | None = None
     parts: int | None = None  # the examples' split into runs of derived seeds (grading.parts); None: the device's default
+    shrink_seconds: float | None = None  # the budget of a failure's shrinking; None: the device's default (fuzz.shrinking)
+    # Where the parts of one run side by side tell each other of a failure (grading.parts.PartSignal): not an option.
+    stop_dir: str | None = field(default=None, repr=False)
     bench: bool = False
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
     bench_dtype: str = "float32"
@@ -93,6 +96,7 @@ class GradeOptions:
         validate.seconds(self.compile_timeout, name=name("compile_timeout"))
         validate.seconds(self.timeout, name=name("timeout"), optional=True)
         validate.seconds(self.time_limit, name=name("time_limit"), optional=True)
+        validate.seconds(self.shrink_seconds, name=name("shrink_seconds"), optional=True, zero=True)
         if self.private_seed is not None and not str(self.private_seed):
             raise InvalidArgument(f"{name('private_seed')}=''; give a non-empty secret, or leave the option out.")
         if self.parts is not None:
@@ -158,6 +162,7 @@ class GradeOptions:
         """The options as written to reports: the private seed only as a yes/no."""
         data = asdict(self)
         derived = data.pop("derived_seed")
+        data.pop("stop_dir")
         data["private_seed"] = self.private_seed is not None or derived is not None
         data["checks"] = None if self.checks is None else list(self.checks)
         data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
@@ -199,16 +204,16 @@ class GradeOptions:
 
 
 def torch_threads(options: GradeOptions) -> int:
-    """Torch intra-op threads for each process of a run: a driver (or ``check``) and its worker.
+    """Torch intra-op threads for each process of a run: a driver (or ``check``) and its worker: one.
 
-    One on the CPU, where the fuzzing process's tensors are small and an OpenMP pool spins against
-    the worker's on the same cores (measured: 10x slower calls on 2 cores). On CUDA, an equal share
-    of the cores among the 2 * jobs processes: 16 threads in each of 28 processes on a 16-core GPU
-    host measured about 2 s of host time per example.
+    An example holds at most a few hundred thousand elements, and on a GPU the oracle and the calls
+    run there: an intra-op pool saves nothing on such sizes and costs much when processes share
+    the cores (a run's parts, checks started together, grading -j N). Measured: 10x slower calls
+    on 2 cores with an OpenMP pool per process; on a 16-core GPU host, 16 threads in each of 28
+    processes cost about 2 s of host time per example.
     """
-    if options.device.startswith("cpu"):
-        return 1
-    return max(1, (os.cpu_count() or 1) // (2 * max(1, options.jobs)))
+    del options
+    return 1
 
 
 def use_torch_threads(options: GradeOptions) -> None:

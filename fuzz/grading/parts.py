@@ -16,22 +16,30 @@ examples are split into :data:`GPU_PARTS` parts: side by side, their compiles ru
 (the parts share Triton's disk cache, so a binary one part compiled is a cache hit for the others).
 
 A run of several parts fails when any part fails; the report shows the first failing part (in
-part order, so the verdict does not depend on which finished first) and adds the examples, calls
-and times of the parts up to it. Parts run one after another stop there: the parts after it could
-not change the verdict.
+part order) and adds the examples, calls and times of the parts up to it. Parts run one after
+another stop there: the parts after it could not change the verdict. Parts run side by side stop
+each other (:class:`PartSignal`): the first part to find a failure says so, and every part that
+has found none ends at its next example, so a verdict waits for one failure's shrinking, not for
+the passing parts' whole runs. Which part's failure is shown can then depend on which found its
+failure first; the verdict cannot.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 from dataclasses import replace
+from pathlib import Path
 
+from ..costs import Costs
 from ..outcomes import Verdict
 from ..timing import merge_compile_summaries
 from .record import GradeRecord
 from .options import GradeOptions
 
-__all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "decided", "merge_parts", "part_count", "split"]
+__all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "PartSignal", "decided", "merge_parts", "part_count",
+           "parts_at_once", "split"]
 
 CPU_PARTS = 2
 GPU_PARTS = 4
@@ -46,6 +54,35 @@ def part_count(options: GradeOptions) -> int:
         return min(options.parts, options.budget)
     default = CPU_PARTS if options.device.startswith("cpu") else GPU_PARTS
     return max(1, min(default, options.budget // MIN_PART_BUDGET))
+
+
+def parts_at_once(parts: int) -> int:
+    """How many of a run's ``parts`` run at once (the others wait for a free slot): one per CPU
+    idle now, at least one. Several checks started together (a script, a CI matrix, grading by
+    hand) would otherwise start a worker per part each, and their compiles and CUDA contexts fight
+    for the same CPUs. Which examples run does not depend on it, only when."""
+    return max(1, min(parts, _idle_cpus()))
+
+
+def _idle_cpus(window: float = 0.2) -> int:
+    """CPUs idle over the next ``window`` seconds (this process sleeps meanwhile), from the
+    machine's idle time in /proc/stat; every CPU where that cannot be read."""
+    cpus = os.cpu_count() or 1
+
+    def times() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                fields = [int(value) for value in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return sum(fields[3:5]), sum(fields)  # idle + iowait, all
+
+    before = times()
+    time.sleep(window)
+    after = times()
+    if before is None or after is None or after[1] <= before[1]:
+        return cpus
+    return round(cpus * (after[0] - before[0]) / (after[1] - before[1]))
 
 
 def _part_seed(seed: int, index: int) -> int:
@@ -64,6 +101,24 @@ def split(options: GradeOptions, parts: int, *, max_elements: int | None) -> lis
     return [replace(options, budget=share + (index < extra), private_seed=None, derived_seed=_part_seed(seed, index),
                     parts=1, max_elements=max_elements, fit_shapes=False, bench=False)
             for index in range(parts)]
+
+
+class PartSignal:
+    """The parts of one run side by side tell each other of a failure through files in one
+    directory, one per part that failed, named by its process (each part runs in a process of its
+    own): a :class:`fuzz.runner.RunStop`."""
+
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.directory, self.name = Path(directory), f"failed-{os.getpid()}"
+
+    def failed(self) -> None:
+        (self.directory / self.name).touch()
+
+    def others_failed(self) -> bool:
+        try:
+            return any(name != self.name for name in os.listdir(self.directory))
+        except OSError:  # the run is over and its directory gone: nothing to stop for
+            return False
 
 
 def decided(parts: list[GradeRecord]) -> list[GradeRecord]:
@@ -97,6 +152,8 @@ def merge_parts(record: GradeRecord, parts: list[GradeRecord]) -> GradeRecord:
                 seen.add((flag["flag"], flag["message"]))
                 record.flags.append(flag)
     record.slow = [call for part in parts for call in part.slow]
+    costs = [Costs.from_dict(part.costs) for part in parts if part.costs is not None]
+    record.costs = sum(costs[1:], costs[0]).to_dict() if costs else None  # the parts' workers and time summed
     record.compiles = merge_compile_summaries([part.compiles for part in parts])
     record.noise = next((part.noise for part in parts if part.noise), None)
     record.parts = [{"part": index, "verdict": part.verdict.value, "check": part.check, "examples": part.examples,

@@ -223,6 +223,10 @@ def format_record(record: GradeRecord) -> str:
     details = (record.details or "").rstrip()
     if verdict in (Verdict.FAIL, Verdict.ERROR) and details:
         lines += ["  " + line for line in details.splitlines()]
+        if (record.costs or {}).get("shrink_stopped"):
+            budget = options.get("shrink_seconds")
+            lines.append(f"  shrinking stopped at its budget{f' of {budget:g} s' if budget else ''} (--shrink-seconds): "
+                         "this is the smallest failing input found by then")
     else:
         lines.append(f"  {record.reason}")
         example = record.counterexample

@@ -1,11 +1,15 @@
-"""What a child of the fork server sees: a scrubbed environment, an import path, resource limits."""
+"""What a child of the fork server sees: a scrubbed environment, an import path, resource limits
+(and, once a worker ran into one, the limit named with its value: :func:`breached`)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import sys
 from pathlib import Path
+
+from ..outcomes import Limit, Outcome, describe_limit
 
 FILE_SIZE_LIMIT = 256 << 20
 """RLIMIT_FSIZE of a worker: a candidate printing in a loop cannot fill the disk."""
@@ -85,6 +89,28 @@ def default_memory_limit(device: str, *, jobs: int = 1, total: int | None = None
         except (ValueError, OSError):
             total = 16 << 30
     return max(MEMORY_FLOOR, min(MEMORY_CAP, total // (2 * max(1, jobs))))
+
+
+def breached(outcome: Outcome, *, memory_limit: int | None, printed: int) -> str:
+    """The resource limit of a worker that ``outcome`` is the breach of, with its value and how it
+    was met ('the worker exceeded the output-file-size limit of 256 MiB (...)'); "" when it is none
+    of them (or, out of memory, when the worker has no address-space limit: a GPU's). The worker had
+    ``memory_limit`` bytes for the candidate and ``printed`` as many bytes to its larger stream."""
+    limit = outcome.limit
+    if limit is Limit.FILE_SIZE:
+        return describe_limit(limit, FILE_SIZE_LIMIT, how="it printed past it: its stdout and stderr are captured "
+                              "to files" if printed >= FILE_SIZE_LIMIT else "it wrote a file past it")
+    if limit is Limit.ADDRESS_SPACE and memory_limit:
+        return describe_limit(limit, memory_limit + INPUT_RESERVE, how=(
+            f"the candidate's memory limit of {memory_limit / (1 << 30):.3g} GiB, --memory-limit, and "
+            f"{INPUT_RESERVE >> 30} GiB kept for its inputs, above what the worker mapped at its start"))
+    if limit is Limit.CPU_TIME:
+        inherited, _ = resource.getrlimit(resource.RLIMIT_CPU)  # the workers have the grader's own
+        if inherited != resource.RLIM_INFINITY:
+            return describe_limit(limit, inherited, how="inherited from the process that started the grader: "
+                                  "ulimit -t; killed by SIGXCPU")
+        return describe_limit(limit, None, how="one the candidate set itself: the grader sets none; killed by SIGXCPU")
+    return ""
 
 
 def fork_server_environment(env: dict[str, str]) -> dict[str, str]:

@@ -53,7 +53,8 @@ def test_the_output_dtype_policy_is_what_output_contract_enforces(tmp_path):
     def half_out(x):  # the input's dtype: fine under "either" and "input", not under "float32"
         return torch.logsumexp(x, dim=1)
 
-    options = dict(budget=40, seed=0, reproducer_dir=tmp_path, dtypes="float16", huge_offsets=False)
+    # Rows of at most 65504: torch.logsumexp's float16 sum overflows past them (docs/bugs-found.md).
+    options = dict(budget=40, seed=0, reproducer_dir=tmp_path, dtypes="float16", huge_offsets=False, max_n=65504)
     assert fuzz.check(half_out, output_dtype="either", **options).passed
     assert fuzz.check(half_out, output_dtype="input", **options).passed
     result = fuzz.check(half_out, output_dtype="float32", **options)

@@ -10,12 +10,14 @@ from fuzz.failures import CheckFailure, ImplError, exception_chain
 from fuzz.outcomes import (
     CHECK_EXIT_CODES,
     ExitCode,
+    Limit,
     MutantStatus,
     Outcome,
     Status,
     Verdict,
     call_outcome,
     describe_exit,
+    describe_limit,
     is_compile_error,
     mutant_status,
     run_status,
@@ -29,11 +31,14 @@ CALLS = [
     ({}, Outcome.RETURNED),
     ({"error_kind": "exception"}, Outcome.RAISED),
     ({"error_kind": "out_of_memory"}, Outcome.OUT_OF_MEMORY),
+    ({"error_kind": "file_size_limit"}, Outcome.FILE_SIZE_LIMIT),  # a write refused with EFBIG
     ({"error_kind": "cuda_error"}, Outcome.CRASHED),
     ({"exit_requested": True}, Outcome.EXITED),
     ({"returncode": -signal.SIGSEGV}, Outcome.CRASHED),
     ({"returncode": -signal.SIGABRT}, Outcome.CRASHED),
     ({"returncode": -signal.SIGKILL}, Outcome.CRASHED),
+    ({"returncode": -signal.SIGXFSZ}, Outcome.FILE_SIZE_LIMIT),  # the kernel's, past RLIMIT_FSIZE
+    ({"returncode": -signal.SIGXCPU}, Outcome.CPU_TIME_LIMIT),  # the kernel's, past RLIMIT_CPU
     ({"returncode": 0}, Outcome.EXITED),
     ({"returncode": 3}, Outcome.EXITED),
     ({"timed_out": True}, Outcome.TIMEOUT),
@@ -54,9 +59,11 @@ def test_only_returned_and_raised_keep_the_worker():
     (-signal.SIGSEGV, "was killed by SIGSEGV (segmentation fault"),
     (-signal.SIGABRT, "was killed by SIGABRT (abort"),
     (-signal.SIGKILL, "out-of-memory killer"),
+    (-signal.SIGXFSZ, "past the worker's output-file-size limit"),
+    (-signal.SIGXCPU, "past its CPU-time limit"),
     (3, "exited with code 3"),
     (None, "exit code is unknown"),
-], ids=["segv", "abrt", "kill", "exit3", "unknown"])
+], ids=["segv", "abrt", "kill", "xfsz", "xcpu", "exit3", "unknown"])
 def test_describe_exit_names_the_signal_and_a_likely_cause(code, text):
     assert text in describe_exit(code)
 
@@ -87,6 +94,8 @@ VERDICTS = [
     ({"outcome": Outcome.CRASHED}, Verdict.CRASH),
     ({"outcome": Outcome.EXITED}, Verdict.CRASH),
     ({"outcome": Outcome.OUT_OF_MEMORY}, Verdict.CRASH),
+    ({"outcome": Outcome.FILE_SIZE_LIMIT}, Verdict.CRASH),  # a resource limit: a crash, never a failure
+    ({"outcome": Outcome.CPU_TIME_LIMIT}, Verdict.CRASH),
     ({"outcome": Outcome.RAISED}, Verdict.ERROR),
     ({"status": Status.PASSED}, Verdict.PASS),
     ({"status": Status.FAILED}, Verdict.FAIL),
@@ -206,9 +215,22 @@ def test_an_old_timed_out_outcome_is_still_read():
 
 
 @pytest.mark.parametrize("outcome, words", [(Outcome.TIMEOUT, "timed out"), (Outcome.OUT_OF_MEMORY, "out of memory"),
-                                            (Outcome.CRASHED, "crashed")])
+                                            (Outcome.CRASHED, "crashed"),
+                                            (Outcome.FILE_SIZE_LIMIT, "ran into a resource limit"),
+                                            (Outcome.CPU_TIME_LIMIT, "ran into a resource limit")])
 def test_an_outcome_in_words(outcome, words):
     assert outcome.describe() == words
+
+
+def test_each_resource_limit_is_one_outcome_and_named_with_its_value():
+    assert {o: o.limit for o in Outcome if o.limit is not None} == {
+        Outcome.OUT_OF_MEMORY: Limit.ADDRESS_SPACE, Outcome.FILE_SIZE_LIMIT: Limit.FILE_SIZE,
+        Outcome.CPU_TIME_LIMIT: Limit.CPU_TIME}
+    assert describe_limit(Limit.FILE_SIZE, 64 << 20, how="it wrote to stdout/stderr past it") == \
+        "the worker exceeded the output-file-size limit of 64 MiB (it wrote to stdout/stderr past it)"
+    assert describe_limit(Limit.ADDRESS_SPACE, 22 << 30) == "the worker exceeded the address-space limit of 22 GiB"
+    assert describe_limit(Limit.CPU_TIME, 900) == "the worker exceeded the CPU-time limit of 900 s"
+    assert describe_limit(Limit.CPU_TIME, None) == "the worker exceeded the CPU-time limit"
 
 
 def test_no_verdict_of_a_run_is_not_run():

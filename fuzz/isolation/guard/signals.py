@@ -54,7 +54,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..processes import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl, stat_fields
@@ -125,6 +126,11 @@ class SignalEvent:
     def suspects(self) -> tuple[str, ...]:
         """The jobs it would be an attack by, had they done it."""
         return tuple(key for key in self.in_flight if key != self.owner)
+
+    @property
+    def kind(self) -> tuple[int, Stopped | None]:
+        """What was done: the signal sent, or the kind of process stopped."""
+        return self.signum, self.stopped
 
     @property
     def name(self) -> str:
@@ -322,11 +328,25 @@ class SignalGuard:
         with self._lock:
             return list(dict.fromkeys(key for event in self.events for key in event.suspects))
 
-    def explained_by(self, key: str) -> list[SignalEvent]:
-        """Take off the list the unclaimed events that name ``key`` among their suspects, once it is
-        convicted of an attack on the grading: they need no other culprit."""
+    def suspicion(self) -> Counter[str]:
+        """How many of the events no job could be tied to name each job among their suspects (as
+        :meth:`suspects`): an attacker is named by each of its attacks, a neighbour only by those
+        it ran beside."""
+        if not self.active:
+            return Counter()
+        self._settle()
         with self._lock:
-            explained = [event for event in self.events if key in event.suspects]
+            return Counter(key for event in self.events for key in event.suspects)
+
+    def explained_by(self, key: str, like: Sequence[SignalEvent] | None = None) -> list[SignalEvent]:
+        """Take off the list the unclaimed events that name ``key`` among their suspects, once it is
+        convicted of an attack on the grading: they need no other culprit. With ``like`` (the
+        events it was convicted of), only the events of their kinds (the same signal, or a stop of
+        the same kind of process): one convicted of signalling the grader explains no stop."""
+        kinds = None if like is None else {event.kind for event in like}
+        with self._lock:
+            explained = [event for event in self.events
+                         if key in event.suspects and (kinds is None or event.kind in kinds)]
             self.events = [event for event in self.events if event not in explained]
         return explained
 

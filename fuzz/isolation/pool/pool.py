@@ -42,7 +42,7 @@ from ..environment import fork_server_environment, worker_environment, worker_sy
 from ..fork_server.child import Child
 from ..fork_server.client import ZYGOTE_ADDRESS_ENV, Zygote, zygote_for
 from ..guard import signals
-from ..guard.blame import StopBlame
+from ..guard.blame import LINGER, StopBlame
 from ..guard.signals import SignalEvent, Stopped
 from ..guard.stops import RESUMED_BY_POOL_ENV, sweep, unwatch, watch
 from .gpus import VISIBLE
@@ -74,6 +74,19 @@ class JobResult:
     killed_fork_server: bool = False  # CRASHED: run alone, the job killed the fork server (it is the culprit)
     killed_its_driver: bool = False  # CRASHED/EXITED: run alone, its driver died again (it is the culprit)
     processes: tuple[int, ...] = ()  # the pids of the workers its driver started for it (to blame signals)
+
+
+@dataclass(frozen=True)
+class _Casualty:
+    """A job whose driver died: the jobs in flight ``beside`` it then (any of them may have killed
+    it; itself included), how many seconds it had ``ran``, whether it ``had_a_worker`` (where a
+    candidate's code runs), and whether it is ``cleared``: a job beside it was convicted since."""
+
+    job: Job
+    beside: frozenset[str]
+    ran: float
+    had_a_worker: bool
+    cleared: bool = False
 
 
 class _Driver:
@@ -193,15 +206,27 @@ class Pool:
 
         A driver runs trusted code, so one that dies was killed: by the job it ran, or by another
         job's process (one that kills the fork server takes every driver with it, and a candidate
-        can signal a sibling driver). Such jobs run again at the end, each alone: an innocent one
-        gets its own result, and one whose driver dies again while nothing else ran is the culprit
-        (``killed_fork_server`` or ``killed_its_driver``). Closing the iterator early (or Ctrl-C)
-        kills the drivers still running.
+        can signal a sibling driver). Such jobs run again at the end, alone, the likeliest culprit
+        first (one that had started a worker, as a candidate's code runs there, and of those the one
+        that died soonest after it started: an attack comes with the first calls). One whose driver
+        dies again while nothing else ran is the culprit (``killed_fork_server`` or
+        ``killed_its_driver``), and what it was in flight for needs no other culprit: the jobs
+        that died beside it run again together, as jobs of the pool, not each alone. An innocent
+        one run alone gets its own result. Closing the iterator early (or Ctrl-C) kills the
+        drivers still running.
         """
-        casualties: list[Job] = []
+        casualties: list[_Casualty] = []
         yield from self._run(jobs, self.workers, casualties)
-        for job in casualties:
-            for result in self._run([job], 1, None):
+        while casualties:
+            cleared = [c for c in casualties if c.cleared]
+            if cleared:
+                for casualty in cleared:
+                    casualties.remove(casualty)
+                yield from self._run([c.job for c in cleared], self.workers, casualties)
+                continue
+            suspect = min(casualties, key=lambda c: (not c.had_a_worker, c.ran))
+            casualties.remove(suspect)
+            for result in self._run([suspect.job], 1, None):
                 if result.fork_server_died:
                     result = replace(result, outcome=Outcome.CRASHED, killed_fork_server=True,
                                      detail="it killed the fork server that starts every driver and worker "
@@ -211,8 +236,12 @@ class Pool:
                                      detail="its grading driver died while it ran, also when it ran again alone: "
                                             "something it does kills the process that grades it\n" + result.detail)
                 yield result
+                if result.killed_fork_server or result.killed_its_driver:
+                    # The deaths it was in flight for were its doing.
+                    casualties[:] = [replace(c, cleared=True) if suspect.job.key in c.beside else c
+                                     for c in casualties]
 
-    def _run(self, jobs: Iterable[Job], workers: int, casualties: list[Job] | None) -> Iterator[JobResult]:
+    def _run(self, jobs: Iterable[Job], workers: int, casualties: list[_Casualty] | None) -> Iterator[JobResult]:
         """The loop of :meth:`run` with at most ``workers`` drivers. A job whose driver died goes
         to ``casualties`` instead of being yielded (when that is a list); when it is None, the job
         is yielded with ``fork_server_died`` saying whether its fork server died too."""
@@ -254,7 +283,11 @@ class Pool:
                         idle.append(driver)
                     else:  # the driver died
                         if casualties is not None:
-                            casualties.append(result.job)
+                            # Beside it: every job in flight now or a moment ago (the drivers of one
+                            # death are found one after another), itself included.
+                            beside = frozenset(self.in_flight(time.monotonic() - LINGER))
+                            casualties.append(_Casualty(result.job, beside, result.seconds,
+                                                        had_a_worker=bool(result.processes)))
                             continue
                         # Its own fork server (a dead one is replaced by the next driver started).
                         result = replace(result, fork_server_died=not driver.child.server.alive())

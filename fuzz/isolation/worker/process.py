@@ -17,7 +17,8 @@ Replies (worker -> parent):
   {"op": "ready"} | {"op": "load_failed", "message": ..., "chain": [...], "harness": bool}   after loading the target
   {"op": "returned", "output": {..., "id": n}, "held": [ids], "ops": {flag: [operators]}, "input_changed": bool}
                                       + output frame, + each held output's bytes now, + input frame if changed
-  {"op": "raised", "kind": "exception" | "out_of_memory" | "cuda_error" | "harness", "type", "message", "traceback", "chain"}
+  {"op": "raised", "kind": "exception" | "out_of_memory" | "file_size_limit" | "cuda_error" | "harness", "type",
+   "message", "traceback", "chain"}
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
   {"op": "compiling", ...} / {"op": "compiled", ...}   before a reply: a compiler ran (compile_watch)
 """
@@ -45,6 +46,7 @@ from ..wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_mes
 from . import compile_watch
 from .appearance import look_ordinary
 from .bench_input import seeded_input
+from .error_kind import error_kind
 from .op_record import OpRecord, recording
 from .shared_input import receive_descriptor
 
@@ -86,8 +88,7 @@ def worker_main(channel_fd: int, args: dict) -> int:
     # pins one configuration per example (only this process can find the candidate's kernels).
     autotune.install()
     tuners = autotune.discover(impl)
-    if os.environ.get(specialization.ENV):  # the fuzzer's own benchmark counts what Triton would compile
-        specialization.install(os.environ[specialization.ENV])
+    specialization.install(os.environ.get(specialization.ENV) or None)  # its compiles, counted (and listed in ENV)
     send_message(conn, {
         "op": "ready",
         "pid": os.getpid(),
@@ -187,18 +188,6 @@ def _flush() -> None:
             stream.flush()
         except Exception:
             pass
-
-
-def _error_kind(exc: BaseException) -> str:
-    """How the parent should treat what the candidate raised."""
-    text = str(exc)
-    if isinstance(exc, MemoryError) or isinstance(exc, getattr(torch, "OutOfMemoryError", ())) \
-            or "can't allocate memory" in text or "out of memory" in text:
-        return "out_of_memory"
-    if "CUDA error" in text or "illegal memory access" in text or "device-side assert" in text \
-            or type(exc).__name__ == "AcceleratorError":
-        return "cuda_error"  # the CUDA context is unusable after these
-    return "exception"
 
 
 class _WorkerState:
@@ -387,7 +376,8 @@ class _WorkerState:
         if removed[0]:
             ops["runtime_record_removed"] = []
         send_message(conn, {"op": "returned", "output": output, "input_changed": changed is not None,
-                            "held": held, "ops": ops, "seconds": seconds, "configs": pinning.lines()},
+                            "held": held, "ops": ops, "seconds": seconds, "configs": pinning.lines(),
+                            "variants": specialization.launched()},
                      tuple(frames))
 
     def _describe_output(self, out, x) -> tuple[dict, list]:
@@ -489,7 +479,7 @@ def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", sec
         text = "".join(lines)
     send_message(conn, {
         "op": "raised",
-        "kind": kind or _error_kind(exc),
+        "kind": kind or error_kind(exc),
         "type": type(exc).__name__,
         "message": str(exc)[:4000],
         "traceback": text[-20000:],
@@ -497,4 +487,5 @@ def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", sec
         "during": during,
         "seconds": seconds,
         "configs": configs or [],
+        "variants": specialization.launched(),
     })

@@ -31,8 +31,9 @@ What a call can end in (:class:`fuzz.outcomes.Outcome`, mapped by :func:`fuzz.ou
   as a stand-in with the same type name), and the checks judge it;
 * it raised: :class:`CandidateRaised` (an ``Exception``) carries the worker's traceback and
   exception chain, and the runner reports it as the implementation's error; the worker lives on;
-* the worker died (segfault, abort, ``sys.exit``, ``os._exit``), hung, or ran out of memory:
-  :class:`fuzz.outcomes.ImplLost`, which stops the run at once.
+* the worker died (segfault, abort, ``sys.exit``, ``os._exit``), hung, ran out of memory or into
+  another of its resource limits (a write past the output-file-size limit, a CPU-time limit; the
+  detail names the limit and its value): :class:`fuzz.outcomes.ImplLost`, which stops the run at once.
 
 What the isolation is: a separate process in its own session (the terminal's Ctrl-C does not
 reach it; it is killed with its process group), with a scrubbed environment, its own temporary
@@ -59,11 +60,13 @@ from pathlib import Path
 import torch
 
 from ... import defaults, validate
+from ...gpu_memory import MEMORY_WAIT
 from ...outcomes import HarnessError, ImplLost, Outcome, call_outcome, describe_exit
 from ...target import resolve_target
 from ...timing import HANG_FACTOR, Compile, hang_deadline, reference_seconds
 from .. import wire
-from ..environment import FILE_SIZE_LIMIT, INPUT_RESERVE, default_memory_limit, worker_environment, worker_sys_path
+from ..environment import (FILE_SIZE_LIMIT, INPUT_RESERVE, breached, default_memory_limit, worker_environment,
+                           worker_sys_path)
 from ..fork_server.child import Child
 from ..fork_server.client import zygote_for
 from ..guard.stops import resumed_by_pool, unwatch, watch
@@ -86,7 +89,12 @@ DEFAULT_CALL_TIMEOUT = defaults.CALL_TIMEOUT
 DEFAULT_COMPILE_TIMEOUT = defaults.COMPILE_TIMEOUT
 """Seconds one call may spend compiling (Triton, autotuning, torch.compile): not counted as its time."""
 
-DEFAULT_LOAD_TIMEOUT = 120.0
+DEFAULT_LOAD_TIMEOUT = defaults.CALL_TIMEOUT
+"""Seconds loading the target may take (the candidate's import and the worker's start; compiling
+not counted), as a call at its first deadline: a correct candidate loads in under 4 s on a busy
+2-core machine (torch.compile's wrapper; 0.1-0.2 s for a Triton kernel), and an import that hangs
+costs its slot this long, not 120 s. On a GPU the worker's CUDA context may also wait up to
+:data:`fuzz.gpu_memory.MEMORY_WAIT` for room, which is added."""
 MAX_FRAME = 1 << 34
 """Largest frame accepted from a worker (an output or the input's storage)."""
 
@@ -117,7 +125,7 @@ class IsolatedImpl(BenchRequests):
     """
 
     def __init__(self, target: str, *, device: str | torch.device = "cpu", call_timeout: float = DEFAULT_CALL_TIMEOUT,
-                 load_timeout: float = DEFAULT_LOAD_TIMEOUT, timeout: float | None = None,
+                 load_timeout: float | None = None, timeout: float | None = None,
                  compile_timeout: float = DEFAULT_COMPILE_TIMEOUT,
                  memory_limit: int | None = None, threads: int | None = None,
                  environ: dict[str, str] | None = None,
@@ -125,6 +133,8 @@ class IsolatedImpl(BenchRequests):
         self.target = resolve_target(target)
         self.device = str(torch.device(device))
         self.call_timeout = validate.seconds(call_timeout, name="call_timeout")
+        if load_timeout is None:
+            load_timeout = DEFAULT_LOAD_TIMEOUT + (MEMORY_WAIT if self.device.startswith("cuda") else 0.0)
         self.load_timeout = validate.seconds(load_timeout, name="load_timeout")
         self.timeout = validate.seconds(timeout, name="timeout", optional=True)
         self.compile_timeout = validate.seconds(compile_timeout, name="compile_timeout")
@@ -145,6 +155,7 @@ class IsolatedImpl(BenchRequests):
         self.input_changes = 0  # calls after which the input's bytes differed from what was sent
         self.candidate_seconds = 0.0
         self.load_seconds = 0.0
+        self.variants = 0  # specializations the worker launched (fuzz.specialization.launched): its compiles on a GPU
         self.lost: ImplLost | None = None
         self.pid: int | None = None
         self._conn: Connection | None = None
@@ -266,7 +277,11 @@ class IsolatedImpl(BenchRequests):
     def _lose(self, outcome: Outcome, detail: str, *, returncode: int | None = None,
               x: torch.Tensor | None = None, reaped: bool = False) -> ImplLost:
         """Kill what is left of the worker (its process group), wait until it is gone, and record
-        why it was lost."""
+        why it was lost (a resource limit it ran into named first, with its value)."""
+        noise = self.noise()
+        limit = breached(outcome, memory_limit=self.memory_limit, printed=max(noise.stdout_bytes, noise.stderr_bytes))
+        if limit:
+            detail = f"{limit}: {detail}"
         if self._child is not None:
             self._child.kill()
             if not reaped:
@@ -401,6 +416,8 @@ class IsolatedImpl(BenchRequests):
         op = header.get("op")
         if self._pinning is not None:
             self._pinning.lines = list(header.get("configs") or [])
+        if isinstance(header.get("variants"), int):  # the worker's count of specializations it launched
+            self.variants = header["variants"]
         if op == "returned":
             self.candidate_seconds += float(header.get("seconds", 0.0))
             for flag, operators in (header.get("ops") or {}).items():

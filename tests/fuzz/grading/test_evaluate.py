@@ -186,3 +186,19 @@ def test_the_harness_failing_on_a_slow_call_ends_the_run_with_one_line_naming_th
 
 def _raise(make):
     raise raised(make)
+
+
+def test_an_import_that_hangs_is_a_load_error_after_the_load_deadline(tmp_path, monkeypatch):
+    # tests/implementations/candidates/hangs_on_import.py, graded here (the batch of test_grade.py
+    # would wait the whole 60 s deadline for it): load_error, after the load deadline, once.
+    from pathlib import Path
+
+    import fuzz.isolation.worker.proxy as proxy
+    from fuzz.grading import GradeOptions
+
+    monkeypatch.setattr(proxy, "DEFAULT_LOAD_TIMEOUT", 2.0)  # the grading runs in this process
+    candidate = Path(__file__).resolve().parents[2] / "implementations" / "candidates" / "hangs_on_import.py"
+    record = evaluate.evaluate(f"{candidate}:lse", GradeOptions(budget=5).validated(), reproducer_dir=tmp_path)
+    assert record.verdict.value == "load_error"
+    assert record.reason == ("loading the target failed: the worker timed out: no answer within 2 s while loading "
+                             "the target (a hang, or far too slow)")

@@ -65,3 +65,41 @@ def test_the_record_and_the_report_say_the_shapes_were_fitted(tmp_path):
 def test_a_torch_wrapper_is_not_probed(tmp_path):
     record = evaluate(f"{CORPUS / 'torch_float32.py'}:lse", GradeOptions(budget=3).validated(), reproducer_dir=tmp_path)
     assert record.verdict == "pass" and record.shape_fit is None
+
+
+# A Triton kernel whose import never finishes: each worker that loads it writes its pid first.
+HANGS_ON_IMPORT_WITH_A_KERNEL = '''
+import os
+import time
+
+import triton
+import triton.language as tl
+
+with open({evidence!r}, "a") as f:
+    f.write(f"{{os.getpid()}}\\n")
+time.sleep(3600)
+
+
+@triton.jit
+def _kernel(x_ptr):
+    pass
+
+
+def lse(x):
+    return x
+'''
+
+
+def test_an_import_that_hangs_in_the_probe_is_the_verdict_and_not_loaded_a_second_time(tmp_path, monkeypatch):
+    # The probe's worker is its first load: it hung there past the load deadline, so the run's own
+    # worker would hang as long again. load_error once, after one deadline, not two.
+    import fuzz.isolation.worker.proxy as proxy
+
+    monkeypatch.setattr(proxy, "DEFAULT_LOAD_TIMEOUT", 2.0)  # the grading runs in this process
+    evidence = tmp_path / "loads"
+    candidate = tmp_path / "hangs.py"
+    candidate.write_text(HANGS_ON_IMPORT_WITH_A_KERNEL.format(evidence=str(evidence)))
+    record = evaluate(f"{candidate}:lse", GradeOptions(budget=5).validated(), reproducer_dir=tmp_path / "repro")
+    assert record.verdict.value == "load_error"
+    assert "no answer within 2 s while loading the target" in record.reason
+    assert len(evidence.read_text().split()) == 1  # one worker loaded it

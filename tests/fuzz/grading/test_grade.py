@@ -79,6 +79,8 @@ EXPECTED = {
     "mutates_input": ("fail", "input_unchanged", set(), set()),
     "noisy": ("pass", None, {"prints", "library_lse", "no_triton_kernel"}, set()),
     "os_exit": ("crash", None, {"process_exit"}, set()),
+    "prints_past_the_file_limit": ("crash", None, set(), set()),  # a resource limit, not its OSError
+    "exceeds_its_cpu_time_limit": ("crash", None, set(), set()),
     "raises": ("error", None, set(), set()),
     "segfault": ("crash", None, {"native_code"}, set()),
     "skips_last_row": ("fail", None, set(), set()),
@@ -100,12 +102,16 @@ GRADED_ELSEWHERE = {
     # Its 10 s call is past --call-timeout 3 and, by a hair, its second deadline (100 x reference.lse
     # on a 1 x 1 input: 3-7 s of the interpreter, more under load): a timeout here, a pass there.
     "slow_fifth_call": "test_slow_once.py",
+    # Its import never ends: graded there with a short load deadline, not the 60 s one here.
+    "hangs_on_import": "test_evaluate.py",
 }
 
 REASONS = {
     "aborts": "SIGABRT",
     "hang": "past the first deadline of 3 s",
-    "memory_hog": "out of memory",
+    "memory_hog": "out of memory: the worker exceeded the address-space limit of 22 GiB",
+    "prints_past_the_file_limit": "ran into a resource limit: the worker exceeded the output-file-size limit of 256 MiB",
+    "exceeds_its_cpu_time_limit": "ran into a resource limit: the worker exceeded the CPU-time limit",
     "segfault": "SIGSEGV",
     "os_exit": "exited with code 7",
     "sys_exit": "sys.exit(3)",
@@ -142,7 +148,7 @@ def test_each_candidate_gets_its_verdict(batch, name):
 def test_the_batch_exits_1_and_prints_a_summary_table(batch):
     assert batch["code"] == 1
     assert "lse-fuzz grade" in batch["stdout"] and "triton_two_pass" in batch["stdout"]
-    counts = "29 candidates: 6 pass, 11 fail, 1 error, 5 crash, 1 timeout, 5 load_error"
+    counts = "31 candidates: 6 pass, 11 fail, 1 error, 7 crash, 1 timeout, 5 load_error"
     assert counts in batch["stdout"].replace("\n", " ")
     assert "Traceback" not in batch["stderr"]
 

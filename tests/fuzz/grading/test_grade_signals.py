@@ -75,14 +75,17 @@ def test_a_candidate_that_signals_the_grader_crashes_and_the_batch_finishes(tmp_
 @pytest.mark.parametrize("jobs", ["2", "1"])
 def test_a_candidate_that_stops_the_grading_processes_crashes_and_its_neighbour_passes(tmp_path, jobs):
     # It stops the fork server and every driver and worker beside it. Each is continued; a stop
-    # names no sender, so whoever was in flight alone when it happened is blamed, and when both
-    # were, both run again alone after the batch: the stopper stops them again, the neighbour not.
+    # names no sender, so whoever was in flight alone when it happened is blamed. When both were,
+    # the stopper, named by more of the stops (the neighbour's own worker stopped names only the
+    # stopper), runs again alone first and stops again; the stops that named the neighbour beside it
+    # are then explained, and the neighbour keeps its record: it is not graded a second time.
     batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_grading_processes.py",
                                            "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
     out = tmp_path / "out"
-    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out-dir", str(out), cwd=tmp_path)
+    process = lse_fuzz("grade", str(batch_dir), *FAST[:-1], "-j", jobs, "--out-dir", str(out), cwd=tmp_path)
     _, err = process.communicate(timeout=300)
     assert process.returncode == 1, err
+    assert not [line for line in err.splitlines() if "b_neighbour" in line and "again alone" in line], err
     records = records_of(out)
     assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
     stopper = records["a_stopper"]
@@ -226,3 +229,42 @@ def test_a_suspect_that_kills_the_grader_when_graded_again_alone_is_convicted(tm
     assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
     assert records["a_sneak"]["verdict"] == "crash"
     assert "the grader died while it ran alone" in records["a_sneak"]["reason"]
+
+
+def test_a_stopper_whose_run_died_before_the_suspects_were_graded_is_graded_alone_on_resume(tmp_path):
+    # The stopper and its neighbour run side by side (both suspects of its stops); the grader-killer
+    # then ends the run before the suspects are graded again alone. Their records were written, but
+    # in doubt: --resume grades the stopper alone first, whatever its record said, and convicts it.
+    batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_fork_server.py",
+                                           "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py",
+                                           "c_killer": IMPLEMENTATIONS / "hostile" / "kills_the_grader.py"})
+    out = tmp_path / "out"
+    codes = []
+    while not codes or codes[-1] == -signal.SIGKILL and len(codes) < 4:
+        process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out-dir", str(out),
+                           *(["--resume"] if codes else []), cwd=tmp_path)
+        _, err = process.communicate(timeout=300)
+        codes.append(process.returncode)
+    assert codes[-1] == 1 and -signal.SIGKILL in codes, (codes, err)
+    records = records_of(out)
+    assert records["c_killer"]["verdict"] == "crash", records["c_killer"]["reason"]
+    assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
+    assert records["a_stopper"]["verdict"] == "crash", records["a_stopper"]["reason"]
+    assert records["a_stopper"]["reason"].startswith("it attacked the grader: it stopped the fork server (SIGSTOP)")
+
+
+def test_a_suspect_that_did_not_pass_keeps_its_record_and_costs_no_second_run(tmp_path):
+    # The hang is in flight for every stop of the fork server, so both are suspects. Graded again
+    # alone, the hang could only turn its timeout into an attack, at the cost of its deadlines
+    # again: it keeps its record; the stopper, which passed, is graded again alone and convicted.
+    batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_fork_server.py",
+                                           "b_hang": IMPLEMENTATIONS / "candidates" / "hang.py"})
+    out = tmp_path / "out"
+    process = lse_fuzz("grade", str(batch_dir), *FAST[:-1], "--call-timeout", "2", "-j", "2", "--out-dir", str(out),
+                       cwd=tmp_path)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 1, err
+    assert not [line for line in err.splitlines() if "b_hang" in line and "again alone" in line], err
+    records = records_of(out)
+    assert records["b_hang"]["verdict"] == "timeout", records["b_hang"]["reason"]
+    assert records["a_stopper"]["verdict"] == "crash", records["a_stopper"]["reason"]

@@ -59,6 +59,7 @@ EXPECTED = {
     # Stopped processes are continued; a stop names no sender: blamed when it ran alone, or as a
     # suspect run again alone after the batch (its neighbours then, alone, stop nothing).
     "stops_the_grading_processes": ("crash", set()),
+    "stops_the_fork_server": ("crash", set()),  # on every call: blamed as above
     "tampers_with_neighbours": ("pass", set()),  # its edits reach files, not what is graded
 }
 NEIGHBOURS = {"zz_torch_neighbour": CORRECT / "torch_float32.py", "zz_triton_neighbour": CORRECT / "two_pass.py"}

@@ -16,7 +16,8 @@ import pytest
 
 from fuzz.isolation.guard.blame import StopBlame, Timeline, stop_event
 from fuzz.isolation.guard.signals import Sender, SignalEvent, SignalGuard, Stopped, describe_stops
-from fuzz.isolation.guard.stops import report_stops, resume_if_stopped, stop_reporting, sweep, unwatch, watch
+from fuzz.isolation.guard.stops import (QUICK_SLICE, WAIT_SLICE, _Resumer, report_stops, resume_if_stopped,
+                                        stop_reporting, sweep, unwatch, watch)
 
 FORK_SERVER, DRIVER, STOPPER_WORKER, INNOCENT_WORKER = 11, 12, 20, 21
 
@@ -69,6 +70,21 @@ def test_a_job_beside_the_stopper_is_never_blamed_and_the_stopper_alone_is():
     # Run again alone, the stopper stops the grading again: what named it among others is explained.
     assert guard.explained_by("stopper") == [beside, lingering]
     assert guard.suspects() == []
+
+
+def test_a_stopper_is_named_by_more_stops_than_a_neighbour_and_explains_only_its_own_kind():
+    # Beside a hang (in flight throughout), the stopper stops the fork server and the hang's worker:
+    # the worker's stop names only the stopper (its owner may stop what is its own).
+    beside = stop_event(Stopped.FORK_SERVER, FORK_SERVER, ("hang", "stopper"))
+    worker = stop_event(Stopped.WORKER, INNOCENT_WORKER, ("hang", "stopper"), owner="hang")
+    orphan = SignalEvent(signal.SIGTERM, 99, Sender.RUN, (99,), ("hang", "stopper"))
+    guard = guard_with(beside, worker, orphan)
+    assert guard.suspicion() == {"stopper": 3, "hang": 2}
+    # Convicted of stopping the fork server (run again alone, it did so again), it explains the
+    # stops of that kind; a signal from an orphan is another kind of act, still no one's.
+    alone = stop_event(Stopped.FORK_SERVER, FORK_SERVER, ("stopper",))
+    assert guard.explained_by("stopper", like=[alone]) == [beside]
+    assert guard.suspicion() == {"stopper": 2, "hang": 1}
 
 
 def test_a_window_counts_every_job_in_flight_at_any_moment_of_it():
@@ -166,6 +182,21 @@ def test_the_resumer_tells_when_a_watched_process_was_stopped(sleeper):
     finally:
         stop_reporting(listener)
         unwatch(sleeper.pid)
+
+
+def test_after_a_stop_the_resumer_checks_a_hundred_times_a_second_for_a_while(sleeper):
+    # A stopper that stops the run's processes on every call would hold each of them stopped for
+    # half of every check's interval: after a stop, the checks come quickly.
+    resumer = _Resumer()
+    assert resumer.pause() == WAIT_SLICE
+    resumer.watch(sleeper.pid, time.monotonic())
+    os.kill(sleeper.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 5
+    while resumer.pause() == WAIT_SLICE and time.monotonic() < deadline:
+        resumer.sweep()
+        time.sleep(0.05)
+    assert resumer.pause() == QUICK_SLICE < WAIT_SLICE / 10
+    resumer.unwatch(sleeper.pid)
 
 
 def test_a_stopped_process_is_continued_by_whoever_waits_on_it():

@@ -100,6 +100,19 @@ def test_a_job_that_kills_the_fork_server_is_named_and_its_neighbours_are_not_ha
     assert not results["neighbour"].killed_fork_server
 
 
+def test_once_the_killer_is_convicted_the_jobs_it_took_down_run_again_side_by_side(tmp_path):
+    # All three drivers die with the fork server. The killer, handed last, died soonest after it
+    # started: it runs again alone first, kills again and is convicted; what died beside it needs no
+    # other culprit, so the two neighbours run again together, each on a driver of its own (one
+    # after the other, alone, the second would get the first one's idle driver).
+    with Pool(3, work_dir=tmp_path) as pool:
+        jobs = [job("one", "echo", hold=1.0), job("two", "echo", hold=1.0), job("killer", "kill_fork_server")]
+        results = {r.job.key: r for r in pool.run(jobs)}
+    assert results["killer"].killed_fork_server
+    assert results["one"].outcome is results["two"].outcome is Outcome.RETURNED
+    assert results["one"].record["pid"] != results["two"].record["pid"]
+
+
 def test_a_job_that_kills_the_drivers_beside_it_is_named_and_they_get_their_results(tmp_path):
     with Pool(3, work_dir=tmp_path) as pool:
         jobs = [job("one", "echo", hold=1.0), job("two", "echo", hold=1.0), job("killer", "kill_siblings")]

@@ -17,6 +17,8 @@ import pytest
 import torch
 
 import fuzz
+from fuzz import defaults
+from fuzz.gpu_memory import MEMORY_WAIT
 from fuzz.isolation import CandidateRaised, IsolatedImpl, LoadFailed, worker_environment
 from fuzz.isolation.worker.codec import ReturnedObject
 from fuzz.outcomes import ImplLost, Outcome
@@ -264,12 +266,20 @@ LOST = [
     ("memory_hog", {"memory_limit": 4 << 30}, Outcome.OUT_OF_MEMORY, "can't allocate memory"),
     ("lifts_memory_limit", {"memory_limit": 1 << 30}, Outcome.OUT_OF_MEMORY, "can't allocate memory"),
     ("floods_the_grader", {}, Outcome.CRASHED, "bytes while call 1 on a (2, 3) float32 input, more than any answer"),
+    # A resource limit is named, with its value: not a failure of the candidate's (an OSError), not an unknown signal.
+    ("memory_hog", {"memory_limit": 4 << 30}, Outcome.OUT_OF_MEMORY,
+     "the worker exceeded the address-space limit of 22 GiB (the candidate's memory limit of 4 GiB, --memory-limit"),
+    ("prints_past_the_file_limit", {}, Outcome.FILE_SIZE_LIMIT,
+     "the worker exceeded the output-file-size limit of 256 MiB (it printed past it"),
+    ("exceeds_its_cpu_time_limit", {}, Outcome.CPU_TIME_LIMIT,
+     "the worker exceeded the CPU-time limit (one the candidate set itself: the grader sets none; killed by SIGXCPU)"),
 ]
 
 
 @pytest.mark.parametrize(("name", "options", "outcome", "text"), LOST,
                          ids=["segfault", "abort", "os_exit", "sys_exit", "hang", "time_budget", "out_of_memory",
-                              "out_of_memory_after_lifting_the_limit", "an_answer_larger_than_any_result"])
+                              "out_of_memory_after_lifting_the_limit", "an_answer_larger_than_any_result",
+                              "address_space_limit", "file_size_limit", "cpu_time_limit"])
 def test_a_lost_worker_is_classified_and_stays_lost(name, options, outcome, text):
     x = torch.randn(2, 3)
     impl = IsolatedImpl(target(name), **options).start()
@@ -286,6 +296,17 @@ def test_a_lost_worker_is_classified_and_stays_lost(name, options, outcome, text
     impl.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_an_import_that_hangs_costs_the_load_deadline_of_a_call():
+    # A load is judged as a call at its first deadline (compiling not counted), not given 120 s: a
+    # correct candidate loads in seconds at most. On a GPU the CUDA context's wait for room is added.
+    assert IsolatedImpl(target("hangs_on_import")).load_timeout == defaults.CALL_TIMEOUT == 60.0
+    assert IsolatedImpl(target("hangs_on_import"), device="cuda").load_timeout == 60.0 + MEMORY_WAIT
+    impl = IsolatedImpl(target("hangs_on_import"), load_timeout=1.0)
+    with pytest.raises(ImplLost) as info:
+        impl.start()
+    assert info.value.outcome is Outcome.TIMEOUT and "no answer within 1 s while loading the target" in info.value.detail
 
 
 def test_a_segfault_report_carries_the_candidate_frame():

@@ -1,0 +1,240 @@
+"""Time to a verdict: ``lse-fuzz check`` of every planted implementation, the mutation runs, cold.
+
+    python bench/verdict_time.py [--device cpu|cuda] [--sections checks,alone,mutants,mutate]
+                                 [--set corpus|all] [--only NAMES] [--jobs N] [--alone K] [--deadline S]
+                                 [--check-options OPTIONS] [--out PREFIX]
+
+Every run is a subprocess as a user types it, with an empty Triton cache of its own (cold):
+
+* ``checks``: ``lse-fuzz check TARGET --json`` of each target of the set, ``--jobs`` at once
+  (default 1 on the CPU, 8 on a GPU: the grading load a batch puts on a 16-CPU host). ``corpus`` is
+  the correct implementations of ``tests/implementations/correct`` (their ``contracts.json``
+  declarations applied); ``all`` adds the buggy and hostile candidates of
+  ``tests/implementations/candidates`` (but those made to hang or to be slow), the autotuned kernels
+  of ``tests/implementations/tuned`` and every bundled mutant as a target (``mutants.patched:NAME``).
+  For each: the verdict, the wall time, and the run's cost counters from its report (examples,
+  specializations launched, compiles, shrink steps, whether shrinking stopped at its budget).
+* ``alone``: the ``--alone`` slowest targets of ``checks`` again, one at a time (without ``checks``:
+  every target of the set, or of ``--only``, one at a time).
+* ``mutants``: ``lse-fuzz mutants`` (``-j`` as ``--jobs``); ``mutate``: ``lse-fuzz mutate reference:lse``.
+
+Prints one table per section and a summary (median, slowest, how many past the targets of 30 s
+on a GPU and 15 s median / 60 s at most on the CPU), and writes ``PREFIX.md`` (date, device,
+versions, command, the tables) and ``PREFIX.jsonl`` (one line per run). ``--deadline`` starts no
+run after that many seconds and reports what finished (default 500: one command of a lent GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+IMPLEMENTATIONS = ROOT / "tests" / "implementations"
+
+SLOW_ON_PURPOSE = {"hang.py", "slow_but_correct.py", "slow_fifth_call.py", "hangs_on_import.py",
+                   "memory_hog.py", "prints_past_the_file_limit.py"}
+"""Candidates made to hang, sleep or exhaust a limit: their verdict's time is their timeout's."""
+TARGET_SECONDS = {"cpu": (15.0, 60.0), "cuda": (30.0, 30.0)}
+"""(median, slowest) a check's verdict may take: the CPU's median and bound, the GPU's bound for each."""
+
+
+@dataclass
+class Run:
+    section: str
+    target: str
+    seconds: float
+    exit: int
+    verdict: str = ""
+    check: str | None = None
+    examples: int | None = None
+    costs: dict = field(default_factory=dict)
+
+    def row(self) -> list[str]:
+        costs = self.costs
+        shrink = str(costs.get("shrink_steps", "")) + (" (stopped)" if costs.get("shrink_stopped") else "")
+        return [self.target, f"{self.verdict}{f' {self.check}' if self.check else ''}", f"{self.seconds:.1f}",
+                str(self.examples if self.examples is not None else ""), str(costs.get("specializations", "")),
+                str(costs.get("compiles", "")), shrink]
+
+
+def _declared(path: Path) -> list[str]:
+    """The command-line options of what ``contracts.json`` beside ``path`` declares for it."""
+    table = path.parent / "contracts.json"
+    entry = json.loads(table.read_text()).get(path.name, {}) if table.is_file() else {}
+    args = []
+    for name, value in entry.items():
+        if name == "why":
+            continue
+        flag = "--" + name.replace("_", "-")
+        args += [flag] if value is True else [flag, str(value)]
+    return args
+
+
+def targets(which: str) -> list[tuple[str, list[str]]]:
+    """(TARGET, declared options) of the set ``which``."""
+    chosen = [(str(path), _declared(path)) for path in sorted((IMPLEMENTATIONS / "correct").glob("*.py"))]
+    if which == "all":
+        chosen += [(str(path), []) for path in sorted((IMPLEMENTATIONS / "candidates").glob("*.py"))
+                   if path.name not in SLOW_ON_PURPOSE]
+        # The autotuned kernels import a sibling module: they load as modules of the package ``tuned``.
+        chosen += [(f"tuned.{path.stem}:lse", []) for path in sorted((IMPLEMENTATIONS / "tuned").glob("*.py"))
+                   if not path.name.startswith("_")]
+        from mutants import NAMES
+
+        chosen += [(f"mutants.patched:{name}", []) for name in NAMES]
+    return chosen
+
+
+def _environment(cache: str) -> dict[str, str]:
+    return {**os.environ, "TRITON_CACHE_DIR": cache, "PYTHONPATH": f"{ROOT}:{IMPLEMENTATIONS}",
+            "PYTHONUNBUFFERED": "1"}
+
+
+def run_check(target: str, declared: list[str], device: str, section: str, timeout: float) -> Run:
+    with tempfile.TemporaryDirectory(prefix="lse-verdict-") as scratch:
+        report = Path(scratch) / "report.json"
+        command = [sys.executable, "-m", "lse_fuzz", "check", target, "--device", device, "--json", str(report),
+                   "--reproducers", str(Path(scratch) / "repro"), *declared]
+        started = time.monotonic()
+        try:
+            done = subprocess.run(command, cwd=scratch, env=_environment(str(Path(scratch) / "triton")),
+                                  capture_output=True, text=True, timeout=timeout)
+            code = done.returncode
+        except subprocess.TimeoutExpired:
+            code = -1
+        seconds = time.monotonic() - started
+        label = target.replace(str(IMPLEMENTATIONS) + "/", "")
+        if not report.is_file():
+            return Run(section, label, seconds, code, verdict="no report" if code != -1 else f"> {timeout:g} s")
+        data = json.loads(report.read_text())
+        return Run(section, label, seconds, code, data.get("verdict", ""), data.get("check"), data.get("examples"),
+                   data.get("costs") or {})
+
+
+def run_command(section: str, label: str, argv: list[str], timeout: float) -> Run:
+    with tempfile.TemporaryDirectory(prefix="lse-verdict-") as scratch:
+        started = time.monotonic()
+        try:
+            code = subprocess.run([sys.executable, "-m", "lse_fuzz", *argv, "--out-dir", str(Path(scratch) / "out")],
+                                  cwd=scratch, env=_environment(str(Path(scratch) / "triton")),
+                                  capture_output=True, text=True, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            code = -1
+        seconds = time.monotonic() - started
+        report = Path(scratch) / "out" / "mutation.json"
+        verdict = "timeout" if code == -1 else f"exit {code}"
+        if report.is_file():
+            files = json.loads(report.read_text()).get("files", {})
+            statuses = [m.get("status") for f in files.values() for m in f.get("mutants", [])]
+            verdict += f", {statuses.count('Killed')} of {len(statuses)} killed"
+        return Run(section, label, seconds, code, verdict)
+
+
+def table(runs: list[Run]) -> str:
+    head = ["target", "verdict", "s", "examples", "specializations", "compiles", "shrink steps"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(run.row()) + " |" for run in runs]
+    return "\n".join(lines)
+
+
+def summary(runs: list[Run], device: str) -> str:
+    if not runs:
+        return "no runs"
+    times = [run.seconds for run in runs]
+    median, bound = TARGET_SECONDS["cpu" if device == "cpu" else "cuda"]
+    over = [run for run in runs if run.seconds > bound]
+    return (f"{len(runs)} runs: median {statistics.median(times):.1f} s (target {median:g}), slowest "
+            f"{max(times):.1f} s ({max(runs, key=lambda r: r.seconds).target}); {len(over)} over {bound:g} s"
+            + (": " + ", ".join(f"{r.target} {r.seconds:.0f} s" for r in over) if over else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if _has_cuda() else "cpu")
+    parser.add_argument("--sections", default="checks,alone,mutants")
+    parser.add_argument("--set", dest="which", choices=("corpus", "all"), default="all")
+    parser.add_argument("--only", default=None, metavar="NAMES",
+                        help="comma-separated parts of target names: only the targets of the set that contain one")
+    parser.add_argument("--jobs", type=int, default=None, help="checks at once (default 1 on the CPU, 8 on a GPU)")
+    parser.add_argument("--alone", type=int, default=6, help="the slowest checks run again one at a time")
+    parser.add_argument("--deadline", type=float, default=500.0, help="start no run after S seconds")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take")
+    parser.add_argument("--check-options", default="", metavar="OPTIONS",
+                        help="more options for every check, e.g. '--parts 1' (one string, split as a shell does)")
+    parser.add_argument("--out", default=None, help="PREFIX of the .md and .jsonl written")
+    args = parser.parse_args(argv)
+    device = args.device
+    jobs = args.jobs or (1 if device == "cpu" else 8)
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    only = [name.strip() for name in (args.only or "").split(",") if name.strip()]
+    extra = shlex.split(args.check_options)
+    chosen = [(target, [*declared, *extra]) for target, declared in targets(args.which)
+              if not only or any(name in target for name in only)]
+    from bench._common import run_header
+
+    header = run_header(device)
+    began = time.monotonic()
+    left = lambda: args.deadline - (time.monotonic() - began)  # noqa: E731
+    runs: list[Run] = []
+    print(f"# {header}\n# {' '.join(map(shlex.quote, ['python', 'bench/verdict_time.py', *(argv or sys.argv[1:])]))}",
+          flush=True)
+
+    def timed(target: tuple[str, list[str]], section: str) -> Run | None:
+        if left() <= 0:
+            return None
+        run = run_check(*target, device, section, args.timeout)
+        print(f"{section}: {run.target}: {run.verdict} {run.check or ''} in {run.seconds:.1f} s", flush=True)
+        return run
+
+    alone = chosen  # without the checks section: every chosen target, one at a time
+    if "checks" in sections:
+        with ThreadPoolExecutor(jobs) as pool:
+            checked = [run for run in pool.map(lambda t: timed(t, f"checks -j {jobs}"), chosen) if run]
+        runs += checked
+        again = {run.target for run in sorted(checked, key=lambda run: -run.seconds)[:args.alone]}
+        alone = [t for t in chosen if t[0].replace(str(IMPLEMENTATIONS) + "/", "") in again]
+    if "alone" in sections:
+        runs += [run for t in alone if (run := timed(t, "alone"))]
+    for section, argv_ in (("mutants", ["mutants", "--device", device, "-j", str(jobs), "-q"]),
+                           ("mutate", ["mutate", "reference:lse", "--device", device, "-j", str(jobs), "-q"])):
+        if section in sections and left() > 0:
+            run = run_command(section, " ".join(argv_[:2]), argv_, args.timeout * 4)
+            print(f"{section}: {run.verdict} in {run.seconds:.1f} s", flush=True)
+            runs.append(run)
+
+    text = [f"# Time to a verdict ({device})", "", f"{header}", "",
+            f"`python bench/verdict_time.py {' '.join(argv or sys.argv[1:])}`", ""]
+    for section in dict.fromkeys(run.section for run in runs):
+        chosen = [run for run in runs if run.section == section]
+        text += [f"## {section}", "", table(chosen), "", summary(chosen, device), ""]
+    report = "\n".join(text)
+    print(report)
+    if args.out:
+        Path(f"{args.out}.md").write_text(report)
+        Path(f"{args.out}.jsonl").write_text("".join(json.dumps(asdict(run)) + "\n" for run in runs))
+    return 0
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

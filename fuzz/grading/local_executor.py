@@ -1,0 +1,188 @@
+"""The local executor of a grading batch: each candidate a job of one worker pool on this machine
+(:func:`fuzz.grading.batch.grade`; the other executor is :mod:`.ray_executor`).
+
+A candidate whose processes signal the grader or stop the grading processes crashes
+(:mod:`fuzz.isolation.guard`); what the guard can tie to no candidate names every one in flight,
+and those suspects are settled after the batch so that no bad candidate holds the others up:
+
+* a suspect that passed is graded again alone, one at a time, the one named most first (the
+  quickest among equals), and that record replaces the first; once one is convicted, the events
+  of that kind that named it beside others are its doing, and a passing neighbour they named runs
+  only briefly alone (a few small examples: an attack shows with the first calls), keeping its
+  record unless it attacks too;
+* a suspect that did not pass keeps its record: alone it could only turn a failure into an
+  attack, at the cost of its whole time again (a hang's deadlines); the stops and signals beside
+  it were answered at once, they are not its failure.
+
+The suspects of the grader's own death (``alone``, from :mod:`.journal`) run first, each alone;
+suspected for the first time (``briefly``), only a short run alone, which shows a killer: one
+that survives it is graded beside the others. Every start is written to the journal, and so is
+every written record still to be settled (in doubt), for ``--resume`` should the grader die first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+
+from ..isolation import Job, JobResult, Pool, SignalEvent, SignalGuard
+from .candidates import Candidate
+from .evaluate import blame_signals, job_record
+from .journal import Journal
+from .options import GradeOptions
+from .record import GradeRecord
+
+__all__ = ["CHECK_BUDGET", "CHECK_MAX_ELEMENTS", "LocalBatch"]
+
+CHECK_BUDGET = 5
+CHECK_MAX_ELEMENTS = 1024
+"""Examples, and elements per input, of a short run alone: whether a candidate attacks the grading
+shows with its first calls, whatever the input (a few seconds, where its whole run can take minutes)."""
+
+
+class LocalBatch:
+    """The batch's ``work`` (a pool job per candidate of ``by_key``) on ``pool``; :meth:`records`
+    yields each record as it is decided, again for one decided anew. ``withdraw(target)`` takes a
+    record off the report while its candidate runs again alone, ``restore(record)`` puts it back."""
+
+    def __init__(self, work: list[Job], by_key: dict[str, Candidate], options: GradeOptions, pool: Pool, *,
+                 guard: SignalGuard | None = None, journal: Journal | None = None,
+                 alone: Iterable[str] = (), briefly: Iterable[str] = (),
+                 withdraw: Callable[[str], None] = lambda target: None,
+                 restore: Callable[[GradeRecord], None] = lambda record: None) -> None:
+        self.work, self.by_key, self.options, self.pool = work, by_key, options, pool
+        self.guard, self.journal = guard, journal
+        self.alone, self.briefly = set(alone), set(briefly)
+        self.withdraw, self.restore = withdraw, restore
+        # Convicted of an attack on the grading, with the signals and stops it was convicted of
+        # (none for a driver it killed).
+        self.attackers: dict[str, list[SignalEvent]] = {}
+        self.first: dict[str, GradeRecord] = {}  # each job's record of its run beside the others
+        self._doubted: set[str] = set()
+        if guard is not None:
+            guard.in_flight = pool.in_flight
+            pool.report_stop = guard.add
+
+    def records(self) -> Iterator[GradeRecord]:
+        survivors = yield from self._death_suspects()
+        for result in self.pool.run(self._written_down(survivors + [j for j in self.work if j.key not in self.alone])):
+            self.first[result.job.key] = self._judged(result)
+            self._doubt()
+            yield self.first[result.job.key]
+        self._doubt()
+        if self.guard is not None:
+            yield from self._suspects()
+            self._doubt(cleared=self.by_key)
+            for key in self.attackers:  # nothing that names an attacker is left as no one's
+                self.guard.explained_by(key)
+
+    # -- the phases ------------------------------------------------------------------------------
+
+    def _death_suspects(self) -> Iterator[GradeRecord]:
+        """The suspects of the grader's death, each alone (see the module docstring); returns those
+        a short run cleared, to be graded beside the others."""
+        survivors = []
+        for job in [j for j in self.work if j.key in self.alone]:
+            if job.key not in self.briefly:
+                yield from self._by_itself(job)
+            else:
+                for result in self._briefly_alone(job):
+                    record = self._judged(result)
+                    if job.key in self.attackers:  # it attacked in its short run: that record stands
+                        yield record
+                    else:
+                        survivors.append(job)
+                        if self.journal is not None:
+                            self.journal.cleared(self.by_key[job.key])
+            if self.journal is not None:  # a record a dead run left in doubt: decided now, or graded anew
+                self.journal.doubted(self.by_key[job.key], doubt=False)
+        return survivors
+
+    def _suspects(self) -> Iterator[GradeRecord]:
+        """The suspects of what the guard could tie to no one (see the module docstring)."""
+        tried: set[str] = set()
+        freed: set[str] = set()  # named beside an attacker by what it was convicted of
+        while True:
+            for key, convicted_of in self.attackers.items():  # what named it among others, it did
+                freed.update(k for event in self.guard.explained_by(key, like=convicted_of) for k in event.suspects)
+            failed = {key for key in self.by_key if key not in self.first or not self.first[key].passed}
+            job = next_suspect(self.guard, self.work, set(self.attackers) | tried | failed,
+                               {key: record.seconds for key, record in self.first.items()})
+            if job is None:
+                break
+            tried.add(job.key)
+            self.withdraw(job.key)
+            yield from self._by_itself(job)
+            self._doubt(cleared=[job.key])  # its record is the solo run's now
+        # A freed neighbour that passed could hide an attack of the same kind behind the convicted
+        # one's: it runs alone briefly, and keeps its record unless it attacks.
+        for job in self.work:
+            record = self.first.get(job.key)
+            if job.key in freed - tried - set(self.attackers) and record is not None and record.passed:
+                self.withdraw(job.key)
+                yield from self._checked(job, record)
+                self._doubt(cleared=[job.key])
+
+    # -- one job -----------------------------------------------------------------------------------
+
+    def _judged(self, result: JobResult) -> GradeRecord:
+        record = job_record(result, self.by_key[result.job.key], self.options)
+        events = self.guard.claim(result.job.key, result.processes) if self.guard is not None else []
+        blame_signals(record, events)
+        if events or result.killed_fork_server or result.killed_its_driver:
+            self.attackers.setdefault(result.job.key, []).extend(events)
+        return record
+
+    def _written_down(self, jobs: Iterable[Job], *, alone: bool = False, short: bool = False) -> Iterator[Job]:
+        for job in jobs:  # taken by the pool as a driver is about to get it
+            if self.journal is not None:
+                self.journal.started(self.by_key[job.key], alone=alone, short=short)
+            yield job
+
+    def _by_itself(self, job: Job) -> Iterator[GradeRecord]:
+        self.pool.wait_until_quiet()  # nothing else counts as in flight: what happens now is its doing
+        for result in self.pool.run(self._written_down([job], alone=True)):
+            yield self._judged(result)
+
+    def _briefly_alone(self, job: Job) -> list[JobResult]:
+        """The result of a short run of ``job`` alone (:data:`CHECK_BUDGET`), not a verdict."""
+        options = replace(self.options, budget=min(self.options.budget, CHECK_BUDGET), max_elements=CHECK_MAX_ELEMENTS)
+        self.pool.wait_until_quiet()
+        short = Job(job.key, job.entry, dict(job.payload, options=options.to_wire()))
+        return list(self.pool.run(self._written_down([short], alone=True, short=True)))
+
+    def _checked(self, job: Job, first: GradeRecord) -> Iterator[GradeRecord]:
+        """``job`` run briefly alone: ``first`` blamed for what it did then, or restored."""
+        for result in self._briefly_alone(job):
+            if result.killed_fork_server or result.killed_its_driver:
+                yield self._judged(result)
+                continue
+            events = self.guard.claim(result.job.key, result.processes)
+            if not events:
+                self.restore(first)
+                continue
+            self.attackers.setdefault(job.key, []).extend(events)
+            yield blame_signals(replace(first), events)
+
+    def _doubt(self, *, cleared: Iterable[str] = ()) -> None:
+        """Write down every job with a record that is a suspect now, and the ``cleared`` ones no
+        longer (grading.journal): should the grader die before they are settled, --resume does it."""
+        if self.journal is None:
+            return
+        named = set(self.guard.suspicion()) if self.guard is not None else set()
+        for key in named & set(self.first) - self._doubted - set(self.attackers):
+            self._doubted.add(key)
+            self.journal.doubted(self.by_key[key])
+        for key in set(cleared) & self._doubted:
+            self.journal.doubted(self.by_key[key], doubt=False)
+
+
+def next_suspect(guard: SignalGuard, work: list[Job], done: set[str], seconds: dict[str, float]) -> Job | None:
+    """The job to grade again alone next, or None: of those named by an event no job could be tied
+    to (a stop, or an orphan's signal, while several ran) and not ``done`` (convicted, run again
+    already, or not passed), the one named by the most such events, the quickest first among equals:
+    an attacker is named by each of its attacks, a neighbour only by those it ran beside."""
+    named = guard.suspicion()
+    candidates = [job for job in work if named[job.key] and job.key not in done]
+    return min(candidates, key=lambda job: (-named[job.key], seconds.get(job.key, math.inf)), default=None)

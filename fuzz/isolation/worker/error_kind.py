@@ -1,0 +1,39 @@
+"""How the parent is to treat what a candidate raised in its worker (the ``kind`` of a ``raised``
+reply, which :func:`fuzz.outcomes.call_outcome` maps to an outcome): a resource limit (a write past
+the output-file-size limit, an allocation past the address-space limit or the GPU's memory), a
+CUDA error (the context is unusable after it), or an exception like any other."""
+
+from __future__ import annotations
+
+import errno
+
+import torch
+
+__all__ = ["error_kind"]
+
+
+def error_kind(exc: BaseException) -> str:
+    """"file_size_limit", "out_of_memory", "cuda_error" or "exception"."""
+    if _file_too_large(exc):
+        # A write past the worker's RLIMIT_FSIZE (Python ignores SIGXFSZ, so the write fails
+        # instead): a resource limit, whatever the candidate wrapped the error in.
+        return "file_size_limit"
+    text = str(exc)
+    if isinstance(exc, MemoryError) or isinstance(exc, getattr(torch, "OutOfMemoryError", ())) \
+            or "can't allocate memory" in text or "out of memory" in text:
+        return "out_of_memory"
+    if "CUDA error" in text or "illegal memory access" in text or "device-side assert" in text \
+            or type(exc).__name__ == "AcceleratorError":
+        return "cuda_error"  # the CUDA context is unusable after these
+    return "exception"
+
+
+def _file_too_large(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is, or was raised from or while handling, an OSError with errno EFBIG."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
