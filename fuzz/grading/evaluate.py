@@ -34,7 +34,8 @@ from .candidates import Candidate
 from .fit import fitted
 from .gpu_lock import GpuLock
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
-from .parts import PartSignal, decided, merge_parts, part_count, parts_at_once, split
+from . import cpu_slots
+from .parts import PartSignal, decided, merge_parts, part_count, split
 from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
 
@@ -154,7 +155,7 @@ def evaluate(
     the target has loaded in its worker, before fuzzing starts. A run of several parts (see
     :mod:`fuzz.grading.parts`) runs them one after the other in one worker, or, with
     ``side_by_side``, each beyond the first in a driver of its own, as many at once as the machine
-    has idle CPUs (:func:`.parts.parts_at_once`; one: one after the other, here).
+    has free CPU slots (:mod:`.cpu_slots`; one: one after the other, here).
     """
     started = time.monotonic()
     if isinstance(candidate, str):
@@ -173,14 +174,15 @@ def evaluate(
     max_elements, hung = fitted(record, candidate.target, options, memory_limit=_memory_limit(options))
     parts = part_count(options)
     each = split(options, parts, max_elements=max_elements) if parts > 1 and hung is None else None
-    at_once = parts_at_once(parts) if each and side_by_side else 1
-    if at_once > 1:
-        merge_parts(record, decided(_side_by_side(candidate, each, at_once, reproducer_dir=reproducer_dir,
-                                                  on_loaded=on_loaded)))
+    slots = cpu_slots.take(parts if each and side_by_side else 0)
+    if len(slots) > 1:
+        with slots:
+            merge_parts(record, decided(_side_by_side(candidate, each, len(slots), reproducer_dir, on_loaded)))
         if record.verdict is Verdict.PASS and _benches(options):
             _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
         record.seconds = round(time.monotonic() - started, 3)
         return record
+    slots.release()  # one part at a time: in this process's worker, like a run of one part
     try:
         impl = _isolated(candidate.target, options, guard)
     except InvalidArgument as exc:
@@ -279,7 +281,7 @@ def _bench_alone(candidate: Candidate, options: GradeOptions, record: GradeRecor
         impl.close()
 
 
-def _side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, *, reproducer_dir: Path | str,
+def _side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, reproducer_dir: Path | str,
                   on_loaded: Callable[[], None] | None) -> list[GradeRecord]:
     """Part 0 here (so ``on_loaded`` is called as the target loads), the others at the same time in
     the drivers of a pool run from a thread, each in a worker of its own: the same parts, in part

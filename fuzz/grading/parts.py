@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,7 +38,7 @@ from .record import GradeRecord
 from .options import GradeOptions
 
 __all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "PartSignal", "decided", "merge_parts", "part_count",
-           "parts_at_once", "split"]
+           "split"]
 
 CPU_PARTS = 2
 GPU_PARTS = 4
@@ -54,35 +53,6 @@ def part_count(options: GradeOptions) -> int:
         return min(options.parts, options.budget)
     default = CPU_PARTS if options.device.startswith("cpu") else GPU_PARTS
     return max(1, min(default, options.budget // MIN_PART_BUDGET))
-
-
-def parts_at_once(parts: int) -> int:
-    """How many of a run's ``parts`` run at once (the others wait for a free slot): one per CPU
-    idle now, at least one. Several checks started together (a script, a CI matrix, grading by
-    hand) would otherwise start a worker per part each, and their compiles and CUDA contexts fight
-    for the same CPUs. Which examples run does not depend on it, only when."""
-    return max(1, min(parts, _idle_cpus()))
-
-
-def _idle_cpus(window: float = 0.2) -> int:
-    """CPUs idle over the next ``window`` seconds (this process sleeps meanwhile), from the
-    machine's idle time in /proc/stat; every CPU where that cannot be read."""
-    cpus = os.cpu_count() or 1
-
-    def times() -> tuple[int, int] | None:
-        try:
-            with open("/proc/stat", encoding="ascii") as f:
-                fields = [int(value) for value in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        return sum(fields[3:5]), sum(fields)  # idle + iowait, all
-
-    before = times()
-    time.sleep(window)
-    after = times()
-    if before is None or after is None or after[1] <= before[1]:
-        return cpus
-    return round(cpus * (after[0] - before[0]) / (after[1] - before[1]))
 
 
 def _part_seed(seed: int, index: int) -> int:

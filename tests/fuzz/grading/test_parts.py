@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from fuzz.grading import GradeOptions, GradeRecord
+from fuzz.grading import GradeOptions, GradeRecord, cpu_slots
 from fuzz.grading.evaluate import evaluate
 from fuzz.grading.parts import CPU_PARTS, GPU_PARTS, MIN_PART_BUDGET, decided, merge_parts, part_count, split
 from fuzz.grading.reports import format_record, well_formed
@@ -93,6 +94,27 @@ def test_passing_parts_add_up_and_flags_are_not_repeated():
     assert record.verdict == "pass" and record.examples == 200
     assert record.reason == "200 examples passed every check (in 2 parts)"
     assert record.flags == [flag]
+
+
+@pytest.fixture(autouse=True)
+def own_cpu_slots(tmp_path, monkeypatch):
+    """Slots of this test's own: other tests running at the same time take none of them."""
+    monkeypatch.setattr(cpu_slots, "default_directory", lambda: tmp_path / "cpu-slots")
+
+
+def test_a_run_whose_slots_are_taken_runs_its_parts_in_turn(tmp_path, monkeypatch):
+    evaluate_module = sys.modules[evaluate.__module__]
+
+    def not_side_by_side(*args, **kwargs):
+        raise AssertionError("parts ran side by side with every CPU slot taken")
+
+    monkeypatch.setattr(evaluate_module, "_side_by_side", not_side_by_side)
+    with cpu_slots.take(os.cpu_count() or 1):
+        record = evaluate(CORRECT, GradeOptions(budget=12, parts=2).validated(), reproducer_dir=tmp_path,
+                          side_by_side=True)
+    assert record.verdict == "pass", record.reason
+    assert [p["examples"] for p in record.parts] == [6, 6]
+    assert len(cpu_slots.take(2)) == 2  # the run gave its slots back
 
 
 @pytest.mark.parametrize("side_by_side", [False, True], ids=["one_after_another", "side_by_side"])
