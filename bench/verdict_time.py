@@ -120,8 +120,10 @@ def run_check(target: str, declared: list[str], device: str, section: str, timeo
             code = -1
         seconds = time.monotonic() - started
         label = target.replace(str(IMPLEMENTATIONS) + "/", "")
-        if not report.is_file():
-            return Run(section, label, seconds, code, verdict="no report" if code != -1 else f"> {timeout:g} s")
+        if not report.is_file():  # a usage error or a load error: what the command said last
+            said = (done.stderr.strip().splitlines() or [""])[-1][:120] if code != -1 else ""
+            return Run(section, label, seconds, code,
+                       verdict=f"exit {code}: {said}" if code != -1 else f"> {timeout:g} s")
         data = json.loads(report.read_text())
         return Run(section, label, seconds, code, data.get("verdict", ""), data.get("check"), data.get("examples"),
                    data.get("costs") or {})

@@ -1,0 +1,49 @@
+"""bench/verdict_time.py: what it runs and how it judges the times against the targets."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("verdict_time", ROOT / "bench" / "verdict_time.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("verdict_time", module)  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_sets_hold_the_corpus_the_candidates_the_tuned_kernels_and_the_mutants():
+    bench = _load()
+    corpus = dict(bench.targets("corpus"))
+    everything = dict(bench.targets("all"))
+    assert corpus and all("/correct/" in target for target in corpus)
+    assert set(corpus) < set(everything)
+    # The autotuned kernels import a sibling module: they are module targets, not files.
+    assert "tuned.autotuned:lse" in everything
+    assert not any(target.endswith(("tuned/autotuned.py", "hang.py", "slow_fifth_call.py")) for target in everything)
+    from mutants import NAMES
+
+    assert {f"mutants.patched:{name}" for name in NAMES} <= set(everything)
+    # A declaration of contracts.json becomes the check's options.
+    declared = [options for target, options in corpus.items() if options]
+    assert any(options[:2] == ["--ndim", "3"] for options in declared)
+    assert ["--max-n", "65504"] in declared
+
+
+def test_the_summary_says_which_target_is_met_and_which_missed():
+    bench = _load()
+
+    def runs(section, *seconds):
+        return [bench.Run(section, f"t{i}", s, 0, "pass") for i, s in enumerate(seconds)]
+
+    assert "(target 45: met)" in bench.summary(runs("checks -j 8", 20.0, 31.0, 80.0), "cuda")
+    assert "(target 15: missed)" in bench.summary(runs("checks -j 1", 14.0, 26.0, 30.0), "cpu")
+    alone = bench.summary(runs("alone", 12.0, 31.0), "cuda")
+    assert "1 over 30 s: t1 31 s" in alone and "target" not in alone
+    assert "1 over 30 s" in bench.summary(runs("mutants", 62.8), "cuda")
+    assert bench.summary([], "cpu") == "no runs"
