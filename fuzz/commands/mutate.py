@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..defaults import MUTANT_BUDGET, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR, OUT_DIR
+from ..defaults import MUTANT_BUDGET, MUTANT_SHRINK_SECONDS, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR, OUT_DIR
 from .renamed import add_renamed
 
 # The runner's re-run defaults (fuzz.mutation.runner), repeated so that --help imports nothing heavy;
@@ -79,6 +79,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="largest M*N drawn (default 4194304 on CUDA, 65536 on the CPU)")
     add("--parts", type=int, default=None, metavar="N",
         help="split each mutant's examples into N runs of seeds derived from --seed, run in turn (default 1)")
+    add("--shrink-seconds", type=float, default=MUTANT_SHRINK_SECONDS, metavar="S",
+        help=f"how long a killed mutant's failure is shrunk for the report (default {MUTANT_SHRINK_SECONDS:g}; "
+             f"0: not at all)")
     add("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")
     add("--mutant-timeout-factor", dest="timeout_factor", type=float, default=MUTANT_TIMEOUT_FACTOR, metavar="K",
         help=f"one mutant's run is stopped after max(K * the gate's run, floor) seconds (default "
@@ -140,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 checks=args.checks.split(",") if args.checks else None, max_elements=args.max_elements,
                 jobs=args.jobs, parts=args.parts, timeout_factor=args.timeout_factor,
                 timeout_floor=args.timeout_floor, thorough_budget=args.thorough_budget, matrix=args.matrix,
+                shrink_seconds=args.shrink_seconds,
                 tests=args.tests, tests_root=args.tests_root, cache=None if args.no_cache else _cache(args),
                 out_dir=args.out_dir, exit_rule=ExitRule.ALL_KILLED if bundled else ExitRule.FAIL_UNDER,
                 fail_under=args.fail_under, progress=update)
@@ -178,6 +182,7 @@ def _validate(args: argparse.Namespace) -> None:
             validate.integer(value, name=name, low=low)
     validate.number(args.timeout_factor, name="--mutant-timeout-factor", low=0)
     validate.number(args.timeout_floor, name="--mutant-timeout-floor", low=1)
+    validate.seconds(args.shrink_seconds, name="--shrink-seconds", zero=True)
     if args.fail_under is not None:
         validate.number(args.fail_under, name="--fail-under", low=0)
     if args.checks:

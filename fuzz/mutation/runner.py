@@ -131,6 +131,7 @@ def run_mutation(
     max_n: int | None = None, checks: Iterable[str] | None = None, max_elements: int | None = None,
     jobs: int | None = None, parts: int | None = None, timeout_factor: float = defaults.MUTANT_TIMEOUT_FACTOR,
     timeout_floor: float = defaults.MUTANT_TIMEOUT_FLOOR, thorough_budget: int | None = None, matrix: bool = False,
+    shrink_seconds: float = defaults.MUTANT_SHRINK_SECONDS,
     tests: str | None = None, tests_root: Path | str | None = None, cache: Path | str | None | object = CACHE,
     out_dir: Path | str | None = None, exit_rule: ExitRule | str = ExitRule.FAIL_UNDER, fail_under: float | None = None,
     progress: Callable[[str, int, int], None] | None = None,
@@ -141,11 +142,12 @@ def run_mutation(
     ``mutants``: names to run (default all), or :class:`Mutant` objects. ``operators``: names in
     :data:`fuzz.mutation.OPERATORS` (default all). ``thorough_budget``: examples of the survivors'
     second run (0: none; None: :func:`default_thorough_budget`). ``matrix``: every check alone
-    against every mutant (no re-run). ``tests``: a shell command (exit 0 = tests pass) run in an
-    overlay of ``tests_root`` (default: the working directory). ``cache``: a directory, None for
-    none. ``out_dir``: the reproducers go to ``out_dir/reproducers`` (None: a temporary directory).
-    ``exit_rule``/``fail_under``: what :attr:`MutationReport.exit_code` says. InvalidArgument for
-    bad input; :class:`GateFailure` when the gate fails.
+    against every mutant (no re-run). ``shrink_seconds``: how long a failure is shrunk. ``tests``:
+    a shell command (exit 0 = tests pass) run in an overlay of ``tests_root`` (default: the working
+    directory). ``cache``: a directory, None for none. ``out_dir``: the reproducers go to
+    ``out_dir/reproducers`` (None: a temporary directory). ``exit_rule``/``fail_under``: what
+    :attr:`MutationReport.exit_code` says. InvalidArgument for bad input; :class:`GateFailure` when
+    the gate fails.
     """
     started = time.perf_counter()
     kernel, chosen = _mutants(target, source, mutants, operators)
@@ -159,7 +161,7 @@ def run_mutation(
     # Every mutant meets the same examples (no shape fitting); one run unless parts are asked for.
     options = GradeOptions(budget=budget, seed=seed, contract=contract, dtypes=None if dtypes is None else tuple(dtypes),
                            layouts=layouts, output_dtype=output_dtype, max_n=max_n, checks=selected, device=device,
-                           max_elements=max_elements, jobs=jobs, fit_shapes=False,
+                           max_elements=max_elements, jobs=jobs, fit_shapes=False, shrink_seconds=shrink_seconds,
                            parts=ONE_RUN if parts is None else parts).validated()
     thorough, thorough_budget, scaled = _thorough(options, thorough_budget)
     root = _tests_root(tests, tests_root, kernel)

@@ -24,6 +24,13 @@ def fail(payload: dict) -> dict:
     raise ValueError(f"job failed on purpose: {payload}")
 
 
+def lose_the_worker_fork_server(payload: dict) -> dict:
+    """What a driver raises when a candidate has killed what its worker fork server starts."""
+    from fuzz.isolation.fork_server.client import SPAWN_UNANSWERED
+
+    raise RuntimeError(SPAWN_UNANSWERED)
+
+
 def kill_fork_server(payload: dict) -> dict:
     """A driver's parent is the fork server every driver and worker is forked from."""
     os.kill(os.getppid(), signal.SIGKILL)

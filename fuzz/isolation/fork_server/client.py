@@ -32,6 +32,9 @@ DEFAULT_START_TIMEOUT = 120.0
 _BOOT = "import sys; from fuzz.isolation.fork_server.server import zygote_main; zygote_main(int(sys.argv[1]))"
 
 
+SPAWN_UNANSWERED = "the worker fork server did not answer a spawn request"
+"""What a driver raises when its fork server stops answering (something killed what it starts)."""
+
 class Zygote:
     """A connection to a fork server; owns it when this process started it."""
 
@@ -142,7 +145,7 @@ class Zygote:
             except EOFError:
                 message = None
             if message is None:
-                raise RuntimeError("the worker fork server did not answer a spawn request")
+                raise RuntimeError(SPAWN_UNANSWERED)
             if message.get("op") == "spawned":
                 return int(message["pid"])
             if message.get("op") == "error":

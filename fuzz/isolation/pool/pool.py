@@ -40,7 +40,7 @@ from ...outcomes import Outcome, describe_exit
 from .. import wire
 from ..environment import fork_server_environment, worker_environment, worker_sys_path
 from ..fork_server.child import Child
-from ..fork_server.client import ZYGOTE_ADDRESS_ENV, Zygote, zygote_for
+from ..fork_server.client import SPAWN_UNANSWERED, ZYGOTE_ADDRESS_ENV, Zygote, zygote_for
 from ..guard import signals
 from ..guard.blame import LINGER, StopBlame
 from ..guard.signals import SignalEvent, Stopped
@@ -326,7 +326,15 @@ class Pool:
             self._spawned(driver, job, int(header["pid"]), header.get("since"))
             return None
         if header.get("op") == "raised":
-            return JobResult(job, Outcome.RAISED, None, seconds, str(header.get("traceback", "")), processes=processes)
+            trace = str(header.get("traceback", ""))
+            if SPAWN_UNANSWERED in trace:
+                # Its worker fork server was broken under it (a candidate can kill what that server
+                # starts): the driver is as good as dead, and its job a casualty like a driver's death.
+                code = self._retire(driver)
+                return JobResult(job, Outcome.CRASHED, None, seconds,
+                                 f"its driver's worker fork server stopped answering; its driver {describe_exit(code)}"
+                                 f"\n{trace}", processes=processes)
+            return JobResult(job, Outcome.RAISED, None, seconds, trace, processes=processes)
         return JobResult(job, Outcome.RETURNED, header.get("record"), seconds, processes=processes)
 
     def _spawned(self, driver: _Driver, job: Job, pid: int, since: float | None) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fuzz import defaults
 from fuzz.cli import main
 from fuzz.mutation import Patch, catalog, discover, run_mutation, validate_report, write_reports
 from fuzz.mutation.report import stryker_report
@@ -131,6 +132,20 @@ def test_in_parts_a_mutant_runs_its_parts_in_turn_and_stops_at_the_first_failure
         assert result.cell.seconds == pytest.approx(sum(p["check_seconds"] for p in ran))
 
 
+@pytest.mark.parametrize("seconds", [0.0, defaults.MUTANT_SHRINK_SECONDS])
+def test_a_killed_mutants_failure_is_shrunk_within_the_mutation_budget(seconds):
+    report = run_mutation(source="catalog", mutants=["no_max_added"], jobs=2, budget=BUDGET, cache=None,
+                          thorough_budget=0, shrink_seconds=seconds)
+    (result,) = report.results
+    assert result.status is MutantStatus.KILLED, result.reason[:300]
+    record = result.cell.record
+    assert record.options["shrink_seconds"] == seconds
+    costs = record.costs
+    assert costs["seconds"]["shrinking"] <= seconds + 2.0  # one shrink step may run past the budget
+    if seconds == 0:
+        assert costs["shrink_steps"] <= 1
+
+
 def test_the_kill_matrix_runs_every_check_alone(tmp_path):
     chosen = ["agreement", "input_unchanged", "determinism"]
     report = run_mutation(source="catalog", mutants=["input_as_scratch"], jobs=2, budget=8, matrix=True,
@@ -158,10 +173,12 @@ def test_cli_lists_the_mutants(capsys):
     (["--jobs", "0"], "lse-fuzz: error: --jobs=0; expected an int >= 1."),
     (["--parts", "0"], "lse-fuzz: error: --parts=0; expected an int >= 1."),
     (["--mutant-timeout-floor", "0"], "lse-fuzz: error: --mutant-timeout-floor=0.0; expected a number >= 1."),
+    (["--shrink-seconds", "-1"], "lse-fuzz: error: --shrink-seconds=-1.0; expected a number of seconds >= 0."),
     (["no_max_added", "no_max_added"], "lse-fuzz: error: mutants: no_max_added given twice"),
     (["--checks", "agreement,nope"], "lse-fuzz: error: --checks=['agreement', 'nope']: unknown 'nope'; choose from"),
     (["--show", "nope"], "lse-fuzz: error: --show='nope' is not a mutant; choose from: no_max_added"),
-], ids=["unknown mutant", "budget", "jobs", "parts", "timeout floor", "duplicate", "unknown check", "show unknown"])
+], ids=["unknown mutant", "budget", "jobs", "parts", "timeout floor", "shrink seconds", "duplicate", "unknown check",
+        "show unknown"])
 def test_cli_bad_arguments_exit_2_with_one_line(args, message, capsys, tmp_path):
     assert main(["mutants", *args, "-q", "--out-dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err

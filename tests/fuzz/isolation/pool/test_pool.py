@@ -175,3 +175,13 @@ def test_a_job_that_stops_the_fork_server_is_named_with_every_job_in_flight_then
         assert [r.outcome for r in results] == [Outcome.RETURNED] * 2
     assert [(e.stopped, e.in_flight) for e in alone] == [(Stopped.FORK_SERVER, ("stopper",))]
     assert [(e.stopped, e.in_flight) for e in events] == [(Stopped.FORK_SERVER, ("beside", "stopper"))]
+
+
+def test_a_driver_whose_worker_fork_server_stopped_answering_counts_as_lost(tmp_path):
+    """Its job is run again alone at the end; losing it again there makes it the culprit."""
+    with Pool(2, work_dir=tmp_path) as pool:
+        results = {r.job.key: r for r in pool.run([job("lost", "lose_the_worker_fork_server"), job("a", "echo")])}
+    assert results["a"].outcome is Outcome.RETURNED
+    lost = results["lost"]
+    assert lost.outcome is Outcome.CRASHED and lost.killed_its_driver, lost
+    assert "worker fork server stopped answering" in lost.detail
