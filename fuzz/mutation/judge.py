@@ -10,13 +10,15 @@ from pathlib import Path
 
 from ..grading.options import GradeOptions
 from ..grading.record import GradeRecord
+from ..defaults import GRADE_TIMEOUT as GATE_LIMIT
 from ..outcomes import MutantStatus, Verdict
 from .cache import verdict_key
-from .loading import mutant_target
+from .loading import coverage_target, mutant_target, read_coverage
 from .mutant import Mutant
 from .results import Cell, TestsVerdict
 
-__all__ = ["LINE_NOT_RUN", "RETRY_FACTOR", "covered", "judge", "no_coverage_cell", "tests_record"]
+__all__ = ["LINES_JOB", "LINE_NOT_RUN", "RETRY_FACTOR", "covered", "judge", "needs_lines", "never_ran",
+           "no_coverage_cell", "tests_record"]
 
 RETRY_FACTOR = 4.0
 """A mutant that timed out is run once more, with this many times its limit, before Timeout is its
@@ -25,6 +27,11 @@ load caused is a kill the mutant never earned: on a GPU every mutant compiles it
 with one run per core the compiles of its neighbours slow its own (on two H200s, two mutants of
 ``two_pass.py`` the CPU had run to the end, one of them equivalent, timed out at three times the
 gate's run). The second run starts in the pool's second phase, beside the survivors' re-runs only."""
+
+LINES_JOB = "gate-lines"
+"""The key of the traced run of the unmutated kernel (its lines are the coverage of a CPU run)."""
+UNDECIDED = (MutantStatus.SURVIVED, MutantStatus.TIMEOUT)
+"""The statuses a mutant whose edit never ran can have; every other one shows the edit ran."""
 
 LINE_NOT_RUN = "the mutated line never ran on any generated input (coverage of the unmutated kernel's gate run)"
 
@@ -61,6 +68,20 @@ def covered(mutant: Mutant, paths: dict[str, str], lines: dict[str, set[int]], d
     return any(line in ran for line in range(first, last + 1))
 
 
+def needs_lines(mutant: Mutant, device: str) -> bool:
+    """Whether only the traced run's lines can tell whether ``mutant``'s edit ran (on a GPU, the
+    gate's launches tell it for an edit in a compiled kernel)."""
+    return not (mutant.kernel and not device.startswith("cpu"))
+
+
+def never_ran(run, mutant: Mutant, device: str) -> bool:
+    """Whether what is known of the gate's run (its launches; the traced run's lines, once made)
+    shows that ``mutant``'s edit never ran. Unknown is False: the mutant is judged by running it."""
+    if run.launches is None or (run.lines is None and needs_lines(mutant, device)):
+        return False
+    return not covered(mutant, run.kernel.paths, run.lines or {}, device, run.launches)
+
+
 def tests_record(result) -> dict:
     """A ``--tests`` job's record; a job the pool stopped is a timeout."""
     if result.record is not None:
@@ -93,28 +114,10 @@ def judge(run, mutants: list[Mutant], options: GradeOptions, *, gate=None, with_
     tests = run.tests if with_tests else None
     tests_keys = {m.name: verdict_key("tests", m.key, kernel.digest, tests, str(run.root)) for m in mutants} \
         if tests else {}
-    pending = run.coverage is None  # the gate has not decided: every mutant's first pass runs
-    jobs, survivors, timed_out = [], [], []
-    for mutant in mutants:
-        kept = store.get(keys[mutant.name])
-        cell = None if kept is None else Cell.kept(kept["record"], kept["wall"])
-        first = None if cell is not None else store.get(first_keys[mutant.name], reuse=False)
-        first = None if first is None else Cell.kept(first["record"], 0.0)
-        if cell is not None:
-            cells[mutant.name] = cell
-            if kept.get("thorough"):
-                thorough_names.add(mutant.name)
-            if kept.get("retried"):
-                retried.add(mutant.name)
-        elif first is not None and first.status is MutantStatus.TIMEOUT:
-            timed_out.append(mutant.name)  # timed out in an earlier run's first pass: its second run is left
-        elif first is not None and thorough is not None:
-            survivors.append(mutant.name)  # survived its first pass in an earlier run: the re-run is left
-        elif not pending and not covered(mutant, kernel.paths, run.coverage[0], options.device, run.coverage[1]):
-            cells[mutant.name] = no_coverage_cell(mutant, options.device)
-            store.put(keys[mutant.name], _stored(cells[mutant.name]))
-        else:
-            jobs.append(run.grade_job(f"fuzz:{mutant.name}", mutant_target(kernel, mutant), options))
+    pending = run.launches is None  # the gate has not decided: every mutant's first pass runs
+    jobs, survivors, timed_out = _first_pass_jobs(run, mutants, options, keys, first_keys, pending, cells,
+                                                  thorough_names, retried)
+    ran = [job.key.partition(":")[2] for job in jobs]
     jobs += _tests_jobs(run, mutants, tests_keys, verdicts)
 
     def limits() -> None:  # once the gate has measured its baselines (until then, the gate's limit)
@@ -128,7 +131,7 @@ def judge(run, mutants: list[Mutant], options: GradeOptions, *, gate=None, with_
         kind, _, name = result.job.key.partition(":")
         if kind.startswith("gate-"):
             gate.take(result)
-            if run.coverage is not None:
+            if run.launches is not None:
                 limits()
             continue
         done += 1
@@ -144,11 +147,45 @@ def judge(run, mutants: list[Mutant], options: GradeOptions, *, gate=None, with_
             else:
                 store.put(keys[name], _stored(cell))
         run.tick(step, done, len(jobs))
-    if pending:
-        _uncovered(run, mutants, options, cells, keys, survivors, timed_out)
     by_name = {m.name: m for m in mutants}
-    _again(run, by_name, options, timed_out, survivors, cells, keys, thorough_names, retried)
+    # Only a mutant that survived or timed out may not have run its edit: any other verdict shows it did.
+    suspects = [n for n in ran if cells[n].status in UNDECIDED] + [n for n in survivors + timed_out if n not in ran]
+    _uncovered(run, [by_name[n] for n in suspects], options, cells, keys, survivors, timed_out, thorough_names, retried)
+    left = [by_name[n] for n in suspects if n in survivors or n in timed_out or cells[n].status in UNDECIDED]
+    lines_job = _lines_job(run, left, options)
+    _again(run, by_name, options, timed_out, survivors, cells, keys, thorough_names, retried, lines_job)
+    if lines_job is not None:
+        _uncovered(run, [by_name[n] for n in suspects], options, cells, keys, survivors, timed_out, thorough_names,
+                   retried)
     return cells, verdicts, thorough_names, retried
+
+
+def _first_pass_jobs(run, mutants, options, keys, first_keys, pending, cells, thorough_names, retried):
+    """The first pass's jobs, and the names of the survivors and timeouts whose first pass an earlier
+    run kept (their second run is left); kept verdicts go into ``cells``, and a mutant the known
+    coverage shows never ran its edit is NoCoverage without a run."""
+    jobs, survivors, timed_out = [], [], []
+    for mutant in mutants:
+        kept = run.store.get(keys[mutant.name])
+        cell = None if kept is None else Cell.kept(kept["record"], kept["wall"])
+        first = None if cell is not None else run.store.get(first_keys[mutant.name], reuse=False)
+        first = None if first is None else Cell.kept(first["record"], 0.0)
+        if cell is not None:
+            cells[mutant.name] = cell
+            if kept.get("thorough"):
+                thorough_names.add(mutant.name)
+            if kept.get("retried"):
+                retried.add(mutant.name)
+        elif first is not None and first.status is MutantStatus.TIMEOUT:
+            timed_out.append(mutant.name)  # timed out in an earlier run's first pass: its second run is left
+        elif first is not None and run.thorough is not None:
+            survivors.append(mutant.name)  # survived its first pass in an earlier run: the re-run is left
+        elif not pending and never_ran(run, mutant, options.device):
+            cells[mutant.name] = no_coverage_cell(mutant, options.device)
+            run.store.put(keys[mutant.name], _stored(cells[mutant.name]))
+        else:
+            jobs.append(run.grade_job(f"fuzz:{mutant.name}", mutant_target(run.kernel, mutant), options))
+    return jobs, survivors, timed_out
 
 
 def _tests_jobs(run, mutants: list[Mutant], keys: dict[str, str], verdicts: dict[str, TestsVerdict]) -> list:
@@ -165,37 +202,65 @@ def _tests_jobs(run, mutants: list[Mutant], keys: dict[str, str], verdicts: dict
     return jobs
 
 
-def _uncovered(run, mutants, options, cells, keys, survivors, timed_out) -> None:
-    """After a first pass run beside the gate: a mutant whose edit its coverage shows never ran is
-    NoCoverage (with the same examples it can only have survived), not re-run."""
-    lines, launches = run.coverage
-    for mutant in mutants:
+def _uncovered(run, suspects: list[Mutant], options, cells, keys, survivors, timed_out, thorough_names,
+               retried) -> None:
+    """A suspect (it survived or timed out) whose edit what is known of the gate's run shows never
+    ran is NoCoverage (with the same examples it can only have survived), not run again."""
+    for mutant in suspects:
         name = mutant.name
-        if name in cells and not covered(mutant, run.kernel.paths, lines, options.device, launches):
+        if name in cells and cells[name].status in UNDECIDED and never_ran(run, mutant, options.device):
             cells[name] = no_coverage_cell(mutant, options.device)
             run.store.put(keys[name], _stored(cells[name]))
             for waiting in (survivors, timed_out):
                 if name in waiting:
                     waiting.remove(name)
+            thorough_names.discard(name)
+            retried.discard(name)
 
 
-def _again(run, by_name, options, timed_out, survivors, cells, keys, thorough_names, retried) -> None:
+def _lines_job(run, suspects: list[Mutant], options):
+    """The traced run of the unmutated kernel, when a suspect's coverage needs its lines and no run
+    has traced them yet (None otherwise). It has the gate's examples and limit."""
+    if run.lines is not None or not any(needs_lines(m, options.device) for m in suspects):
+        return None
+    job = run.grade_job(LINES_JOB, coverage_target(run.kernel, run.work / "coverage.jsonl"), run.options)
+    run.limits[job.key] = GATE_LIMIT
+    return job
+
+
+def _take_lines(run, result) -> None:
+    """The traced run's lines, once it passed as the gate's run did (kept in the verdict cache); a
+    run that did not pass leaves them unknown, and then no suspect is NoCoverage."""
+    if run.record(result, run.options).verdict is Verdict.PASS:
+        lines = read_coverage(run.work / "coverage.jsonl")
+        run.lines = lines
+        run.store.put(run.lines_key, {f: sorted(found) for f, found in lines.items()})
+
+
+def _again(run, by_name, options, timed_out, survivors, cells, keys, thorough_names, retried, lines_job=None) -> None:
     """The second phase, in rounds: a run that timed out is run once more with RETRY_FACTOR times its
     limit (a first pass or a survivor's re-run alike); a survivor is re-run thoroughly, with the
-    patience its first pass needed. A verdict is kept when neither applies."""
+    patience its first pass needed. A verdict is kept when neither applies. ``lines_job``, the
+    traced run, goes first in the first round (it is the longest job)."""
     thorough = run.thorough
     scale = max(1.0, thorough.budget / max(1, options.budget)) if thorough is not None else 1.0
     pending = [(name, False, RETRY_FACTOR) for name in timed_out] + [(name, True, 1.0) for name in survivors]
     rounds = 0
-    while pending:
+    extra = [] if lines_job is None else [lines_job]
+    while pending or extra:
         rounds += 1
         patience_of = {(name, deep): patience for name, deep, patience in pending}
         again = [run.grade_job(f"{'thorough' if deep else 'retry'}:{name}", mutant_target(run.kernel, by_name[name]),
                                thorough if deep else options) for name, deep, _ in pending]
         run.limits.update({job.key: run.fuzz_limit * patience * (scale if deep else 1.0)
                            for job, (_, deep, patience) in zip(again, pending)})
-        pending = []
-        for done, result in enumerate(run.pool.run(again), 1):
+        pending, first, extra = [], extra, []
+        done = 0
+        for result in run.pool.run(first + again):
+            if result.job.key == LINES_JOB:
+                _take_lines(run, result)
+                continue
+            done += 1
             kind, _, name = result.job.key.partition(":")
             deep = kind == "thorough"
             patience = patience_of[(name, deep)]

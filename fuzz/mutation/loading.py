@@ -8,8 +8,13 @@ file, so every variant here is a real file in the cache (``$LSE_FUZZ_CACHE/mutat
 * a mutant of a self-contained kernel file: the mutated file itself, under its own name;
 * a mutant of the reference package: a three-line module that loads the patched package with
   :func:`fuzz.mutation.patch.load` (the shadow copy every bundled mutant runs from);
-* the coverage run: a module whose ``lse`` calls the unmutated implementation with line tracing
-  on for the kernel's files (:func:`traced`), appending the lines that ran to a file;
+* the gate's run: a module whose ``lse`` calls the unmutated implementation and records every
+  kernel launch's specialization (:func:`gate_target`);
+* the coverage run: the same with line tracing on for the kernel's files (:func:`traced`),
+  appending the lines that ran to a file (:func:`coverage_target`). Tracing makes every call of
+  the interpreter 2-3 times slower (on Python 3.11 a trace function deoptimizes all code, even
+  frames it ignores), so this run is made only when a mutant survives or times out
+  (:func:`fuzz.mutation.judge.judge`);
 * the broken double: the unmutated implementation plus one, which the fuzzer must catch.
 
 :func:`traced` runs inside the worker. In Triton's interpreter a ``@triton.jit`` function runs as
@@ -29,7 +34,7 @@ from .mutant import Mutant
 from .patch import write_once as _write
 from .sites import Kernel
 
-__all__ = ["broken_target", "coverage_target", "mutant_target", "read_coverage", "read_launches", "traced"]
+__all__ = ["broken_target", "coverage_target", "gate_target", "mutant_target", "read_coverage", "read_launches", "traced"]
 
 
 def _attribute(kernel: Kernel) -> str:
@@ -55,6 +60,13 @@ def _wrapper(kernel: Kernel, body: str, extra: str = "") -> str:
     return (f"from fuzz.target import load_target\n{extra}\n"
             f"_impl = load_target({kernel.target!r})\n\n\n"
             f"def {name}(x):\n    {body}\n")
+
+
+def gate_target(kernel: Kernel, out: Path) -> str:
+    """A TARGET whose calls run the unmutated kernel, every kernel launch's specialization key
+    recorded in :func:`launches_file` of ``out`` (what decides a compiled kernel's coverage)."""
+    extra = f"from fuzz import specialization\n\nspecialization.install({str(launches_file(out))!r})"
+    return f"{_write('gate_shim.py', _wrapper(kernel, 'return _impl(x)', extra))}:{_attribute(kernel)}"
 
 
 def coverage_target(kernel: Kernel, out: Path) -> str:

@@ -9,11 +9,13 @@ Steps:
 
 1. The mutants: the operators applied at every site of the kernels TARGET reaches
    (:mod:`.sites`), or the bundled catalog (:mod:`.bundled`, edits of ``reference:lse``).
-2. The gate, on the one worker pool: the unmutated kernel must pass the fuzzer (run with its lines
-   traced: that run is the coverage), and the kernel plus one must fail it; with ``tests``, the
-   user's command must pass on the unmutated kernel. Otherwise nothing is scored (:class:`GateFailure`).
-   The mutants' first pass starts on the drivers the gate leaves free (the traced run is the long one).
-3. A mutant whose edit never ran is NoCoverage (not scored). The others are graded exactly like a
+2. The gate, on the one worker pool: the unmutated kernel must pass the fuzzer (its launches
+   recorded: a compiled kernel's coverage), and the kernel plus one must fail it; with ``tests``,
+   the user's command must pass on the unmutated kernel. Otherwise nothing is scored
+   (:class:`GateFailure`). The mutants' first pass starts on the drivers the gate leaves free.
+3. A mutant whose edit never ran is NoCoverage (not scored): known from the gate's launches, or
+   from a run of the unmutated kernel with its lines traced, made only when a mutant survives or
+   times out (every other verdict shows the edit ran). The others are graded exactly like a
    candidate of ``lse-fuzz grade`` (isolated worker, the fuzzer in a driver), stopped after
    ``max(timeout_factor * baseline, timeout_floor)`` seconds; with ``tests``, the command runs
    against each mutant too (exit status 0: it survived the tests). ``matrix``: each check alone.
@@ -48,7 +50,7 @@ from ..strategies import default_max_elements
 from .cache import VerdictCache, verdict_key
 from .bundled import REFERENCE_TARGET, catalog
 from .judge import judge, tests_record
-from .loading import broken_target, coverage_target, read_coverage, read_launches
+from .loading import broken_target, gate_target, read_launches
 from .mutant import Mutant
 from .patch import cache_dir
 from .results import Cell, ExitRule, GateFailure, GateResult, MutantResult, MutationReport, TestsVerdict
@@ -67,7 +69,8 @@ re-run's other examples instead."""
 GATE_TIMEOUT = defaults.GRADE_TIMEOUT
 """Seconds a job may take until the gate has measured the baseline: 900, the operators' (the
 catalog's was 600), which is what ``lse-fuzz grade`` gives a candidate: the gate's runs are graded
-like one, and on a cold GPU the traced coverage run compiles every kernel variant first."""
+like one, and on a cold GPU the gate's run compiles every kernel variant first. The traced
+coverage run, when one is made, has this limit too."""
 ONE_RUN = 1
 """A mutant's examples are one Hypothesis run (GradeOptions.parts) by default, on every device (the
 catalog ran four parts on a GPU). Parts of derived seeds run one after the other in a job, each to
@@ -103,7 +106,9 @@ class Run:
     progress: Callable[[str, int, int], None] | None
     fuzz_limit: float = GATE_TIMEOUT
     tests_limit: float = GATE_TIMEOUT
-    coverage: tuple[dict[str, set[int]], dict[str, list[dict]]] | None = None  # lines that ran, launches (the gate's)
+    launches: dict[str, list[dict]] | None = None  # the gate's launches by kernel (None: the gate has not decided)
+    lines: dict[str, set[int]] | None = None  # the lines the traced run saw (None: not run yet)
+    lines_key: str = ""  # that run's key in the verdict cache
 
     def grade_job(self, key: str, target: str, options: GradeOptions) -> Job:
         return Job(key, GRADE_ENTRY, {"candidate": asdict(Candidate.of_target(target)), "options": options.to_wire(),
@@ -294,10 +299,13 @@ class Gate:
         if self.kept is not None and not all(Cell.kept(self.kept.get(side), 0.0) for side in ("correct", "broken")):
             self.kept = None  # not grading records of this release: the gate runs again
         self.kept_tests = run.store.get(self.tests_key) if self.tests_key else None
-        self.coverage_file = run.work / "coverage.jsonl"
+        self.gate_file = run.work / "gate.jsonl"
+        run.lines_key = verdict_key("gate-coverage", kernel.digest, options.key())
+        lines = run.store.get(run.lines_key)
+        run.lines = None if lines is None else {f: set(found) for f, found in lines.items()}
         self.jobs: list[Job] = []
         if self.kept is None:
-            self.jobs += [run.grade_job("gate-correct", coverage_target(kernel, self.coverage_file), options),
+            self.jobs += [run.grade_job("gate-correct", gate_target(kernel, self.gate_file), options),
                           run.grade_job("gate-broken", broken_target(kernel), options)]
         if run.tests and self.kept_tests is None:
             self.jobs.append(run.tests_job("gate-tests", {}, "", GATE_TIMEOUT))
@@ -318,8 +326,7 @@ class Gate:
         run, kept = self.run, self.kept
         if kept is None:
             kept = {"correct": self.records["gate-correct"].to_json(), "broken": self.records["gate-broken"].to_json(),
-                    "coverage": {f: sorted(lines) for f, lines in read_coverage(self.coverage_file).items()},
-                    "launches": read_launches(self.coverage_file)}
+                    "launches": read_launches(self.gate_file)}
         gate = [GateResult("the unmutated kernel", run.kernel.target, "pass", Cell.kept(kept["correct"], 0.0)),
                 GateResult("the kernel + 1", run.kernel.target, "fail", Cell.kept(kept["broken"], 0.0))]
         for entry in gate:
@@ -340,7 +347,7 @@ class Gate:
             run.tests_limit = max(self.factor * verdict.seconds, self.floor)
         self.results, self.baseline = gate, gate[0].cell.wall_seconds
         run.fuzz_limit = max(self.factor * self.baseline, self.floor)
-        run.coverage = ({f: set(lines) for f, lines in kept["coverage"].items()}, kept.get("launches") or {})
+        run.launches = kept.get("launches") or {}
         self.seconds = time.perf_counter() - self.started
 
 

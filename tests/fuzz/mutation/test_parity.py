@@ -67,7 +67,7 @@ CATALOG_KILLS = {
     "log_per_lane": "agreement",
     "hardcoded_row_stride": "agreement",
     "no_max_shift": "agreement",
-    "int32_offsets": "shift_invariance",
+    "int32_offsets": ("agreement", "shift_invariance"),  # which one depends on how far 2 s of shrinking gets
     "neg_inf_rows_nan": "agreement",
     "one_tile_per_row": "agreement",
     "online_no_rescale": "agreement",
@@ -79,6 +79,10 @@ CATALOG_KILLS = {
     "split_no_rescale": "agreement",
     "input_as_scratch": "input_unchanged",
     "empty_rows_wrong_shape": "output_contract",
+    "half_tile_counted_twice": "agreement",
+    "max_only": "agreement",
+    "max_plus_log_n": "agreement",
+    "finite_sentinel": "agreement",
 }
 
 
@@ -98,8 +102,10 @@ def test_every_bundled_mutant_is_killed_by_its_expected_check(tmp_path):
     result = _cli("mutants", "--out-dir", str(tmp_path), "-q", "-j", "2", "--no-cache")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = _mutants(tmp_path / "mutation.json")
-    assert {name: (m["status"], m.get("killedBy")) for name, m in found.items()} == \
-        {name: ("Killed", [check]) for name, check in CATALOG_KILLS.items()}
+    assert set(found) == set(CATALOG_KILLS)
+    for name, m in found.items():
+        checks = CATALOG_KILLS[name] if isinstance(CATALOG_KILLS[name], tuple) else (CATALOG_KILLS[name],)
+        assert m["status"] == "Killed" and len(m["killedBy"]) == 1 and m["killedBy"][0] in checks, (name, m)
 
 
 @pytest.mark.slow

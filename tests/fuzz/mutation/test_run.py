@@ -144,6 +144,38 @@ def test_a_timeout_is_confirmed_by_a_second_run_with_a_longer_limit(tmp_path, mo
     assert [r.status for r in again.results] == [MutantStatus.TIMEOUT] and again.retried == {survivor}
 
 
+def test_lines_are_traced_only_when_a_mutant_survives(tmp_path, monkeypatch):
+    """Tracing makes the interpreter 2-3 times slower, and only a survivor (or a timeout) can be a
+    mutant whose edit never ran: with every mutant killed no run is traced; a survivor's run
+    brings the traced run of the unmutated kernel, whose lines the cache keeps for the next run;
+    a NoCoverage mutant is still named as such."""
+    import fuzz.mutation.loading as loading
+
+    traced, real = [], loading.coverage_target
+    users = [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("fuzz.mutation")
+             and getattr(m, "coverage_target", None) is real]
+
+    def trace_with(fake) -> None:
+        for module in users:
+            monkeypatch.setattr(module, "coverage_target", fake)
+
+    trace_with(lambda *args: traced.append(args) or real(*args))
+    killed, survivor = "mask_off_by_one@tiny_lse.py:43:68", "int64_promotion_removed@tiny_lse.py:32:34"
+    unreached = "reduction_swapped@tiny_lse.py:45:35"
+    options = {**OPTIONS, "thorough_budget": 0}
+    cache = tmp_path / "verdicts"
+    report = run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=[killed], cache=cache, **options)
+    assert [r.status for r in report.results] == [MutantStatus.KILLED] and traced == []
+    report = run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=[survivor], cache=cache, **options)
+    assert [r.status for r in report.results] == [MutantStatus.SURVIVED] and len(traced) == 1
+    trace_with(lambda *args: pytest.fail("the kept lines were traced again"))
+    steps = []
+    report = run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=[unreached], cache=cache,
+                          progress=lambda step, done, total: steps.append(step), **options)
+    assert [r.status for r in report.results] == [MutantStatus.NO_COVERAGE]
+    assert "mutants" not in steps  # known from the kept lines: never run
+
+
 @pytest.mark.parametrize("args, message", [
     (["mutate", "no/such.py"], "no such file"),
     (["mutate", str(TINY_DIR / "check_tiny.py")], "no function 'lse' is defined"),
