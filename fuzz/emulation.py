@@ -19,7 +19,8 @@ raise point of the emulator therefore raises it while a kernel runs in the inter
 patches the process it runs in can fake anything that process reports, this too; that is beyond
 a check in the same process (see the threat model in docs/grading.md).
 
-Light on purpose: the standard library only, because it is raised inside the isolated worker.
+Light on purpose: the standard library only (and the project's exception base, which imports
+nothing), because it is raised inside the isolated worker.
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ import os
 import sys
 import types
 
+from lse_fuzz._errors import LseFuzzError
+
 __all__ = ["EmulationUnsupported", "raised_by_emulator"]
 
 _PACKAGE = os.path.dirname(os.path.realpath(__file__))
 _INTERPRETER = "triton.runtime.interpreter"
 
 
-class EmulationUnsupported(Exception):
+class EmulationUnsupported(LseFuzzError):
     """The CPU's emulation cannot run ``construct`` as a GPU runs it; the kernel is not to blame.
 
     ``construct``: what the kernel used, as a user would search their source for it
@@ -80,15 +83,15 @@ def _from_emulator(tb: types.TracebackType | None) -> bool:
 
 
 def _project_module(filename: str) -> types.ModuleType | None:
-    """The loaded module of this package whose file ``filename`` is."""
+    """The loaded module of this package that the file ``filename`` is (by the name its place in
+    the package gives it: ``fuzz/isolation/wire.py`` is ``fuzz.isolation.wire``)."""
     path = os.path.realpath(filename)
-    if not path.startswith(_PACKAGE + os.sep):
+    if not path.startswith(_PACKAGE + os.sep) or not path.endswith(".py"):
         return None
-    for name, module in list(sys.modules.items()):
-        if (name == "fuzz" or name.startswith("fuzz.")) and \
-                os.path.realpath(getattr(module, "__file__", None) or "") == path:
-            return module
-    return None
+    parts = [__name__.partition(".")[0], *os.path.relpath(path[:-3], _PACKAGE).split(os.sep)]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return sys.modules.get(".".join(parts))
 
 
 def _defined_in(code: types.CodeType, module: types.ModuleType | None) -> bool:
