@@ -3,7 +3,8 @@
 :class:`CheckFailure` is the one failure format of the project (which check, which row, expected
 vs got, the error against the tolerance, in the output dtype's ulps and in bounds, why it
 matters, the replay command); :class:`ImplError` carries the traceback of an implementation
-that raised instead of returning. Both know the example they happened on once the runner has
+that raised instead of returning; :class:`Unsupported` says that the CPU's emulation of Triton
+cannot run a construct the implementation used (no verdict on this device). All three know the example they happened on once the runner has
 filled in ``input`` and, once a reproducer is saved, ``replay``. :func:`headline` (an exception)
 and :func:`traceback_headline` (a rendered traceback) give the one line a verdict's reason names
 an exception by.
@@ -18,7 +19,9 @@ from collections.abc import Sequence
 
 from lse_fuzz._errors import LseFuzzError
 
-__all__ = ["CheckFailure", "ImplError", "exception_chain", "format_number", "headline", "traceback_headline"]
+from .emulation import EmulationUnsupported
+
+__all__ = ["CheckFailure", "ImplError", "Unsupported", "exception_chain", "format_number", "headline", "traceback_headline"]
 
 
 def format_number(value: float) -> str:
@@ -339,3 +342,37 @@ class ImplError(LseFuzzError):
     def to_dict(self) -> dict[str, object]:
         return {"call": self.call, "exception": self.exc_type, "traceback": self.text, "replay": self.replay,
                 "chain": self.chain}
+
+
+class Unsupported(LseFuzzError):
+    """The CPU's emulation of Triton cannot run a construct the implementation used, as a GPU runs
+    it: the emulator refused (:class:`fuzz.emulation.EmulationUnsupported`), so this device gives
+    no verdict. Not a failure of the implementation, nor a pass: run it with ``--device cuda``."""
+
+    def __init__(self, call: str, refusal: EmulationUnsupported) -> None:
+        self.call = call
+        self.construct = refusal.construct
+        self.reason = refusal.reason
+        self.input: str | None = None
+        self.replay: str | None = None
+        super().__init__(self.headline())
+
+    check = None  # no check failed: the CPU could not run the implementation
+
+    def headline(self) -> str:
+        """'UNSUPPORTED on the CPU: the kernel uses tl.inline_asm_elementwise, which ...'."""
+        why = f" ({self.reason})" if self.reason else ""
+        return (f"UNSUPPORTED on the CPU: the kernel uses {self.construct}, which the CPU's emulation of Triton "
+                f"cannot run as a GPU does{why}; run with --device cuda for a verdict")
+
+    def message(self) -> str:
+        lines = [self.headline(), f"  during:   {self.call}"]
+        if self.input:
+            lines.append(f"  input:    {self.input}")
+        if self.replay:
+            lines.append(f"  replay:   {self.replay}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"construct": self.construct, "reason": self.reason, "call": self.call, "replay": self.replay,
+                "message": self.message()}

@@ -12,7 +12,10 @@ Four levels, each an enum with one tested mapping from the level below:
 * :class:`MutantStatus`: what became of one mutant, in Stryker's names (:func:`mutant_status`).
 
 A status is spelled one way at every level: ``timeout`` (``Timeout`` among Stryker's CamelCase
-names), and a mutant that never ran is ``not_run`` (``NoCoverage``), never ``pass``.
+names), and a mutant that never ran is ``not_run`` (``NoCoverage``), never ``pass``. A run that met
+a construct the CPU's emulation of Triton cannot run as a GPU does (:mod:`fuzz.emulation`) is
+``unsupported`` at every level (``Ignored`` among Stryker's names): neither a failure nor a pass,
+with an exit code of its own (:attr:`ExitCode.UNSUPPORTED`), and the report names the construct.
 
 :class:`ImplLost` is raised when an isolated implementation's worker is gone (crash, exit, hang,
 out of memory): a ``BaseException`` on purpose, so that neither the runner's ``except Exception``
@@ -24,11 +27,11 @@ from __future__ import annotations
 
 import enum
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from lse_fuzz._errors import LseFuzzError
 
-from .failures import CheckFailure, ImplError
+from .failures import CheckFailure, ImplError, Unsupported
 
 __all__ = [
     "CHECK_EXIT_CODES",
@@ -40,6 +43,7 @@ __all__ = [
     "Outcome",
     "Status",
     "Verdict",
+    "batch_exit_code",
     "call_outcome",
     "describe_exit",
     "describe_limit",
@@ -57,6 +61,7 @@ class ExitCode(enum.IntEnum):
     FAILED = 1  # a check failed, a candidate did not pass, a mutant was not killed
     USAGE = 2  # the target, the options or the gate cannot be used: one line on stderr
     INTERNAL = 3  # the tool itself failed (a bug to report)
+    UNSUPPORTED = 4  # no verdict on this device: the CPU cannot run a construct the kernel uses (--device cuda)
     INTERRUPTED = 130  # Ctrl-C or SIGTERM: reports hold what finished
 
 
@@ -229,12 +234,15 @@ class Status(str, enum.Enum):
     FAILED = "failed"  # a check failed; the failure reproduced on the shrunk example
     ERROR = "error"  # the implementation raised an exception
     FLAKY = "flaky"  # a check failed once but not when the same example ran again (stateful impl?)
+    UNSUPPORTED = "unsupported"  # the CPU's emulation cannot run a construct the implementation uses
 
 
-def run_status(failure: CheckFailure | ImplError | None, *, reproduced: bool = True) -> Status:
+def run_status(failure: CheckFailure | ImplError | Unsupported | None, *, reproduced: bool = True) -> Status:
     """The one mapping from what a run found to its :class:`Status`."""
     if failure is None:
         return Status.PASSED
+    if isinstance(failure, Unsupported):
+        return Status.UNSUPPORTED
     if not reproduced:
         return Status.FLAKY
     if isinstance(failure, ImplError):
@@ -260,6 +268,8 @@ class Verdict(str, enum.Enum):
     #                            function, wrong signature, or it crashed or hung while importing
     INTERNAL_ERROR = "internal_error"  # the grader itself failed on this candidate (a bug to report)
     NOT_RUN = "not_run"  # never graded: a mutant whose edit no generated input reaches (mutation analysis only)
+    UNSUPPORTED = "unsupported"  # no verdict on this device: the CPU's emulation of Triton cannot run a construct
+    #                              it uses (the reason names it); neither a failure nor a pass: run with --device cuda
 
 
 def verdict_of(*, status: Status | str | None = None, outcome: Outcome | str | None = None,
@@ -280,15 +290,26 @@ def verdict_of(*, status: Status | str | None = None, outcome: Outcome | str | N
             return Verdict.CRASH
         return Verdict.ERROR if outcome is Outcome.RAISED else Verdict.PASS
     return {Status.PASSED: Verdict.PASS, Status.FAILED: Verdict.FAIL, Status.FLAKY: Verdict.FAIL,
-            Status.ERROR: Verdict.ERROR}[Status(status)]
+            Status.ERROR: Verdict.ERROR, Status.UNSUPPORTED: Verdict.UNSUPPORTED}[Status(status)]
 
 
 CHECK_EXIT_CODES: dict[Verdict, ExitCode] = {
     Verdict.PASS: ExitCode.OK, Verdict.FAIL: ExitCode.FAILED, Verdict.ERROR: ExitCode.FAILED,
     Verdict.CRASH: ExitCode.FAILED, Verdict.TIMEOUT: ExitCode.FAILED, Verdict.LOAD_ERROR: ExitCode.USAGE,
     Verdict.INTERNAL_ERROR: ExitCode.INTERNAL, Verdict.NOT_RUN: ExitCode.INTERNAL,  # check always runs its target
+    Verdict.UNSUPPORTED: ExitCode.UNSUPPORTED,
 }
 """Exit code of ``lse-fuzz check`` for each verdict."""
+
+
+def batch_exit_code(verdicts: Iterable[Verdict | str]) -> ExitCode:
+    """Exit code of ``lse-fuzz grade`` for its candidates' verdicts: FAILED when one neither passed
+    nor was unsupported; else UNSUPPORTED when one was (the CPU could not judge it: never counted
+    against it); else OK (every one passed, or there were none)."""
+    found = {Verdict(verdict) for verdict in verdicts}
+    if found - {Verdict.PASS, Verdict.UNSUPPORTED}:
+        return ExitCode.FAILED
+    return ExitCode.UNSUPPORTED if Verdict.UNSUPPORTED in found else ExitCode.OK
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,6 +325,8 @@ class MutantStatus(str, enum.Enum):
     RUNTIME_ERROR = "RuntimeError"  # it crashed: signal, CUDA error, an exception from the kernel or launcher
     COMPILE_ERROR = "CompileError"  # the kernel does not compile (Triton CompilationError, or the interpreter's)
     NO_COVERAGE = "NoCoverage"  # the mutated code never ran on any generated input (lse-fuzz mutate; not run)
+    IGNORED = "Ignored"  # not judged: the CPU cannot run a construct its kernel uses (verdict unsupported;
+    #                      the reason names it); neither killed nor survived, and not in the score
 
     @property
     def detected(self) -> bool:
@@ -312,7 +335,7 @@ class MutantStatus(str, enum.Enum):
     @property
     def valid(self) -> bool:
         """Counted in the score: the mutant ran to a verdict."""
-        return self not in (MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR)
+        return self not in (MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR, MutantStatus.IGNORED)
 
 
 _COMPILE_ERROR_TYPES = (
@@ -348,7 +371,8 @@ def mutant_status(verdict: Verdict | str, chain: Sequence[dict] = ()) -> MutantS
     """The one mapping from a mutant's verdict (it is graded like any candidate) to its status.
 
     fail -> Killed (flaky failures included: a failure that did not reproduce is still one);
-    pass -> Survived; timeout -> Timeout; not_run -> NoCoverage; crash -> RuntimeError; error and load_error ->
+    pass -> Survived; timeout -> Timeout; not_run -> NoCoverage; unsupported -> Ignored (the CPU could not run
+    it: no verdict either way); crash -> RuntimeError; error and load_error ->
     CompileError when ``chain`` (the exception's) is a compilation error, else RuntimeError;
     internal_error (the harness failed on it) -> RuntimeError.
     """
@@ -361,6 +385,8 @@ def mutant_status(verdict: Verdict | str, chain: Sequence[dict] = ()) -> MutantS
         return MutantStatus.TIMEOUT
     if verdict is Verdict.NOT_RUN:
         return MutantStatus.NO_COVERAGE
+    if verdict is Verdict.UNSUPPORTED:
+        return MutantStatus.IGNORED
     if verdict in (Verdict.ERROR, Verdict.LOAD_ERROR) and is_compile_error(chain):
         return MutantStatus.COMPILE_ERROR
     return MutantStatus.RUNTIME_ERROR

@@ -51,10 +51,13 @@ class Reproducer:
         return example
 
 
-def replay_command(path: Path | str, target: str, *, isolate: bool = False, call: CallConvention | None = None) -> str:
+def replay_command(path: Path | str, target: str, *, isolate: bool = False, call: CallConvention | None = None,
+                   device: str | None = None) -> str:
     """The one replay command; ``isolate`` for an input that crashed or hung its worker; ``call``
-    adds the call convention's options (the file holds it too: the line says how it was called)."""
+    adds the call convention's options (the file holds it too: the line says how it was called);
+    ``device`` where to replay it (an example the CPU cannot run: cuda; None: where it was found)."""
     options = "" if call is None or call.is_default else " " + call.cli_args()
+    options += f" --device {device}" if device else ""
     return f"python -m fuzz replay {path} --impl {target}{options}" + (" --isolate" if isolate else "")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from .checks import Plan
 from .contract import Contract
 from .costs import Costs
-from .failures import CheckFailure, ImplError
+from .failures import CheckFailure, ImplError, Unsupported
 from .outcomes import Status
 from .strategies import LseInput
 from .timing import SLOW_FACTOR, SLOW_FLOOR, Compile, SlowCall, describe_compiles
@@ -19,7 +19,8 @@ __all__ = ["CheckResult"]
 
 @dataclass
 class CheckResult:
-    """What a run found. ``failure`` is a CheckFailure (FAILED, FLAKY) or an ImplError (ERROR)."""
+    """What a run found. ``failure`` is a CheckFailure (FAILED, FLAKY), an ImplError (ERROR) or an
+    Unsupported (UNSUPPORTED: the CPU's emulation cannot run a construct the implementation uses)."""
 
     status: Status
     examples: int
@@ -29,7 +30,7 @@ class CheckResult:
     budget: int
     contract: Contract
     checks: tuple[str, ...]
-    failure: CheckFailure | ImplError | None = None
+    failure: CheckFailure | ImplError | Unsupported | None = None
     counterexample: LseInput | None = None
     plan: Plan | None = None
     reproducer: Path | None = None
@@ -64,6 +65,8 @@ class CheckResult:
                     f"contract {self.contract.describe()}; seed {self.seed}")
             return "\n".join([head, *self._tuning_lines(), *self._slow_lines()])
         what = f"check {self.check!r}" if self.check else "the implementation raised"
+        if isinstance(self.failure, Unsupported):
+            what = "no verdict on the CPU"
         lines = [f"{self.status.name} {self.target}: {what} after {pace}; seed {self.seed}"]
         lines.extend(self.notes)
         if self.failure is not None:

@@ -25,7 +25,7 @@ from .calls import ConventionError
 from .checks import METAMORPHIC, Plan, run_checks
 from .checks.context import Pin
 from .costs import Costs
-from .failures import CheckFailure, ImplError, headline
+from .failures import CheckFailure, ImplError, Unsupported, headline
 from .gpu_memory import HugeInputSlots, with_memory_retry
 from .outcomes import HarnessError, ImplLost, run_status
 from .reproducer import replay_command, save_reproducer
@@ -64,6 +64,16 @@ class _HarnessStop(BaseException):
         self.error = error
 
 
+class _Refused(BaseException):
+    """The CPU's emulation cannot run a construct the implementation used (:class:`Unsupported`), met
+    before any failure: the run ends now, ``unsupported`` (a BaseException, so Hypothesis does not
+    shrink it). ``found`` is the refusal with the example it happened on."""
+
+    def __init__(self, found: _Falsified) -> None:
+        super().__init__(str(found.failure))
+        self.found = found
+
+
 class _Stopped(BaseException):
     """Another part of the run failed (see :class:`RunStop`): this part ends now, its verdict
     cannot change the run's."""
@@ -90,7 +100,7 @@ PREFER_COMPILED = {"cpu": False, "cuda": True}
 class _Falsified(Exception):
     """Raised from one place for every failure, so Hypothesis shrinks them all as one bug."""
 
-    def __init__(self, failure: CheckFailure | ImplError, example: LseInput, plan: Plan) -> None:
+    def __init__(self, failure: CheckFailure | ImplError | Unsupported, example: LseInput, plan: Plan) -> None:
         super().__init__(str(failure))
         self.failure, self.example, self.plan = failure, example, plan
 
@@ -193,6 +203,16 @@ class Run:
                        gradient_impl=self.gradient, costs=self.state.costs)
         except (CheckFailure, ImplError) as exc:
             failure = _detached(exc)
+        except Unsupported as refusal:
+            # The CPU cannot run this example as a GPU would. Before any failure the run ends here,
+            # unsupported: no verdict is possible on this device, and the rest of the run would mostly
+            # meet the construct again (a kernel uses it at every launch). Once a failure was found,
+            # the failure wins: every example that ran to its end ran faithfully (the emulator refuses,
+            # it never approximates), so the failure is the kernel's; this example is no instance of
+            # it, and shrinking goes on without it.
+            if self.state.last is not None:
+                reject()
+            raise _Refused(_Falsified(_detached(refusal), example, plan)) from None
         except torch.OutOfMemoryError as exc:
             # The implementation's own errors arrive as ImplError: this one is a copy the checks
             # made (a metamorphic transformation of a huge input) on a GPU other processes filled.
@@ -252,6 +272,10 @@ class Run:
             result.notes.append("stopped: another part of the run failed first")
         if falsified is not None:
             _record_failure(result, falsified, self.reproducer_dir)
+            if isinstance(falsified.failure, Unsupported):
+                first = self.state.examples
+                result.notes.append(f"the run stopped at example {first}, the first that used "
+                                    f"{falsified.failure.construct}" + (": the examples before it passed" if first > 1 else ""))
             if not reproduced:
                 result.notes.append("the failure did not reproduce when the same example ran again: "
                                     "the implementation keeps state between calls or is nondeterministic")
@@ -292,6 +316,8 @@ class Run:
             self.one(self.last_example, plan)
         except _Falsified as exc:
             return exc
+        except _Refused as refused:
+            return refused.found
         except _HarnessStop as stop:
             raise stop.error from stop.error.__cause__
         except _Stopped:
@@ -354,6 +380,8 @@ def _outcome(run_one: Callable[[], None], state: _RunState) -> tuple[_Falsified 
         run_one()
     except _Falsified as exc:
         return exc, True
+    except _Refused as refused:
+        return refused.found, True
     except _HarnessStop as stop:
         raise stop.error from stop.error.__cause__
     except _Stopped:
@@ -421,4 +449,6 @@ def _record_failure(result: CheckResult, falsified: _Falsified, reproducer_dir: 
         check=result.check, message=failure.message(),
     )
     result.reproducer = path
-    failure.replay = replay_command(path, result.target, call=result.contract.call)
+    # An example the CPU could not run replays where it can: on a GPU.
+    failure.replay = replay_command(path, result.target, call=result.contract.call,
+                                    device="cuda" if isinstance(failure, Unsupported) else None)

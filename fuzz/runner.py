@@ -21,10 +21,10 @@ from hypothesis.database import ExampleDatabase, MultiplexedDatabase
 from reference.errors import InvalidArgument
 
 from . import (autotune, bfloat16_interpreter, defaults, interpreter_frontend, interpreter_numpy, interpreter_pace,
-               specialization, validate)
+               interpreter_unsupported, specialization, validate)
 from .calls import CallConvention
 from .checks import GRADIENT_CHECKS, METAMORPHIC, Plan, run_checks, validate_checks
-from .failures import CheckFailure, ImplError
+from .failures import CheckFailure, ImplError, Unsupported
 from .gpu_memory import HugeInputSlots, sparse_huge_inputs
 from .gradient import gradient_of
 from .outcomes import run_status
@@ -67,13 +67,15 @@ def _tuning(impl: Callable) -> Tuning:
 
 def _interpreter_semantics(device: torch.device) -> None:
     """An in-process implementation on the CPU runs in Triton's interpreter: its bfloat16 arithmetic
-    is computed on the values, and a kernel Triton's compiler refuses is refused, as on a GPU
-    (fuzz.bfloat16_interpreter, fuzz.interpreter_frontend; a worker does it itself)."""
+    is computed on the values, a kernel Triton's compiler refuses is refused, as on a GPU, and what
+    the interpreter cannot run is refused by name (fuzz.bfloat16_interpreter, fuzz.interpreter_frontend,
+    fuzz.interpreter_unsupported; a worker does it itself)."""
     if device.type == "cpu":
         bfloat16_interpreter.install()
         interpreter_numpy.install()
         interpreter_pace.install()
         interpreter_frontend.install()
+        interpreter_unsupported.install()
 
 
 def check(
@@ -220,7 +222,7 @@ def replay(
     try:
         run_checks(impl, example, checks=saved.checks, plan=saved.plan, contract=saved.contract,
                    pin=_tuning(impl).pin, gradient_impl=gradient)
-    except (CheckFailure, ImplError) as exc:
+    except (CheckFailure, ImplError, Unsupported) as exc:
         failure = exc
     finally:
         getattr(gradient, "close", lambda: None)()
@@ -230,5 +232,6 @@ def replay(
         counterexample=pristine(example), plan=saved.plan, reproducer=Path(path),
     )
     if failure is not None:
-        failure.replay = replay_command(path, target, call=saved.contract.call)
+        failure.replay = replay_command(path, target, call=saved.contract.call,
+                                        device="cuda" if isinstance(failure, Unsupported) else None)
     return result

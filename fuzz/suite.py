@@ -11,6 +11,9 @@
 example, as ``lse-fuzz check`` runs them): under ``pytest -n auto`` the items spread over the
 workers. A failing item prints the failure as ``lse-fuzz check`` does (the check, the minimal
 counterexample, expected and got against the tolerance, the replay command), without a traceback.
+An implementation that uses a construct the CPU's emulation of Triton cannot run (``unsupported``,
+:mod:`fuzz.emulation`) is skipped, not failed: the reason names the construct and says to run
+with ``--lse-device cuda``.
 
 The run's knobs (budget, seed, profile, device, example database, reproducer folder) come from the
 ``--lse-*`` options unless given in code; what the implementation supports (the declared contract)
@@ -32,6 +35,7 @@ from .calls import CallConvention
 from .checks import CHECKS
 from .contract import Contract
 from .isolation import RestartingImpl
+from .outcomes import Status
 from .runner import check
 from .target import load_target, parse_target
 
@@ -87,6 +91,8 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
         given = command_line_options(request.config, with_contract=target is None)
         run = functools.partial(check, impl, target=described, **{**given, **options})
         result = run(checks=None if check_name == ALL else [check_name])
+        if result.status is Status.UNSUPPORTED:  # no verdict on this device: not the implementation's failure
+            pytest.skip(f"{result.summary()}\nin pytest: --lse-device cuda")
         if not result.passed:
             pytest.fail(result.summary(), pytrace=False)  # the summary is the report: no traceback under it
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .. import validate
 from ..contract import Contract
 from ..costs import Costs
-from ..failures import CheckFailure, ImplError
+from ..failures import CheckFailure, ImplError, Unsupported
 from ..strategies import LseInput
 from ..timing import SlowCall
 from . import backward, first_call, metamorphic
@@ -155,7 +155,8 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
                contract: Contract | str = Contract.STRICT, time_limit: float | None = None,
                on_slow: Callable[[SlowCall], None] | None = None, pin: Pin | None = None,
                gradient_impl: Impl | None = None, costs: Costs | None = None) -> None:
-    """Run the selected checks on one example; raise the first :class:`CheckFailure` or :class:`ImplError`.
+    """Run the selected checks on one example; raise the first :class:`CheckFailure` or :class:`ImplError`
+    (:class:`~fuzz.failures.Unsupported` when the CPU's emulation cannot run a construct it used).
 
     All first-call checks run, then determinism, then only the metamorphic check the plan names
     (default: the first selected one). ``contract`` is the declared one (its output dtype policy
@@ -187,6 +188,6 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
         failure.input = example.describe()
         failure.details.extend(f"config:   {line}" for line in ctx.configs)
         raise
-    except ImplError as error:
+    except (ImplError, Unsupported) as error:
         error.input = example.describe() + "".join(f"; config {line}" for line in ctx.configs)
         raise

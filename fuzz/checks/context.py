@@ -17,7 +17,8 @@ from reference import compare
 from ..calls import CallMismatch
 from ..contract import Contract
 from ..costs import Costs
-from ..failures import CheckFailure, ImplError
+from ..emulation import EmulationUnsupported, raised_by_emulator
+from ..failures import CheckFailure, ImplError, Unsupported
 from ..gradient import NotDifferentiable
 from ..outcomes import HarnessError
 from ..strategies import LseInput
@@ -78,6 +79,17 @@ def _compile_seconds(impl: Impl) -> float:
     return float(getattr(impl, "compile_seconds", 0.0) or 0.0)
 
 
+def _refusal(exc: Exception, impl: Impl, example: LseInput) -> EmulationUnsupported | None:
+    """The CPU emulator's refusal of a construct the call used, or None: ``exc`` is the
+    implementation's error. Only on the CPU, and only the emulator's own (fuzz.emulation): in this
+    process, an EmulationUnsupported the emulator's code raised; from an isolated worker, what the
+    worker found so (an implementation that says it relays them: fuzz.isolation's)."""
+    if example.device.type != "cpu":
+        return None
+    relayed = getattr(exc, "emulation", None) if getattr(impl, "relays_refusals", False) else None
+    return relayed if isinstance(relayed, EmulationUnsupported) else raised_by_emulator(exc)
+
+
 def hex_bits(value: int, width: int) -> str:
     return f"0x{value & ((1 << (8 * width)) - 1):0{2 * width}x}"
 
@@ -124,6 +136,9 @@ class Context:
             if getattr(exc, "remote_type", None) == NotDifferentiable.__name__:  # said by an isolated worker
                 raise NotDifferentiable(str(exc)) from None
             self.configs = _lines(pinned)
+            refusal = _refusal(exc, impl, self.example)
+            if refusal is not None:  # the emulator's, not the implementation's: no verdict on this device
+                raise Unsupported(call, refusal) from None
             raise ImplError(call, exc) from None
         self.configs = _lines(pinned)
         elapsed = time.perf_counter() - started - (_compile_seconds(impl) - compiled)

@@ -6,6 +6,8 @@ Exit codes:
   2  the target or the options cannot be used (missing file, syntax error, import error, no such
      function, wrong signature, bad option): one line on stderr
   3  the harness itself failed (e.g. a GPU that stayed too full): no verdict on the implementation
+  4  unsupported: the implementation uses a construct the CPU's emulation of Triton cannot run as a
+     GPU does (the report names it): no verdict on the CPU; run it with --device cuda
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ exit codes:
   1  a check failed, or the implementation raised, crashed, exited, hung or ran out of memory
   2  the target or the options cannot be used
   3  the harness itself failed (no verdict on the implementation)
+  4  unsupported on the CPU: it uses a construct the CPU's emulation of Triton cannot run (named in
+     the report); run with --device cuda for a verdict
 """
 
 

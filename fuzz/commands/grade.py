@@ -2,8 +2,10 @@
 
 Exit codes:
   0    every candidate passed
-  1    at least one candidate did not pass (see the report)
+  1    at least one candidate did not pass (see the report), unsupported ones aside
   2    the paths or the options cannot be used (a bad candidate is a load_error verdict instead)
+  4    every candidate passed but some were unsupported: they use a construct the CPU's emulation of
+       Triton cannot run (the reason names it); grade those with --device cuda
   130  interrupted: the report holds the candidates finished so far; continue with --resume
 """
 
@@ -21,7 +23,9 @@ TAKES_SIGNALS = True
 EPILOG = """\
 Each candidate file must define the function (--function, default lse) taking the 2-D input
 tensor and returning the (M,) result. Verdicts: pass, fail (with the failing check), error (it
-raised), crash (its worker died), timeout, load_error. Static findings about the source
+raised), crash (its worker died), timeout, load_error, unsupported (on the CPU: it uses a construct
+the CPU's emulation of Triton cannot run as a GPU does, which the reason names; neither a pass nor
+a failure: grade it with --device cuda). Static findings about the source
 (no Triton kernel, a call to torch.logsumexp, file or network access, ...) are reported as flags.
 On CUDA, candidates that pass are timed on a fixed shape (--bench-shape): achieved GB/s and speed
 against reference.lse and torch.logsumexp.
@@ -32,8 +36,9 @@ rewritten atomically after every candidate; Ctrl-C leaves a valid report, --resu
 
 exit codes:
   0    every candidate passed
-  1    at least one candidate did not pass
+  1    at least one candidate did not pass (unsupported ones aside)
   2    the paths or the options cannot be used
+  4    the others passed, but some were unsupported on the CPU (run those with --device cuda)
   130  interrupted (the report holds the finished candidates)
 """
 
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from ..grading import discover, grade, render_markdown, render_table
     from ..grading.reports import REPORT_JSONL, atomic_write
     from ..isolation import describe_stops, release_signals
-    from ..outcomes import ExitCode
+    from ..outcomes import ExitCode, batch_exit_code
     from .check import options_from_args
 
     if args.executor == "ray":
@@ -150,4 +155,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"lse-fuzz: interrupted after {len(result.records)} of {len(candidates)} candidates; the report in "
               f"{out} holds the finished ones: continue with --resume", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    return ExitCode.OK if all(r.passed for r in result.records) else ExitCode.FAILED
+    return batch_exit_code(record.verdict for record in result.records)

@@ -8,7 +8,8 @@ worker instead, for an example that crashed or hung it (the replay command print
 already says ``--isolate``).
 
 Exit codes: 0 the example passes now, 1 it still fails (the same report as when it was found),
-2 the file or the target cannot be used.
+2 the file or the target cannot be used, 4 the CPU cannot run a construct it uses (replay it with
+``--device cuda``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "replay",
         help="run a saved counterexample (a reproducer file) through an implementation again",
         description=__doc__.splitlines()[0],
-        epilog="exit codes: 0 passes now, 1 still fails, 2 the file or the target cannot be used",
+        epilog="exit codes: 0 passes now, 1 still fails, 2 the file or the target cannot be used, 4 unsupported on "
+               "the CPU (it uses a construct the CPU cannot run: replay it with --device cuda)",
     )
     parser.add_argument("file", type=Path, help="reproducer file written when a check failed (.pt)")
     parser.add_argument("--impl", default="reference:lse", metavar="TARGET",
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import validate
     from ..grading import GradeOptions, evaluate_replay, format_record
-    from ..outcomes import CHECK_EXIT_CODES, ExitCode, Verdict
+    from ..outcomes import CHECK_EXIT_CODES, Verdict, verdict_of
     from ..reproducer import load_reproducer
     from ..runner import replay
     from ..target import load_target, resolve_target
@@ -83,4 +85,4 @@ def run(args: argparse.Namespace) -> int:
         return CHECK_EXIT_CODES[verdict]
     result = replay(args.file, load_target(target, name="--impl"), device=args.device, target=target)
     print(result.summary())
-    return ExitCode.OK if result.passed else ExitCode.FAILED
+    return CHECK_EXIT_CODES[verdict_of(status=result.status)]

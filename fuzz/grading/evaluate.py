@@ -35,7 +35,7 @@ from .fit import fitted
 from .gpu_lock import GpuLock
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
 from . import cpu_slots
-from .parts import PartSignal, decided, merge_parts, part_count, split
+from .parts import PartSignal, decided, decides, merge_parts, part_count, split
 from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
 
@@ -228,8 +228,8 @@ def _fuzz(impl: IsolatedImpl, candidate: Candidate, options: GradeOptions, max_e
 
 def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: GradeRecord, *,
              reproducer_dir: Path | str) -> Verdict:
-    """The parts' runs one after another in ``impl``'s worker, up to the first that does not pass
-    (the later ones cannot change the verdict, see :func:`.parts.decided`), merged into ``record``.
+    """The parts' runs one after another in ``impl``'s worker, up to the first that decides the
+    verdict (the later ones cannot change it, see :func:`.parts.decided`), merged into ``record``.
     One worker serves them all, as it serves every example of one run: a part costs no start of
     its own (on a GPU a worker's start and its CUDA context cost seconds)."""
     records = []
@@ -242,7 +242,7 @@ def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions],
             part.verdict = verdict_of(outcome=lost.outcome)
         part.seconds = round(time.monotonic() - began, 3)
         records.append(part)
-        if part.verdict is not Verdict.PASS:
+        if decides(part.verdict):
             break
     merge_parts(record, records)
     return record.verdict

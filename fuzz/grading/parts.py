@@ -22,6 +22,10 @@ each other (:class:`PartSignal`): the first part to find a failure says so, and 
 has found none ends at its next example, so a verdict waits for one failure's shrinking, not for
 the passing parts' whole runs. Which part's failure is shown can then depend on which found its
 failure first; the verdict cannot.
+
+A part that met a construct the CPU cannot run (``unsupported``) decides nothing alone: the parts
+after it still run, and the run is ``unsupported`` only when no part failed (a failure wins; see
+:func:`decides`). It does not stop the others either.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from ..timing import merge_compile_summaries
 from .record import GradeRecord
 from .options import GradeOptions
 
-__all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "PartSignal", "decided", "merge_parts", "part_count",
+__all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "PartSignal", "decided", "decides", "merge_parts", "part_count",
            "split"]
 
 CPU_PARTS = 2
@@ -91,11 +95,17 @@ class PartSignal:
             return False
 
 
+def decides(verdict: Verdict | None) -> bool:
+    """Whether a part with this verdict decides the run's: one that neither passed nor was
+    unsupported (the CPU could not run one of its examples: another part's failure still wins)."""
+    return verdict not in (Verdict.PASS, Verdict.UNSUPPORTED)
+
+
 def decided(parts: list[GradeRecord]) -> list[GradeRecord]:
-    """The parts up to the first that did not pass (all of them when all passed): the ones that
-    decide the verdict, whichever way they were run."""
+    """The parts up to the first that decides the verdict (:func:`decides`; all of them when none
+    does), whichever way they were run."""
     for index, part in enumerate(parts):
-        if part.verdict is not Verdict.PASS:
+        if decides(part.verdict):
             return parts[:index + 1]
     return parts
 
@@ -106,9 +116,11 @@ _FROM_CHOSEN = ("verdict", "check", "reason", "details", "exception", "counterex
 
 def merge_parts(record: GradeRecord, parts: list[GradeRecord]) -> GradeRecord:
     """``record`` (the run's base record, its static flags and shape fit filled in) completed from
-    the records of its parts: the verdict and failure of the first part that did not pass (of the
-    first part when all passed), the examples, calls and times of all given (see :func:`decided`)."""
-    chosen = next((part for part in parts if part.verdict is not Verdict.PASS), parts[0])
+    the records of its parts: the verdict and failure of the first part that decides it (else of the
+    first unsupported part, else of the first part), the examples, calls and times of all given (see
+    :func:`decided`)."""
+    chosen = next((part for part in parts if decides(part.verdict)), None) or \
+        next((part for part in parts if part.verdict is Verdict.UNSUPPORTED), parts[0])
     for name in _FROM_CHOSEN:
         setattr(record, name, getattr(chosen, name))
     counted = [part.examples for part in parts if part.examples is not None]

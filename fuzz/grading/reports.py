@@ -129,12 +129,12 @@ def render_table(records: list[GradeRecord], *, file=None) -> None:
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("reason", overflow="ellipsis", no_wrap=True, max_width=60)
     styles = {"pass": "green", "fail": "red", "error": "red", "crash": "magenta", "timeout": "yellow",
-              "load_error": "cyan", "internal_error": "bold red"}
+              "load_error": "cyan", "internal_error": "bold red", "unsupported": "blue"}
     for record in sorted(records, key=lambda r: r.candidate):
         bench = record.bench or {}
         flags = [f["flag"] for f in record.flags]
         # The check has its own column, the candidate its row: keep the reason to what is left.
-        reason = re.sub(r"^(check '\w+' failed: |target='[^']*': )", "", record.reason or "")
+        reason = re.sub(r"^(check '\w+' failed: |target='[^']*': |UNSUPPORTED on the CPU: )", "", record.reason or "")
         verdict = record.verdict.value
         table.add_row(
             escape(printable(record.candidate)), f"[{styles.get(verdict, '')}]{verdict}[/]",
@@ -221,7 +221,7 @@ def format_record(record: GradeRecord) -> str:
         if record.shape_fit:
             lines.append(f"  shapes:   {record.shape_fit['description']}")
     details = (record.details or "").rstrip()
-    if verdict in (Verdict.FAIL, Verdict.ERROR) and details:
+    if verdict in (Verdict.FAIL, Verdict.ERROR, Verdict.UNSUPPORTED) and details:
         lines += ["  " + line for line in details.splitlines()]
         if (record.costs or {}).get("shrink_stopped"):
             budget = options.get("shrink_seconds")

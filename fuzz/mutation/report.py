@@ -53,10 +53,11 @@ LOOK_HERE = "look here: a real gap, or an equivalent mutant"
 RETRIED = ("its first run timed out, so it was run once more with a longer limit (fuzz.mutation.judge.RETRY_FACTOR); "
            "this is the verdict of that second run")
 _SYMBOL = {MutantStatus.KILLED: "K", MutantStatus.SURVIVED: "-", MutantStatus.TIMEOUT: "T",
-           MutantStatus.RUNTIME_ERROR: "E", MutantStatus.COMPILE_ERROR: "C", MutantStatus.NO_COVERAGE: "N"}
+           MutantStatus.RUNTIME_ERROR: "E", MutantStatus.COMPILE_ERROR: "C", MutantStatus.NO_COVERAGE: "N",
+           MutantStatus.IGNORED: "I"}
 _STYLE = {MutantStatus.KILLED: "green", MutantStatus.SURVIVED: "bold red", MutantStatus.TIMEOUT: "yellow",
           MutantStatus.RUNTIME_ERROR: "magenta", MutantStatus.COMPILE_ERROR: "magenta",
-          MutantStatus.NO_COVERAGE: "bold yellow"}
+          MutantStatus.NO_COVERAGE: "bold yellow", MutantStatus.IGNORED: "blue"}
 
 
 @lru_cache(maxsize=1)
@@ -242,8 +243,8 @@ def markdown_report(report: MutationReport) -> str:
         f"Device `{config['device']}`; {budgets(report)}; seed {config['seed']}; contract "
         f"{config['declared_contract']}; {report.total_seconds:.0f} s; {report.reused} verdicts reused from "
         f"the cache, {report.judged} judged.", "",
-        f"Score = detected / valid (Stryker): detected = Killed + Timeout; CompileError and RuntimeError mutants "
-        f"are not valid. {rule}", "",
+        f"Score = detected / valid (Stryker): detected = Killed + Timeout; CompileError, RuntimeError and Ignored "
+        f"(unsupported on the CPU) mutants are not valid. {rule}", "",
         "**Gate** (before any mutant is scored): " + "; ".join(
             f"{g.label} must {g.must}: {'ok' if g.ok else 'FAILED'}" for g in report.gate)
         + f". Baseline {report.baseline_seconds:.1f} s, timeout {report.timeout_seconds:.0f} s per mutant.", "",
@@ -279,8 +280,13 @@ def _markdown_sections(report: MutationReport) -> list[str]:
                   for r in missed]
     if report.matrix:
         lines += ["", "### Kill matrix", "", _matrix_markdown(report)]
+    ignored = [r for r in report.results if r.status is MutantStatus.IGNORED]
+    if ignored:
+        lines += ["", "### Ignored: the CPU cannot run a construct the mutant's kernel uses (unsupported; run with "
+                      "`--device cuda`)", ""]
+        lines += [f"* `{md_cell(r.name)}`: {md_cell(r.reason.splitlines()[0])}" for r in ignored]
     failed = [r for r in report.results if r.status not in (MutantStatus.KILLED, MutantStatus.SURVIVED,
-                                                            MutantStatus.NO_COVERAGE)]
+                                                            MutantStatus.NO_COVERAGE, MutantStatus.IGNORED)]
     if failed:
         lines += ["", "### Timeouts and errors", ""]
         for r in failed:

@@ -171,7 +171,7 @@ class MutantResult:
             return cls(mutant, cells[0])
         by_check = {cell.checks[0]: cell for cell in cells}
         worst = (MutantStatus.KILLED, MutantStatus.TIMEOUT, MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR,
-                 MutantStatus.SURVIVED)
+                 MutantStatus.IGNORED, MutantStatus.SURVIVED)
         expected = by_check.get(mutant.expected_check)
         if expected is not None and expected.status is MutantStatus.KILLED:
             return cls(mutant, expected, by_check)

@@ -285,9 +285,9 @@ def _tests_root(tests: str | None, tests_root, kernel: Kernel) -> Path | None:
 
 class Gate:
     """The gate of one run: its jobs (none when its verdict is cached), the records as they come, and,
-    once all are in, the verdict: :class:`GateFailure` or InvalidArgument (failing tests), else the
-    run's coverage, baselines and time limits are set. Its jobs share the pool with the mutants'
-    first pass (:func:`fuzz.mutation.judge.judge`): mutants start on the drivers the gate leaves free."""
+    once all are in, the verdict: :class:`GateFailure` or InvalidArgument (failing tests, or a kernel
+    the CPU cannot run), else the run's coverage, baselines and time limits are set. Its jobs share
+    the pool with the mutants' first pass (:func:`fuzz.mutation.judge.judge`): mutants start on the drivers the gate leaves free."""
 
     def __init__(self, run: Run, timeout_factor: float, timeout_floor: float) -> None:
         self.run, self.factor, self.floor = run, timeout_factor, timeout_floor
@@ -331,6 +331,10 @@ class Gate:
                 GateResult("the kernel + 1", run.kernel.target, "fail", Cell.kept(kept["broken"], 0.0))]
         for entry in gate:
             entry.cell.wall_seconds = float(entry.cell.record.seconds or 0.0)
+        unsupported = next((entry for entry in gate if entry.cell.status is MutantStatus.IGNORED), None)
+        if unsupported is not None:  # no gate, hence no score, on this device: the user's to change
+            why = unsupported.cell.record.reason.removeprefix("UNSUPPORTED on the CPU: ")
+            raise InvalidArgument(f"{run.kernel.target}: its mutants cannot be judged on the CPU: {why}")
         if not all(entry.ok for entry in gate):
             raise GateFailure(gate)
         run.store.put(self.key, kept)

@@ -6,7 +6,8 @@ import signal
 
 import pytest
 
-from fuzz.failures import CheckFailure, ImplError, exception_chain
+from fuzz.emulation import EmulationUnsupported
+from fuzz.failures import CheckFailure, ImplError, Unsupported, exception_chain
 from fuzz.outcomes import (
     CHECK_EXIT_CODES,
     ExitCode,
@@ -15,6 +16,7 @@ from fuzz.outcomes import (
     Outcome,
     Status,
     Verdict,
+    batch_exit_code,
     call_outcome,
     describe_exit,
     describe_limit,
@@ -76,6 +78,8 @@ STATUSES = {
     "check_failed": (CheckFailure("agreement", "row 0 differs"), True, Status.FAILED),
     "impl_raised": (ImplError("the first call", ValueError("boom")), True, Status.ERROR),
     "not_reproduced": (CheckFailure("agreement", "row 0 differs"), False, Status.FLAKY),
+    "emulator_refused": (Unsupported("the first call", EmulationUnsupported("libdevice.erfcinv")), True,
+                         Status.UNSUPPORTED),
 }
 
 
@@ -101,6 +105,7 @@ VERDICTS = [
     ({"status": Status.FAILED}, Verdict.FAIL),
     ({"status": Status.FLAKY}, Verdict.FAIL),
     ({"status": Status.ERROR}, Verdict.ERROR),
+    ({"status": Status.UNSUPPORTED}, Verdict.UNSUPPORTED),
 ]
 
 
@@ -115,6 +120,29 @@ def test_every_verdict_has_an_exit_code_and_only_pass_is_zero():
     assert [v for v, code in CHECK_EXIT_CODES.items() if code is ExitCode.OK] == [Verdict.PASS]
     assert CHECK_EXIT_CODES[Verdict.LOAD_ERROR] is ExitCode.USAGE
     assert (ExitCode.FAILED, ExitCode.USAGE, ExitCode.INTERRUPTED) == (1, 2, 130)
+
+
+def test_unsupported_has_an_exit_code_of_its_own():
+    """Neither a failure (1), an error of the target (2) nor of the tool (3): the CPU gave no verdict."""
+    assert CHECK_EXIT_CODES[Verdict.UNSUPPORTED] is ExitCode.UNSUPPORTED == 4
+    assert [v for v, code in CHECK_EXIT_CODES.items() if code is ExitCode.UNSUPPORTED] == [Verdict.UNSUPPORTED]
+    assert len(set(ExitCode)) == len(ExitCode.__members__)  # no two names share a code
+
+
+BATCHES = [
+    ((), ExitCode.OK),
+    ((Verdict.PASS, Verdict.PASS), ExitCode.OK),
+    ((Verdict.PASS, Verdict.UNSUPPORTED), ExitCode.UNSUPPORTED),  # never counted against the kernel
+    ((Verdict.UNSUPPORTED,), ExitCode.UNSUPPORTED),
+    ((Verdict.UNSUPPORTED, Verdict.FAIL), ExitCode.FAILED),  # a failure elsewhere is still one
+    (("unsupported", "error"), ExitCode.FAILED),
+    ((Verdict.PASS, Verdict.INTERNAL_ERROR), ExitCode.FAILED),
+]
+
+
+@pytest.mark.parametrize(("verdicts", "code"), BATCHES, ids=["-".join(map(str, v)) or "empty" for v, _ in BATCHES])
+def test_a_batch_exits_unsupported_only_when_nothing_else_fell_short(verdicts, code):
+    assert batch_exit_code(verdicts) is code
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,6 +163,9 @@ MUTANTS = [
     ("every example passed", Verdict.PASS, [], MutantStatus.SURVIVED),
     ("timeout", Verdict.TIMEOUT, [], MutantStatus.TIMEOUT),
     ("the mutated line never ran", Verdict.NOT_RUN, [], MutantStatus.NO_COVERAGE),
+    ("the CPU cannot run a construct it uses", Verdict.UNSUPPORTED, [], MutantStatus.IGNORED),
+    ("unsupported, whatever chain came with it", Verdict.UNSUPPORTED,
+     _chain("triton.runtime.errors.InterpreterError", "fuzz.emulation.EmulationUnsupported"), MutantStatus.IGNORED),
     ("crash", Verdict.CRASH, [], MutantStatus.RUNTIME_ERROR),
     ("the harness failed on it", Verdict.INTERNAL_ERROR, [], MutantStatus.RUNTIME_ERROR),
     ("CompilationError (compiled mode)", Verdict.ERROR, _chain("triton.compiler.errors.CompilationError"),
@@ -169,9 +200,11 @@ def test_every_verdict_maps_to_a_mutant_status():
 
 def test_the_status_names_are_strykers_and_their_properties_follow_its_score():
     assert [s.value for s in MutantStatus] == ["Killed", "Survived", "Timeout", "RuntimeError", "CompileError",
-                                              "NoCoverage"]
+                                              "NoCoverage", "Ignored"]
     assert {s for s in MutantStatus if s.detected} == {MutantStatus.KILLED, MutantStatus.TIMEOUT}
-    assert {s for s in MutantStatus if not s.valid} == {MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR}
+    # An Ignored mutant (unsupported on the CPU) is neither killed nor survived: out of the score.
+    assert {s for s in MutantStatus if not s.valid} == {MutantStatus.RUNTIME_ERROR, MutantStatus.COMPILE_ERROR,
+                                                        MutantStatus.IGNORED}
 
 
 def test_the_exception_chain_keeps_types_causes_and_classes():
@@ -199,6 +232,10 @@ def test_a_chain_from_the_worker_is_used_as_it_came():
 
 # --------------------------------------------------------------------------------------------
 # One spelling
+
+
+def test_unsupported_is_spelled_one_way_where_it_has_a_name_of_ours():
+    assert Status.UNSUPPORTED.value == Verdict.UNSUPPORTED.value == ExitCode.UNSUPPORTED.name.lower() == "unsupported"
 
 
 def test_a_timeout_is_spelled_one_way_at_every_level():

@@ -308,3 +308,56 @@ def test_runs_sharing_a_directory_keep_their_own_pending_file(tmp_path, monkeypa
     assert [p.name for p in paths] == ["lse-fuzz-pending-crash-101.pt", "lse-fuzz-pending-crash-102.pt"]
     assert all(p.is_file() for p in paths)
     assert load_reproducer(paths[0]).example().shape == example.shape
+
+
+# --------------------------------------------------------------------------------------------
+# A construct the CPU cannot run: no verdict on this device, never the kernel's failure
+
+HERE = Path(__file__).resolve().parents[1] / "implementations"
+INLINE_ASM = f"{HERE / 'candidates' / 'inline_asm.py'}:lse"
+
+
+def test_a_kernel_the_cpu_cannot_run_is_unsupported_naming_the_construct(run, tmp_path):
+    result = run(fuzz.load_target(INLINE_ASM), budget=20, target=INLINE_ASM)
+    assert result.status is Status.UNSUPPORTED and not result.passed and result.check is None
+    assert result.examples == 1  # the first example that used it ends the run
+    summary = result.summary()
+    assert summary.startswith(f"UNSUPPORTED {INLINE_ASM}: no verdict on the CPU")
+    assert ("UNSUPPORTED on the CPU: the kernel uses tl.inline_asm_elementwise, which the CPU's emulation of Triton "
+            "cannot run as a GPU does (inline GPU assembly has no CPU meaning); run with --device cuda for a verdict"
+            ) in summary
+    # The example is kept, to replay where it can run: on a GPU.
+    assert result.failure.replay == f"python -m fuzz replay {result.reproducer} --impl {INLINE_ASM} --device cuda"
+    report = result.to_dict()
+    assert report["status"] == "unsupported" and report["error"] is None
+    assert report["failure"]["construct"] == "tl.inline_asm_elementwise"
+    again = fuzz.replay(result.reproducer, fuzz.load_target(INLINE_ASM), target=INLINE_ASM)
+    assert again.status is Status.UNSUPPORTED and again.failure.replay.endswith("--device cuda")
+
+
+def test_a_candidate_that_raises_the_refusal_itself_is_an_error(run):
+    target = f"{HERE / 'hostile' / 'claims_unsupported.py'}:lse"
+    result = run(fuzz.load_target(target), budget=5, target=target)
+    assert result.status is Status.ERROR, result.summary()
+    assert "EmulationUnsupported raised by the implementation" in result.summary()
+
+
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")  # reject() outside a test
+def test_a_failure_found_first_wins_over_a_construct_met_while_shrinking(tmp_path):
+    """Before any failure, an example the CPU cannot run ends the run (unsupported); once a failure
+    is found, such an example is no instance of it: Hypothesis drops it and shrinks on."""
+    from hypothesis.errors import UnsatisfiedAssumption
+
+    from fuzz.checks import Plan
+    from fuzz.run import Run, Tuning, _Refused
+    from fuzz.strategies import Contract, overflow_example
+
+    impl = fuzz.load_target(INLINE_ASM)
+    example = overflow_example(Contract.STRICT, torch.device("cpu"))
+    fuzz_run = Run(impl, tuple(CHECKS), Contract.STRICT, INLINE_ASM, tmp_path, None, Tuning(), None, None)
+    with pytest.raises(_Refused) as refused:
+        fuzz_run.one(example, Plan("shift_invariance"))
+    assert refused.value.found.failure.construct == "tl.inline_asm_elementwise"
+    fuzz_run.state.last = refused.value.found  # as if a check had failed on an earlier example
+    with pytest.raises(UnsatisfiedAssumption):
+        fuzz_run.one(example, Plan("shift_invariance"))

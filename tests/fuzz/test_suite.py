@@ -96,3 +96,15 @@ def test_a_module_of_suites_passes_the_good_ones_and_reports_the_broken_one(tmp_
     assert "check 'agreement' failed: row 0 differs from the float64 reference" in done.stdout
     assert "; seed 7" in done.stdout and f"replay:   python -m fuzz replay {tmp_path / 'repro'}" in done.stdout
     assert "Traceback" not in done.stdout and "def test_lse" not in done.stdout
+
+
+def test_an_implementation_the_cpu_cannot_run_is_skipped_naming_the_construct_not_failed(tmp_path):
+    target = HERE / "candidates" / "inline_asm.py"
+    (tmp_path / "test_asm.py").write_text(f"from lse_fuzz import lse_suite\n\ntest_asm = lse_suite({f'{target}:lse'!r})\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--rootdir",
+                           str(tmp_path), "--lse-budget", "5", "--lse-reproducers", str(tmp_path / "repro"),
+                           "test_asm.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr  # nothing failed: the CPU gave no verdict
+    assert f"{len(CHECKS) + 1} skipped" in done.stdout and "failed" not in done.stdout
+    assert "the kernel uses tl.inline_asm_elementwise" in done.stdout and "run with --device cuda" in done.stdout

@@ -1,15 +1,29 @@
 """How the parent is to treat what a candidate raised in its worker (the ``kind`` of a ``raised``
 reply, which :func:`fuzz.outcomes.call_outcome` maps to an outcome): a resource limit (a write past
 the output-file-size limit, an allocation past the address-space limit or the GPU's memory), a
-CUDA error (the context is unusable after it), or an exception like any other."""
+CUDA error (the context is unusable after it), or an exception like any other; and whether it was
+the CPU emulator's refusal of a construct (the reply's ``emulation``: no verdict on the CPU)."""
 
 from __future__ import annotations
 
 import errno
+import os
 
 import torch
 
-__all__ = ["error_kind"]
+from ...emulation import raised_by_emulator
+
+__all__ = ["emulator_refusal", "error_kind"]
+
+
+def emulator_refusal(exc: BaseException) -> dict | None:
+    """``{"construct", "reason"}`` when the CPU emulator raised ``exc`` (or its cause) refusing a
+    construct (:func:`fuzz.emulation.raised_by_emulator`) and this worker runs Triton's interpreter;
+    decided here, where the traceback is. None otherwise: the candidate's own exception."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return None
+    refusal = raised_by_emulator(exc)
+    return None if refusal is None else {"construct": refusal.construct, "reason": refusal.reason}
 
 
 def error_kind(exc: BaseException) -> str:

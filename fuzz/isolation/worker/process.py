@@ -18,7 +18,8 @@ Replies (worker -> parent):
   {"op": "returned", "output": {..., "id": n}, "held": [ids], "ops": {flag: [operators]}, "input_changed": bool}
                                       + output frame, + each held output's bytes now, + input frame if changed
   {"op": "raised", "kind": "exception" | "out_of_memory" | "file_size_limit" | "cuda_error" | "harness", "type",
-   "message", "traceback", "chain"}
+   "message", "traceback", "chain", "emulation": {"construct", "reason"} | null}   emulation: on the CPU, the
+                                      emulator refused a construct (fuzz.emulation.raised_by_emulator)
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
   {"op": "compiling", ...} / {"op": "compiled", ...}   before a reply: a compiler ran (compile_watch)
 """
@@ -46,7 +47,7 @@ from ..wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_mes
 from . import compile_watch
 from .appearance import look_ordinary
 from .bench_input import seeded_input
-from .error_kind import error_kind
+from .error_kind import emulator_refusal, error_kind
 from .op_record import OpRecord, recording
 from .shared_input import receive_descriptor
 
@@ -484,6 +485,7 @@ def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", sec
         "message": str(exc)[:4000],
         "traceback": text[-20000:],
         "chain": exception_chain(exc),
+        "emulation": emulator_refusal(exc),
         "during": during,
         "seconds": seconds,
         "configs": configs or [],

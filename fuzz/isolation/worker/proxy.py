@@ -124,6 +124,10 @@ class IsolatedImpl(BenchRequests):
     the worker (default 1 on the CPU). :meth:`bench` times it on the bandwidth benchmark's input.
     """
 
+    relays_refusals = True
+    """What it raises carries the worker's word that the CPU emulator refused a construct
+    (``emulation``, see :mod:`fuzz.emulation`): the checks make it an ``unsupported`` run."""
+
     def __init__(self, target: str, *, device: str | torch.device = "cpu", call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  load_timeout: float | None = None, timeout: float | None = None,
                  compile_timeout: float = DEFAULT_COMPILE_TIMEOUT,
@@ -444,7 +448,7 @@ class IsolatedImpl(BenchRequests):
             outcome = call_outcome(error_kind=header.get("kind", "exception"))
             if outcome.fatal:
                 raise self._lose(outcome, f"{message} during {what}", x=x)
-            raise raised_from(header)
+            raise raised_from(header, emulated=self.device == "cpu")
         if op == "exit":
             code = self._child.wait()
             raise self._lose(call_outcome(exit_requested=True), f"{header.get('detail')} during {what}",

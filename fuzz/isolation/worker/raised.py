@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from reference.errors import InvalidArgument
 
+from ...emulation import EmulationUnsupported
+
 __all__ = ["CandidateRaised", "LoadFailed", "raised_from"]
 
 
@@ -23,6 +25,7 @@ class CandidateRaised(Exception):
     reports say ``ZeroDivisionError``; the worker's traceback is attached as a note."""
 
     remote_type = "Exception"
+    emulation: EmulationUnsupported | None = None  # the worker found it the CPU emulator's refusal (fuzz.emulation)
 
     def __init__(self, message: str, traceback_text: str = "", chain: list[dict] | None = None) -> None:
         super().__init__(message)
@@ -43,7 +46,14 @@ def _raised_class(name: str) -> type[CandidateRaised]:
     return _RAISED_CLASSES[name]
 
 
-def raised_from(header: dict) -> CandidateRaised:
-    """The worker's "raised" reply as an exception of the same type name."""
-    return _raised_class(header.get("type", "Exception"))(header.get("message", ""), header.get("traceback", ""),
-                                                          header.get("chain"))
+def raised_from(header: dict, *, emulated: bool = False) -> CandidateRaised:
+    """The worker's "raised" reply as an exception of the same type name. ``emulated``: the worker
+    runs Triton's interpreter (the CPU), so what it says the emulator refused (its ``emulation``:
+    construct and reason, see :mod:`fuzz.emulation`) is kept as the exception's ``emulation``."""
+    raised = _raised_class(header.get("type", "Exception"))(header.get("message", ""), header.get("traceback", ""),
+                                                            header.get("chain"))
+    said = header.get("emulation")
+    if emulated and isinstance(said, dict) and isinstance(said.get("construct"), str) and said["construct"] \
+            and isinstance(said.get("reason", ""), str):
+        raised.emulation = EmulationUnsupported(said["construct"][:200], said.get("reason", "")[:400])
+    return raised

@@ -18,6 +18,8 @@ class RestartingImpl:
     and the next test gets a fresh worker instead of the same :class:`ImplLost` again.
     """
 
+    relays_refusals = True  # what it raises is its IsolatedImpl's (see there)
+
     def __init__(self, target: str, **options) -> None:
         self.target = target
         self._options = options

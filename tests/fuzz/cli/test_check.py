@@ -93,6 +93,32 @@ def test_an_exception_is_an_error_verdict_with_the_workers_traceback(check):
     assert "raises.py\", line 8, in lse" in out
 
 
+def test_a_construct_the_cpu_cannot_run_is_unsupported_with_exit_4_and_replays_on_a_gpu(check, tmp_path, capsys):
+    report = tmp_path / "result.json"
+    code, out, _ = check(candidate("inline_asm"), "--budget", "20", "--json", str(report))
+    assert code == 4  # neither a failure (1) nor bad input (2) nor the tool's fault (3)
+    assert out.startswith(f"UNSUPPORTED {candidate('inline_asm')}:lse\n")
+    assert ("  UNSUPPORTED on the CPU: the kernel uses tl.inline_asm_elementwise, which the CPU's emulation of Triton "
+            "cannot run as a GPU does (inline GPU assembly has no CPU meaning); run with --device cuda for a verdict"
+            ) in out.splitlines()
+    record = json.loads(report.read_text())
+    assert record["verdict"] == "unsupported" and record["check"] is None and record["exception"] is None
+    assert record["result"]["status"] == "unsupported"
+    assert record["result"]["failure"]["construct"] == "tl.inline_asm_elementwise"
+    replay = record["replay"]
+    assert replay.endswith(" --device cuda")
+    # Replayed on the CPU anyway (here, without a GPU): unsupported again, the same exit code.
+    argv = replay.split()[4:-2]  # FILE --impl TARGET
+    assert main(["replay", *argv, "--device", "cpu"]) == 4
+    assert "UNSUPPORTED" in capsys.readouterr().out
+
+
+def test_a_candidate_raising_the_emulators_refusal_itself_is_an_error(check):
+    hostile = ROOT / "tests" / "implementations" / "hostile" / "claims_unsupported.py"
+    code, out, _ = check(str(hostile), "--budget", "5")
+    assert code == 1 and out.startswith("ERROR") and "EmulationUnsupported raised by the implementation" in out
+
+
 def test_noise_is_reported_but_tolerated(check):
     code, out, _ = check(candidate("noisy"), "--budget", "3")
     assert code == 0 and "flag:     prints (info): printed while running:" in out

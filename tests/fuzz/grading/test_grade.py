@@ -74,6 +74,7 @@ EXPECTED = {
     "exits_on_import": ("load_error", None, {"process_exit"}, set()),
     "hang": ("timeout", None, {"no_triton_kernel"}, set()),
     "import_error": ("load_error", None, set(), set()),
+    "inline_asm": ("unsupported", None, set(), {"no_triton_kernel"}),  # no verdict on the CPU, named
     "memory_hog": ("crash", None, set(), set()),
     "missing_function": ("load_error", None, set(), set()),
     "mutates_input": ("fail", "input_unchanged", set(), set()),
@@ -116,6 +117,7 @@ REASONS = {
     "os_exit": "exited with code 7",
     "sys_exit": "sys.exit(3)",
     "raises": "RuntimeError",
+    "inline_asm": "UNSUPPORTED on the CPU: the kernel uses tl.inline_asm_elementwise",
     "syntax_error": "line 4: SyntaxError",
     "import_error": "ModuleNotFoundError",
     "missing_function": "has no attribute 'lse'",
@@ -140,7 +142,7 @@ def test_each_candidate_gets_its_verdict(batch, name):
     flags = {f["flag"] for f in record["flags"]}
     assert required <= flags and not forbidden & flags, flags
     assert REASONS.get(name, "") in record["reason"]
-    if verdict in ("fail", "error", "crash", "timeout"):
+    if verdict in ("fail", "error", "crash", "timeout", "unsupported"):
         assert record["replay"] and Path(record["reproducer"]).is_file()
         assert record["counterexample"]["description"]
 
@@ -148,9 +150,19 @@ def test_each_candidate_gets_its_verdict(batch, name):
 def test_the_batch_exits_1_and_prints_a_summary_table(batch):
     assert batch["code"] == 1
     assert "lse-fuzz grade" in batch["stdout"] and "triton_two_pass" in batch["stdout"]
-    counts = "31 candidates: 6 pass, 11 fail, 1 error, 7 crash, 1 timeout, 5 load_error"
+    counts = "32 candidates: 6 pass, 11 fail, 1 error, 7 crash, 1 timeout, 5 load_error, 1 unsupported"
     assert counts in batch["stdout"].replace("\n", " ")
     assert "Traceback" not in batch["stderr"]
+
+
+def test_a_candidate_the_cpu_cannot_run_is_no_pass_and_no_failure_of_the_batch(tmp_path):
+    files = [str(CANDIDATES / "inline_asm.py"), str(CANDIDATES / "torch_float64.py")]
+    code, stdout, _ = run_cli("grade", *files, *BATCH_OPTIONS, "--out-dir", str(tmp_path / "out"))
+    assert code == 4, stdout  # ExitCode.UNSUPPORTED: the others passed
+    assert "2 candidates: 1 pass, 1 unsupported" in stdout.replace("\n", " ")
+    record = records_of(tmp_path / "out")["inline_asm"]
+    assert record["result"]["failure"]["construct"] == "tl.inline_asm_elementwise"
+    assert record["replay"].endswith(" --device cuda") and record["exception"] is None
 
 
 def test_the_reports_agree_and_leave_no_temporary_files(batch):

@@ -35,7 +35,9 @@ GRADER_PEAK_LIMIT = 1 << 30  # bytes; the grader peaks near 0.3 GiB (torch impor
 # hostile candidate -> (verdict, flags it must carry). Why each verdict is the right one:
 EXPECTED = {
     "aliases_through_numpy": ("fail", set()),  # output_contract: the output shares the input's memory
-    "behaves_when_watched": ("fail", set()),  # it cannot tell it is watched any more: its wrong answer is seen
+    "behaves_when_watched": ("fail", set()),
+    # It raises the CPU emulator's refusal itself, from its launcher: its own exception, not the emulator's.
+    "claims_unsupported": ("error", set()),  # it cannot tell it is watched any more: its wrong answer is seen
     "blinds_the_input_check": ("fail", set()),  # input_unchanged, decided by the parent on a shared mapping
     "detaches": ("pass", set()),  # right answers; its daemon dies with its worker (asserted below)
     "floods_the_grader": ("crash", set()),  # 64 MiB where a few bytes fit: refused unread

@@ -88,6 +88,19 @@ def test_the_parts_that_decide_end_at_the_first_that_did_not_pass():
     assert decided([passed, passed]) == [passed, passed]
 
 
+def test_an_unsupported_part_decides_nothing_alone_a_failure_wins():
+    """A part that met a construct the CPU cannot run gives no verdict: the parts after it run on,
+    a failure in any part wins, and the run is unsupported only when no part failed."""
+    passed, unsupported, failed = _part("pass", 100), _part("unsupported", 1), _part("fail", 12, check="agreement")
+    assert decided([unsupported, failed, passed]) == [unsupported, failed]
+    assert decided([passed, unsupported]) == [passed, unsupported]
+    record = merge_parts(_base(), [unsupported, failed])
+    assert record.verdict == "fail" and record.check == "agreement" and record.reason == "fail reason (part 2 of 2)"
+    record = merge_parts(_base(), [passed, unsupported])
+    assert record.verdict == "unsupported" and record.reason == "unsupported reason (part 2 of 2)"
+    assert record.examples == 101
+
+
 def test_passing_parts_add_up_and_flags_are_not_repeated():
     flag = {"flag": "environment", "message": "reads os.environ"}
     record = merge_parts(_base(), [_part("pass", 100, flags=[flag]), _part("pass", 100, flags=[flag])])

@@ -199,6 +199,36 @@ def test_an_uncovered_mutant_is_no_coverage_with_its_reason():
     assert not MutantStatus.NO_COVERAGE.detected and MutantStatus.NO_COVERAGE.valid
 
 
+UNSUPPORTED = ("UNSUPPORTED on the CPU: the kernel uses tl.inline_asm_elementwise, which the CPU's emulation of "
+               "Triton cannot run as a GPU does (inline GPU assembly has no CPU meaning); run with --device cuda for "
+               "a verdict")
+
+
+def test_a_mutant_the_cpu_cannot_run_is_ignored_neither_killed_nor_survived():
+    cell = Cell((), _graded({"verdict": "unsupported", "examples": 1, "reason": UNSUPPORTED,
+                             "details": UNSUPPORTED + "\n  during:   the first call"}), 2.0)
+    assert cell.status is MutantStatus.IGNORED and cell.reason.startswith(UNSUPPORTED)
+    report = _report([MutantStatus.KILLED, MutantStatus.SURVIVED])
+    report.results.append(MutantResult(MUTANTS["hardcoded_row_stride"], cell))
+    assert (report.detected, report.valid, report.score) == (1, 2, 50.0)  # out of the score
+    assert report.count(MutantStatus.IGNORED) == 1 and "1 Ignored" in report.summary()
+    data = stryker_report(report)
+    validate_report(json.loads(json.dumps(data)))  # Stryker's own status for a mutant not judged
+    entry = next(m for f in data["files"].values() for m in f["mutants"] if m["id"] == "hardcoded_row_stride")
+    assert entry["status"] == "Ignored" and "tl.inline_asm_elementwise" in entry["statusReason"]
+    assert "killedBy" not in entry
+    text = markdown_report(report)
+    assert "### Ignored: the CPU cannot run a construct" in text
+    assert "* `hardcoded_row_stride`: UNSUPPORTED on the CPU: the kernel uses tl.inline_asm_elementwise" in text
+    assert "<summary><code>hardcoded_row_stride</code>" not in text  # not among the timeouts and errors
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=200)
+    for table in rich_tables(report):
+        console.print(table)
+    assert "Ignored" in console.file.getvalue()
+
+
 def test_a_cached_record_is_read_back_and_one_of_an_older_release_is_judged_again():
     cell = _cell(MutantStatus.KILLED)
     again = Cell.kept(cell.record.to_json(), 3.0)

@@ -195,6 +195,16 @@ def test_cli_bad_input_is_one_line_and_exit_2(args, message, capsys, tmp_path, m
     assert message in err and "Traceback" not in err
 
 
+def test_a_kernel_the_cpu_cannot_run_stops_at_the_gate_with_one_line_naming_the_construct(capsys, tmp_path,
+                                                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    kernel = HERE.parents[1] / "implementations" / "candidates" / "inline_asm.py"
+    assert main(["mutate", str(kernel), "--budget", "10", "--no-cache", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{kernel}:lse: its mutants cannot be judged on the CPU: the kernel uses tl.inline_asm_elementwise" in err
+    assert "run with --device cuda" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
 def _tests_gate_only(run, timeout_factor, timeout_floor):
     """The --tests part of the gate alone (the fuzzer's part is shown above): what a bad command hits."""
     from fuzz.mutation import runner
