@@ -147,7 +147,18 @@ class Run:
     prefer_compiled: bool = False  # shrink within the compiled launch classes first (fuzz.shrinking)
     restricted: bool = False  # in that first phase now
     last_example: LseInput | None = None  # run once the drawn examples passed (strategies.overflow_example)
+    share: tuple[int, int] | None = None  # (k, K): run the drawn examples i with i % K == k only
+    drawn: int = 0
     state: _RunState = field(default_factory=_RunState)
+
+    def skips(self) -> bool:
+        """Whether this drawn example is another share's (``share``): skipped as if it passed.
+        Hypothesis draws the same examples whatever a passing body did (no target(), no event()),
+        so the shares of one stream are disjoint and together the whole. Shrinking skips nothing."""
+        if self.share is None or self.shrink.shrinking:
+            return False
+        self.drawn += 1
+        return (self.drawn - 1) % self.share[1] != self.share[0]
 
     def one(self, example: LseInput, plan: Plan) -> None:
         clock = self.shrink

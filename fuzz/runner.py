@@ -69,7 +69,9 @@ def _interpreter_semantics(device: torch.device) -> None:
     """An in-process implementation on the CPU runs in Triton's interpreter: its bfloat16 arithmetic
     is computed on the values, a kernel Triton's compiler refuses is refused, as on a GPU, and what
     the interpreter cannot run is refused by name (fuzz.bfloat16_interpreter, fuzz.interpreter_frontend,
-    fuzz.interpreter_unsupported; a worker does it itself)."""
+    fuzz.interpreter_unsupported; a worker does it itself). And what an in-process implementation
+    launches is counted (fuzz.specialization; a worker counts its own)."""
+    specialization.install()
     if device.type == "cpu":
         bfloat16_interpreter.install()
         interpreter_numpy.install()
@@ -102,6 +104,7 @@ def check(
     backward: bool = False,
     shrink_seconds: float | None = None,
     stop: RunStop | None = None,
+    share: tuple[int, int] | None = None,
 ) -> CheckResult:
     """Fuzz ``impl`` (any callable x -> Tensor; see ``contract.call`` for others) and return what was found.
 
@@ -125,15 +128,15 @@ def check(
     ``backward`` (or a gradient check in ``checks``) also judges the gradient (:mod:`fuzz.gradient`).
     ``shrink_seconds`` bounds a failure's shrinking (default: :data:`fuzz.shrinking.DEFAULT_SHRINK_SECONDS`);
     past it the smallest failing input found is reported (``result.costs.shrink_stopped``). ``stop``
-    (a :class:`RunStop`) lets the parts of one run end each other. ``result.costs``: where the time went.
+    (a :class:`RunStop`) lets the parts of one run end each other. ``share=(k, K)``: only examples
+    i % K == k of the run (K runs, k = 0..K-1, run one's examples). ``result.costs``: the time spent.
     """
     if not callable(impl):
         raise InvalidArgument(f"impl={impl!r} is not callable; pass a function x -> Tensor.")
     base = profile_settings(profile)
     budget = (PROFILES[profile] if profile else DEFAULT_BUDGET) if budget is None else budget
-    budget = validate.integer(budget, name="budget", low=1)
-    seed = validate.integer(seed, name="seed", low=0)
-    device = validate.device(device)
+    budget, seed = validate.integer(budget, name="budget", low=1), validate.integer(seed, name="seed", low=0)
+    device, share = validate.device(device), _share(share)
     time_limit = validate.seconds(time_limit, name="time_limit", optional=True)
     shrink_seconds = validate.seconds(default_shrink_seconds(device) if shrink_seconds is None else shrink_seconds,
                                       name="shrink_seconds", zero=True)
@@ -142,22 +145,28 @@ def check(
     names = validate_checks(checks)
     backward = backward or any(name in GRADIENT_CHECKS for name in names)
     names = (*names, *GRADIENT_CHECKS) if backward and checks is None else names
-    _interpreter_semantics(device)
-    specialization.install()  # counts what an in-process implementation launches (a worker counts its own)
+    _interpreter_semantics(device)  # and the count of what an in-process implementation launches
     # Dense huge inputs take a slot each; sparse ones are megabytes and need none.
     dense = device.type == "cuda" and huge_offsets and not sparse_huge_inputs(device)
     run = Run(impl, names, contract, describe_target(impl) if target is None else target, reproducer_dir,
               time_limit, _tuning(impl), _gradient(impl, contract) if backward else None,
               HugeInputSlots(device) if dense else None, stop=stop,
-              shrink=ShrinkClock(shrink_seconds), prefer_compiled=PREFER_COMPILED[device.type])
+              shrink=ShrinkClock(shrink_seconds), prefer_compiled=PREFER_COMPILED[device.type], share=share)
     inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
                         huge_offsets=huge_offsets)
-    # Default shapes: one of the budget's examples is the float16 overflow row, run after the drawn ones.
-    run.last_example = overflow_example(contract, device) if max_elements is None and budget > 1 else None
+    # Default shapes: the budget's last example is the float16 overflow row, after the drawn ones (share 0's).
+    last = max_elements is None and budget > 1
+    run.last_example = overflow_example(contract, device) if last and (share is None or share[0] == 0) else None
     store = ShrinkStore()
-    tests = _phase_tests(run, inputs, settings(base, max_examples=budget - (run.last_example is not None)),
-                         seed, database_for(database), store)
+    tests = _phase_tests(run, inputs, settings(base, max_examples=budget - last), seed, database_for(database), store)
     return run.result(tests, device, seed, budget, store)
+
+
+def _share(share: tuple[int, int] | None) -> tuple[int, int] | None:
+    if share is not None:
+        count = validate.integer(share[1], name="share[1]", low=1)
+        validate.integer(share[0], name="share[0]", low=0, high=count - 1)
+    return share
 
 
 def _phase_tests(run: Run, inputs: st.SearchStrategy[LseInput], first: settings, seed: int,
@@ -183,7 +192,8 @@ def _hypothesis_test(run: Run, inputs: st.SearchStrategy[LseInput], plan_strateg
     @hypothesis_seed(seed)
     @given(example=inputs, plan=plan_strategy)
     def test(example: LseInput, plan: Plan) -> None:
-        run.one(example, plan)
+        if not run.skips():
+            run.one(example, plan)
 
     test.hypothesis.inner_test._hypothesis_internal_add_digest = digest
     return test

@@ -223,7 +223,7 @@ def _fuzz(impl: IsolatedImpl, candidate: Candidate, options: GradeOptions, max_e
                  reproducer_dir=reproducer_dir, huge_offsets=options.huge_offsets,
                  max_elements=max_elements, time_limit=options.time_limit, target=candidate.target,
                  backward=options.backward, shrink_seconds=options.shrink_seconds,
-                 stop=PartSignal(options.stop_dir) if options.stop_dir else None)
+                 stop=PartSignal(options.stop_dir) if options.stop_dir else None, share=options.share)
 
 
 def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: GradeRecord, *,

@@ -73,6 +73,10 @@ class GradeOptions:
     shrink_seconds: float | None = None  # the budget of a failure's shrinking; None: the device's default (fuzz.shrinking)
     # Where the parts of one run side by side tell each other of a failure (grading.parts.PartSignal): not an option.
     stop_dir: str | None = field(default=None, repr=False)
+    # (k, K): this job runs the examples i with i % K == k of the run's one stream of examples, the
+    # others drawn and skipped, so K jobs run exactly one run's examples (the mutation gate on a GPU
+    # spreads its compiles so; fuzz.run.Run.skips). Not an option.
+    share: tuple[int, int] | None = field(default=None, repr=False)
     bench: bool = False
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
     bench_dtype: str = "float32"
@@ -163,6 +167,7 @@ class GradeOptions:
         data = asdict(self)
         derived = data.pop("derived_seed")
         data.pop("stop_dir")
+        data.pop("share")
         data["private_seed"] = self.private_seed is not None or derived is not None
         data["checks"] = None if self.checks is None else list(self.checks)
         data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
@@ -192,6 +197,7 @@ class GradeOptions:
         data["checks"] = None if self.checks is None else list(self.checks)
         data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
         data["bench_shape"] = list(self.bench_shape)
+        data["share"] = None if self.share is None else list(self.share)
         return data
 
     @classmethod
@@ -200,6 +206,7 @@ class GradeOptions:
         for name in ("checks", "dtypes"):
             data[name] = None if data[name] is None else tuple(data[name])
         data["bench_shape"] = tuple(data["bench_shape"])
+        data["share"] = None if data.get("share") is None else tuple(data["share"])
         return cls(**data)
 
 

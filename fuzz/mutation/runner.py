@@ -44,7 +44,7 @@ from ..grading.evaluate import GRADE_ENTRY, job_record
 from ..grading.options import GradeOptions
 from ..grading.record import GradeRecord
 from ..isolation import Job, Pool, spread_over
-from ..outcomes import MutantStatus
+from ..outcomes import MutantStatus, Verdict
 from ..profiles import PROFILES
 from ..strategies import default_max_elements
 from .cache import VerdictCache, verdict_key
@@ -71,6 +71,8 @@ GATE_TIMEOUT = defaults.GRADE_TIMEOUT
 catalog's was 600), which is what ``lse-fuzz grade`` gives a candidate: the gate's runs are graded
 like one, and on a cold GPU the gate's run compiles every kernel variant first. The traced
 coverage run, when one is made, has this limit too."""
+GATE_SHARES = 4
+"""At most this many shares of the gate's run on a GPU (one per four jobs): see :func:`gate_shares`."""
 ONE_RUN = 1
 """A mutant's examples are one Hypothesis run (GradeOptions.parts) by default, on every device (the
 catalog ran four parts on a GPU). Parts of derived seeds run one after the other in a job, each to
@@ -305,7 +307,12 @@ class Gate:
         run.lines = None if lines is None else {f: set(found) for f, found in lines.items()}
         self.jobs: list[Job] = []
         if self.kept is None:
-            self.jobs += [run.grade_job("gate-correct", gate_target(kernel, self.gate_file), options),
+            shares = gate_shares(options)
+            target = gate_target(kernel, self.gate_file)
+            self.correct = [f"gate-correct-{k}" for k in range(shares)] if shares > 1 else ["gate-correct"]
+            self.jobs += [run.grade_job(key, target, replace(options, share=(k, shares)) if shares > 1 else options)
+                          for k, key in enumerate(self.correct)]
+            self.jobs += [
                           run.grade_job("gate-broken", broken_target(kernel), options)]
         if run.tests and self.kept_tests is None:
             self.jobs.append(run.tests_job("gate-tests", {}, "", GATE_TIMEOUT))
@@ -325,7 +332,8 @@ class Gate:
     def finish(self) -> None:
         run, kept = self.run, self.kept
         if kept is None:
-            kept = {"correct": self.records["gate-correct"].to_json(), "broken": self.records["gate-broken"].to_json(),
+            correct = merged([self.records[key] for key in self.correct])
+            kept = {"correct": correct.to_json(), "broken": self.records["gate-broken"].to_json(),
                     "launches": read_launches(self.gate_file)}
         gate = [GateResult("the unmutated kernel", run.kernel.target, "pass", Cell.kept(kept["correct"], 0.0)),
                 GateResult("the kernel + 1", run.kernel.target, "fail", Cell.kept(kept["broken"], 0.0))]
@@ -353,6 +361,25 @@ class Gate:
         run.fuzz_limit = max(self.factor * self.baseline, self.floor)
         run.launches = kept.get("launches") or {}
         self.seconds = time.perf_counter() - self.started
+
+
+def gate_shares(options: GradeOptions) -> int:
+    """Jobs the gate's run of the unmutated kernel is split into, each a share of its one stream of
+    examples (GradeOptions.share), so the mutants' examples stay the gate's. On a GPU host its cold
+    compiles (some 60 specializations) were the analysis's longest job, in one process while the
+    mutants' were over: shares spread them over the cores. In Triton's interpreter the cores are
+    busy anyway: one job."""
+    return max(1, min(GATE_SHARES, options.jobs // 4)) if options.device.startswith("cuda") else 1
+
+
+def merged(records: list[GradeRecord]) -> GradeRecord:
+    """One record of the shares of one run: the first that did not pass, else the first with the
+    examples and seconds of all (the seconds of one run: the mutants' time limit scales with them)."""
+    failed = next((record for record in records if record.verdict is not Verdict.PASS), None)
+    if failed is not None or len(records) == 1:
+        return failed or records[0]
+    return replace(records[0], examples=sum(r.examples or 0 for r in records),
+                   seconds=sum(r.seconds or 0.0 for r in records))
 
 
 def _judge_all(run: Run, gate: Gate, chosen: list[Mutant], selected, matrix: bool):

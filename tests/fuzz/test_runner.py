@@ -361,3 +361,34 @@ def test_a_failure_found_first_wins_over_a_construct_met_while_shrinking(tmp_pat
     fuzz_run.state.last = refused.value.found  # as if a check had failed on an earlier example
     with pytest.raises(UnsatisfiedAssumption):
         fuzz_run.one(example, Plan("shift_invariance"))
+
+
+def _inputs_seen(**options) -> list[tuple]:
+    """Every input an implementation was called with in one run, as (shape, dtype, stride, bits)."""
+    seen = []
+
+    def recording(x: torch.Tensor) -> torch.Tensor:
+        seen.append((tuple(x.shape), str(x.dtype), x.stride(), hash(x.contiguous().view(-1).tolist().__repr__())))
+        return torch.logsumexp(x.double(), dim=1).to(x.dtype) if x.dtype != torch.float64 else torch.logsumexp(x, 1)
+
+    result = fuzz.check(recording, budget=40, seed=3, device="cpu", huge_offsets=False, **options)
+    assert result.status is Status.PASSED, result.report()
+    return seen
+
+
+def test_the_shares_of_a_run_run_its_examples_exactly_once():
+    """share=(k, K): K jobs run one run's examples between them (the mutation gate spreads its
+    compiles over a GPU host's cores so), each example in exactly one share; the last example
+    (the float16 overflow row) in share 0."""
+    whole = _inputs_seen()
+    shares = [_inputs_seen(share=(k, 3)) for k in range(3)]
+    assert sorted(sum(shares, [])) == sorted(whole)
+    assert all(0 < len(share) < len(whole) for share in shares)
+    last = whole[-1]
+    assert last[0] == (1, 65520) and shares[0][-1] == last and last not in shares[1] + shares[2]
+
+
+@pytest.mark.parametrize("share", [(3, 3), (-1, 2), (0, 0)])
+def test_a_share_outside_its_run_is_refused(share):
+    with pytest.raises(reference.InvalidArgument, match=r"share\["):
+        fuzz.check(torch.logsumexp, share=share, device="cpu")

@@ -176,6 +176,34 @@ def test_lines_are_traced_only_when_a_mutant_survives(tmp_path, monkeypatch):
     assert "mutants" not in steps  # known from the kept lines: never run
 
 
+@pytest.mark.parametrize("device, jobs, shares", [("cpu", 16, 1), ("cuda", 2, 1), ("cuda", 8, 2), ("cuda", 16, 4),
+                                                   ("cuda:1", 64, 4)])
+def test_the_gate_is_shared_out_on_a_gpu_host_only(device, jobs, shares):
+    from fuzz.grading.options import GradeOptions
+    from fuzz.mutation.runner import gate_shares
+
+    assert gate_shares(GradeOptions(device=device, jobs=jobs)) == shares
+
+
+def test_the_gate_run_in_shares_is_the_gate_run_whole(tmp_path, monkeypatch):
+    """On a GPU host the gate's run is split into shares of its one stream of examples (its cold
+    compiles spread over the cores): the gate sees the mutants' examples, all of them, and its
+    baseline (the mutants' time limit) is the seconds of the whole run."""
+    import fuzz.mutation.runner as runner
+
+    chosen = ["mask_off_by_one@tiny_lse.py:43:68", "int64_promotion_removed@tiny_lse.py:32:34"]
+    options = {**OPTIONS, "thorough_budget": 0}
+    whole = run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=chosen, cache=None, **options)
+    monkeypatch.setattr(runner, "gate_shares", lambda options: 3)
+    gates = []
+    shared = run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=chosen, cache=None, **options,
+                          progress=lambda step, done, total: gates.append(total) if step == "gate" else None)
+    assert gates and set(gates) == {4}  # three shares and the kernel + 1
+    assert [r.status for r in shared.results] == [r.status for r in whole.results]
+    assert shared.gate[0].cell.record.examples == whole.gate[0].cell.record.examples == OPTIONS["budget"]
+    assert shared.baseline_seconds >= 0.5 * whole.baseline_seconds
+
+
 @pytest.mark.parametrize("args, message", [
     (["mutate", "no/such.py"], "no such file"),
     (["mutate", str(TINY_DIR / "check_tiny.py")], "no function 'lse' is defined"),
