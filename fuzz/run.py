@@ -12,6 +12,7 @@ import contextlib
 import gc
 import os
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,18 +148,19 @@ class Run:
     prefer_compiled: bool = False  # shrink within the compiled launch classes first (fuzz.shrinking)
     restricted: bool = False  # in that first phase now
     last_example: LseInput | None = None  # run once the drawn examples passed (strategies.overflow_example)
-    share: tuple[int, int] | None = None  # (k, K): run the drawn examples i with i % K == k only
-    drawn: int = 0
+    share: tuple[int, int] | None = None  # (k, K): run the drawn examples of launch classes of share k only
     state: _RunState = field(default_factory=_RunState)
 
-    def skips(self) -> bool:
-        """Whether this drawn example is another share's (``share``): skipped as if it passed.
-        Hypothesis draws the same examples whatever a passing body did (no target(), no event()),
-        so the shares of one stream are disjoint and together the whole. Shrinking skips nothing."""
+    def skips(self, example: LseInput) -> bool:
+        """Whether ``example`` is another share's (``share``): skipped as if it passed. A share is a
+        set of launch classes (dtype and N's power of two: what a kernel's binaries depend on most),
+        so the shares compile apart. Hypothesis draws the same examples whatever a passing body did
+        (no target(), no event()), so the shares of one stream are disjoint and together the whole.
+        Shrinking skips nothing."""
         if self.share is None or self.shrink.shrinking:
             return False
-        self.drawn += 1
-        return (self.drawn - 1) % self.share[1] != self.share[0]
+        dtype, block = launch_class(example)[:2]
+        return zlib.crc32(f"{dtype}/{block}".encode()) % self.share[1] != self.share[0]
 
     def one(self, example: LseInput, plan: Plan) -> None:
         clock = self.shrink

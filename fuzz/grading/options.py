@@ -73,9 +73,9 @@ class GradeOptions:
     shrink_seconds: float | None = None  # the budget of a failure's shrinking; None: the device's default (fuzz.shrinking)
     # Where the parts of one run side by side tell each other of a failure (grading.parts.PartSignal): not an option.
     stop_dir: str | None = field(default=None, repr=False)
-    # (k, K): this job runs the examples i with i % K == k of the run's one stream of examples, the
-    # others drawn and skipped, so K jobs run exactly one run's examples (the mutation gate on a GPU
-    # spreads its compiles so; fuzz.run.Run.skips). Not an option.
+    # (k, K): this job runs share k of the run's one stream of examples (a share is a set of launch
+    # classes), the others drawn and skipped, so K jobs run exactly one run's examples and compile
+    # apart (the mutation gate on a GPU host spreads its compiles so; fuzz.run.Run.skips). Not an option.
     share: tuple[int, int] | None = field(default=None, repr=False)
     bench: bool = False
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE

@@ -378,12 +378,16 @@ def _inputs_seen(**options) -> list[tuple]:
 
 def test_the_shares_of_a_run_run_its_examples_exactly_once():
     """share=(k, K): K jobs run one run's examples between them (the mutation gate spreads its
-    compiles over a GPU host's cores so), each example in exactly one share; the last example
-    (the float16 overflow row) in share 0."""
+    compiles over a GPU host's cores so), each example in exactly one share, each launch class
+    (dtype, N's power of two) in one share only; the last example (the float16 overflow row) in
+    share 0."""
     whole = _inputs_seen()
     shares = [_inputs_seen(share=(k, 3)) for k in range(3)]
     assert sorted(sum(shares, [])) == sorted(whole)
     assert all(0 < len(share) < len(whole) for share in shares)
+    classes = [{(dtype, shape[1] and 1 << (shape[1] - 1).bit_length()) for shape, dtype, _, _ in
+                (share[:-1] if k == 0 else share)} for k, share in enumerate(shares)]  # not the overflow row
+    assert not (classes[0] & classes[1]) and not (classes[1] & classes[2]) and not (classes[0] & classes[2])
     last = whole[-1]
     assert last[0] == (1, 65520) and shares[0][-1] == last and last not in shares[1] + shares[2]
 
