@@ -102,8 +102,9 @@ def targets(which: str) -> list[tuple[str, list[str]]]:
 
 
 def _environment(cache: str) -> dict[str, str]:
-    return {**os.environ, "TRITON_CACHE_DIR": cache, "PYTHONPATH": f"{ROOT}:{IMPLEMENTATIONS}",
-            "PYTHONUNBUFFERED": "1"}
+    """Cold: an empty Triton cache, and an empty lse-fuzz cache (the mutation runs' verdicts and files)."""
+    return {**os.environ, "TRITON_CACHE_DIR": cache, "LSE_FUZZ_CACHE": cache + "-lse-fuzz",
+            "PYTHONPATH": f"{ROOT}:{IMPLEMENTATIONS}", "PYTHONUNBUFFERED": "1"}
 
 
 def run_check(target: str, declared: list[str], device: str, section: str, timeout: float) -> Run:
