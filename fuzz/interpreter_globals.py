@@ -42,6 +42,7 @@ import functools
 import importlib
 import sys
 import types
+import weakref
 
 from . import interpreter_frontend
 
@@ -49,7 +50,7 @@ __all__ = ["install", "installed"]
 
 _PATCHED = "_lse_fuzz_globals"
 _STATE: dict = {"module_map": {}, "interpreter": None, "language": None}
-_KNOWN: dict[int, tuple] = {}  # id(globals) -> (globals, their size, {name: value to rebind})
+_KNOWN: dict[int, tuple] = {}  # id(globals) -> (its module, weakly; the size; {name: value to rebind})
 
 
 class _Launch:
@@ -117,12 +118,14 @@ def _install_mapped_modules(interpreter, is_builtin) -> None:
                     setattr(stub, attribute, member)
 
 
-def _to_rebind(names: dict) -> dict:
+def _to_rebind(fn, names: dict) -> dict:
     """The globals the code generator reads otherwise than Python: {name: value}. Read once per
-    namespace while its size and those values stay (a module's globals rarely change)."""
-    known = _KNOWN.get(id(names))
-    if (known is not None and known[0] is names and known[1] == len(names)
-            and all(names.get(name, _KNOWN) is value for name, value in known[2].items())):
+    module while its namespace's size and those values stay (a module's globals rarely change)."""
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    key = id(names)
+    known = _KNOWN.get(key)
+    if (known is not None and known[0]() is module and module is not None and vars(module) is names
+            and known[1] == len(names) and all(names.get(name, _KNOWN) is value for name, value in known[2].items())):
         return known[2]
     is_builtin = _STATE["language"].core.is_builtin
     found = {}
@@ -132,15 +135,18 @@ def _to_rebind(names: dict) -> dict:
         member = _mapped(value)
         if member is not value or is_builtin(member):
             found[name] = value
-    _KNOWN[id(names)] = (names, len(names), found)
+    if module is not None and vars(module) is names:
+        # The module held weakly: fuzz.autotune's discovery walks what a kernel's module reaches,
+        # the interpreter's wrappers included, and must not find other modules' kernels here.
+        _KNOWN[key] = (weakref.ref(module), len(names), found)
     return found
 
 
-def _rebind_globals(names: dict, scope) -> None:
+def _rebind_globals(fn, names: dict, scope) -> None:
     """A function's globals as the code generator reads them, for this launch."""
     interpreter, is_builtin = _STATE["interpreter"], _STATE["language"].core.is_builtin
     namespace = _Namespace(names)
-    for name, value in _to_rebind(names).items():
+    for name, value in _to_rebind(fn, names).items():
         member = _mapped(value)
         if is_builtin(member):
             interpreter._patch_attr(namespace, name, member, interpreter.interpreter_builder, scope)
@@ -155,7 +161,7 @@ def _patch_lang(original):
         names = getattr(fn, "__globals__", None)
         if _Launch.scope is not None and isinstance(names, dict) and id(names) not in _Launch.done:
             _Launch.done.add(id(names))
-            _rebind_globals(names, _Launch.scope)
+            _rebind_globals(fn, names, _Launch.scope)
         return result
 
     return patch_lang

@@ -14,12 +14,17 @@ from __future__ import annotations
 import importlib.util
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
 
-from fuzz import interpreter_frontend, interpreter_globals, interpreter_libdevice
-from reference._device import interpreting
+from reference._device import ensure_interpreter, interpreting
+
+ensure_interpreter()  # before anything imports triton: Triton's library is built for the mode
+
+from fuzz import interpreter_frontend, interpreter_globals, interpreter_libdevice, interpreter_pace  # noqa: E402
+from fuzz.autotune import discover, pinned  # noqa: E402
 
 import triton  # noqa: E402  (after reference: the interpreter is on where no GPU is)
 import triton.language as tl  # noqa: E402
@@ -31,6 +36,7 @@ from triton.language.extra.libdevice import expm1 as imported_expm1  # noqa: E40
 from triton.compiler.errors import CompilationError  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not interpreting(), reason="Triton's interpreter only (no GPU here)")
+interpreter_pace.install()  # in the order fuzz.target installs them
 interpreter_frontend.install()
 interpreter_libdevice.install()
 interpreter_globals.install()
@@ -168,3 +174,16 @@ def test_an_alias_taken_while_the_language_was_patched_still_compiles(monkeypatc
 def test_install_is_idempotent():
     assert interpreter_globals.install() and interpreter_globals.install()
     assert interpreter_globals.installed()
+
+
+def test_what_it_remembers_leads_autotune_s_discovery_to_no_other_module_s_kernels():
+    # The interpreter copies its globals (this module's wrapper of _patch_lang among them) into a
+    # kernel's module; fuzz.autotune.discover walks what that module reaches. A cache that held
+    # other modules' globals led it to their autotuners: two found where the module has one.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "implementations"))
+    from tuned import autotuned, pruned
+
+    for module in (pruned, autotuned):
+        with pinned(discover(module.lse), 0):
+            module.lse(torch.randn(2, 40))
+    assert len(discover(autotuned.lse)) == len(discover(pruned.lse)) == 1

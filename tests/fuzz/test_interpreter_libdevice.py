@@ -16,9 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from fuzz import interpreter_frontend, interpreter_globals, interpreter_libdevice
-from fuzz.emulation import EmulationUnsupported
-from reference._device import interpreting
+from reference._device import ensure_interpreter, interpreting
+
+ensure_interpreter()  # before anything imports triton: Triton's library is built for the mode
+
+from fuzz import interpreter_frontend, interpreter_globals, interpreter_libdevice  # noqa: E402
+from fuzz.emulation import EmulationUnsupported  # noqa: E402
 
 import triton  # noqa: E402  (after reference: the interpreter is on where no GPU is)
 import triton.language as tl  # noqa: E402
