@@ -38,6 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 FORMAT = "lse-fuzz interpreter-diff 1"
 triton = tl = torch = None  # set by _import_triton once TRITON_INTERPRET is decided: Triton reads it at import
+libdevice = tl_libdevice = log1p_alias = to_dtype = None  # likewise: libdevice, and the aliases kernels bind it to
+# The fuzzer's repairs of the interpreter, installed on the CPU as the fuzzer installs them (with bfloat16's).
+REPAIRS = ("interpreter_numpy", "interpreter_pace", "interpreter_frontend", "interpreter_libdevice",
+           "interpreter_globals")
 NAN, INF = float("nan"), float("inf")
 HALF = ("float16", "bfloat16")
 WIDTH = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64, "int8": 8, "int32": 32, "int64": 64}
@@ -70,7 +74,27 @@ def _unary_kernel(x_ptr, out_ptr, OP: tl.constexpr, BLOCK: tl.constexpr, ROUNDIN
          tl.sqrt(x) if OP == "sqrt" else
          tl.sqrt_rn(x) if OP == "sqrt_rn" else
          tl.rsqrt(x) if OP == "rsqrt" else
-         x.to(out_ptr.dtype.element_ty, fp_downcast_rounding=ROUNDING) if OP == "cast" else None)
+         x.to(out_ptr.dtype.element_ty, fp_downcast_rounding=ROUNDING) if OP == "cast" else
+         libdevice.log1p(x) if OP == "ld_log1p" else  # libdevice: what merge and cross-entropy kernels call
+         libdevice.expm1(x) if OP == "ld_expm1" else
+         libdevice.exp(x) if OP == "ld_exp" else
+         libdevice.exp2(x) if OP == "ld_exp2" else
+         libdevice.log(x) if OP == "ld_log" else
+         libdevice.log2(x) if OP == "ld_log2" else
+         libdevice.tanh(x) if OP == "ld_tanh" else
+         libdevice.rsqrt(x) if OP == "ld_rsqrt" else
+         libdevice.sqrt(x) if OP == "ld_sqrt" else
+         libdevice.fast_expf(x) if OP == "ld_fast_expf" else
+         libdevice.fast_logf(x) if OP == "ld_fast_logf" else
+         libdevice.isnan(x).to(tl.int32) if OP == "ld_isnan" else
+         libdevice.isinf(x).to(tl.int32) if OP == "ld_isinf" else
+         libdevice.signbit(x) if OP == "ld_signbit" else
+         tl_libdevice.log1p(x) if OP == "log1p_module_alias" else  # the import forms of training libraries
+         log1p_alias(x) if OP == "log1p_function_alias" else
+         to_dtype(to_dtype(x, tl.float64), x.dtype) if OP == "cast_alias" else
+         # a sum in the input's type, to one element, tested as LSE kernels test it: (m == inf) & (s == s)
+         (((tl.max(x, axis=0) == float("inf")) & (tl.sum(x, axis=0, dtype=x.dtype) == tl.sum(x, axis=0, dtype=x.dtype)))
+          | (offsets < 0)).to(tl.int8) if OP == "sum_scalar_flag" else None)
     tl.static_assert(y.dtype == out_ptr.dtype.element_ty, "the case's out_dtype is wrong")
     tl.store(out_ptr + offsets, y)
 
@@ -130,7 +154,8 @@ def _reduce_kernel(x_ptr, out_ptr, OP: tl.constexpr, ROWS: tl.constexpr, BLOCK: 
     index = tl.broadcast_to(tl.arange(0, BLOCK)[None, :], (ROWS, BLOCK))
     r = (tl.max(x, axis=1) if OP == "max" else  # widens 16-bit floats to float32 first
          tl.min(x, axis=1) if OP == "min" else
-         tl.sum(x, axis=1) if OP == "sum" else
+         tl.sum(x, axis=1) if OP == "sum" else  # in the input's type, as dtype=x.dtype
+         tl.sum(x, axis=1, dtype=tl.float32) if OP == "sum_float32" else
          tl.argmax(x, axis=1) if OP == "argmax" else
          tl.argmin(x, axis=1) if OP == "argmin" else
          tl.reduce((x, index), 1, _argmax_left)[1] if OP == "reduce_argmax_fold" else  # no interpreter shortcut
@@ -159,13 +184,17 @@ def _import_triton(device: str) -> dict:
     if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("interpreter_diff run: --device cuda, but torch sees no CUDA device")
     fixed = bfloat16_interpreter.install() if device == "cpu" else False
+    repairs = [name for name in REPAIRS if importlib.import_module(f"fuzz.{name}").install()] if device == "cpu" else []
+    extra = importlib.import_module("triton.language.extra.libdevice")
+    # The module alias, function alias and builtin alias the names/ cases reach libdevice and tl.cast by.
+    globals().update(libdevice=extra, tl_libdevice=extra, log1p_alias=extra.log1p, to_dtype=tl.cast)
     for name in HELPERS + tuple(KERNELS.values()):
         globals()[name] = triton.jit(globals()[name])
     return {"date": datetime.date.today().isoformat(),
             "device": "CPU, Triton interpreter" if device == "cpu" else torch.cuda.get_device_name(),
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "numpy": np.__version__, "interpreter": os.environ.get("TRITON_INTERPRET") == "1",
-            "bfloat16_fix": bool(fixed)}
+            "bfloat16_fix": bool(fixed), "repairs": repairs}
 
 
 # ----- the cases -----
@@ -195,7 +224,15 @@ MATH = {"float32": ("exp", "exp2", "exp_via_exp2", "fast_expf", "log", "log2", "
         "float64": ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")}
 SWEEPS = {"float32": ("exp", "exp2", "exp_via_exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt"),
           "float64": ("exp", "exp2", "log", "log2")}
-REFERENCE = {"exp_via_exp2": "exp", "sqrt_rn": "sqrt"}  # otherwise torch's function of the same name
+LIBDEVICE = {"float32": ("ld_log1p", "ld_expm1", "ld_exp", "ld_exp2", "ld_log", "ld_log2", "ld_tanh", "ld_rsqrt",
+                         "ld_sqrt", "ld_fast_expf", "ld_fast_logf", "ld_isnan", "ld_isinf", "ld_signbit"),
+             "float64": ("ld_log1p", "ld_expm1", "ld_exp", "ld_exp2", "ld_log", "ld_log2", "ld_tanh", "ld_rsqrt",
+                         "ld_sqrt", "ld_isnan", "ld_isinf", "ld_signbit")}
+LIBDEVICE_SWEEPS = ("ld_log1p", "ld_expm1", "ld_exp", "ld_exp2", "ld_log", "ld_log2", "ld_tanh", "ld_fast_expf",
+                    "ld_fast_logf")
+NAMES = ("log1p_module_alias", "log1p_function_alias", "cast_alias")
+REFERENCE = {"exp_via_exp2": "exp", "sqrt_rn": "sqrt", "ld_fast_expf": "exp", "ld_fast_logf": "log"}
+# otherwise torch's function of the same name (without ld_)
 BINARY = ("add", "sub", "mul", "mul_sub_same", "div", "div_rn", "fdiv", "fdiv_ieee", "maximum", "maximum_nan_all",
           "minimum", "minimum_nan_all", "where_lt", "where_float_cond", "lt_and_mask", "lt", "gt", "eq", "ne")
 REDUCE = ("max", "min", "sum", "argmax", "argmin", "reduce_argmax_fold", "reduce_max_nan_none", "reduce_max_nan_all",
@@ -203,10 +240,12 @@ REDUCE = ("max", "min", "sum", "argmax", "argmin", "reduce_argmax_fold", "reduce
 INDEX = (("add", 1), ("mul", 2**28), ("arange_mul", 2**28), ("mul_int64", 2**28), ("floordiv", -3), ("mod", -3))
 NEEDS = {"fast_expf": "tl.math.fast_expf", "sqrt_rn": "tl.sqrt_rn", "div_rn": "tl.div_rn", "fdiv": "tl.fdiv",
          "fdiv_ieee": "tl.fdiv", "nan_": "tl.PropagateNan", "rounding": "fp_downcast_rounding"}  # op (part) -> API
-OUT_DTYPE = {**dict.fromkeys(("is_nan", "gt_zero", "lt_and_mask", "lt", "gt", "eq", "ne"), "int8"),
+OUT_DTYPE = {**dict.fromkeys(("is_nan", "gt_zero", "lt_and_mask", "lt", "gt", "eq", "ne", "sum_scalar_flag"), "int8"),
+             **dict.fromkeys(("ld_isnan", "ld_isinf", "ld_signbit"), "int32"), "sum_float32": "float32",
              **dict.fromkeys(("argmax", "argmin", "reduce_argmax_fold"), "int32"), "mul_int64": "int64",
              **dict.fromkeys(("max", "min", "lse"), "float32")}  # tl.max and tl.min widen 16-bit floats
-APPROXIMATE = {"exp", "exp2", "exp_via_exp2", "fast_expf", "log", "log2", "sqrt", "rsqrt", "div", "fdiv", "lse"}
+APPROXIMATE = {"exp", "exp2", "exp_via_exp2", "fast_expf", "log", "log2", "sqrt", "rsqrt", "div", "fdiv", "lse",
+               "ld_exp", "ld_exp2", "ld_tanh", "ld_rsqrt", "ld_fast_expf", "ld_fast_logf"}  # CUDA's 2-ulp functions
 # float32 values that overflow, tie or underflow when narrowed, and that leave int32's range.
 F32_CAST = [NAN, Bits(0x7F800001), INF, -INF, -0.0, 0.0, 2.0**-149, 2.0**-126, 3.4028234663852886e38, 3.4e38,
             3.3895313892515355e38, 1.0, -1.0, 70000.0, 65504.0, 65519.99609375, 65520.0, 2.0**-24, 2.0**-25,
@@ -261,7 +300,16 @@ def _reduce_blocks(dtype: str) -> dict:
                        [base, row(l3=4.5, l11=4.5, l15=1.0), row(-0.0, l5=0.0), row(1.0, l2=top, l9=top)])}
 
 
+def _finite_row(dtype: str, size: int) -> list:
+    """Values in (0, 1], exact in every dtype, whose sum in a 16-bit type rounds at every level."""
+    return [((lane * 37) % 97 + 1) / 128.0 for lane in range(size)]
+
+
 def _sweep(op: str, dtype: str) -> list:
+    op = {"ld_fast_expf": "exp", "ld_fast_logf": "log"}.get(op, op.removeprefix("ld_"))
+    if op in ("tanh", "expm1", "log1p"):  # tiny, where they part from their naive forms, to where they saturate
+        magnitudes = np.geomspace(1e-30, 0.9 if op == "log1p" else 30.0, 128)
+        return list(np.concatenate([-magnitudes[::-1], magnitudes]))
     if op.startswith("exp"):  # from below the smallest subnormal result to above the largest finite one
         low, high = {"exp2": (-160.0, 135.0), "exp": (-110.0, 95.0)}["exp2" if op == "exp2" else "exp"]
         return list(np.linspace(low, high, 256) * (7.8 if dtype == "float64" else 1.0))
@@ -275,10 +323,11 @@ def _case(kernel: str, op: str, dtype: str, inputs: tuple, *, group: str = "", t
     prefix = "sweep" if sweep else "cast" if op == "cast" else kernel
     # A division computes 16-bit floats in float32 (the semantic layer's div_or_mod promotion).
     out_dtype = target or OUT_DTYPE.get(op) or ("float32" if "div" in op and dtype in HALF else dtype)
-    needs = tuple(api for part, api in NEEDS.items() if part in op or (part == "rounding" and rounding))
+    needs = tuple(api for part, api in NEEDS.items()
+                  if (part in op and not op.startswith("ld_")) or (part == "rounding" and rounding))
     return Case("/".join(p for p in (prefix, name, dtype, group) if p), kernel, op, dtype, out_dtype, inputs,
                 rounding=rounding, needs=needs, tolerance_ulps=2 if op in APPROXIMATE else 1,
-                reference=REFERENCE.get(op, op) if sweep else "", **fields)
+                reference=REFERENCE.get(op, op.removeprefix("ld_")) if sweep else "", **fields)
 
 
 def all_cases() -> list[Case]:
@@ -287,6 +336,14 @@ def all_cases() -> list[Case]:
         cases += [_case("unary", op, dtype, (_edges(dtype),)) for op in UNARY + MATH.get(dtype, ())]
         cases += [_case("unary", op, dtype, (_sweep(op, dtype),), sweep=True) for op in SWEEPS.get(dtype, ())]
         cases += [_case("binary", op, dtype, _pairs(dtype)) for op in BINARY if op != "div_rn" or dtype == "float32"]
+        cases += [_case("unary", op, dtype, (_edges(dtype),), group="libdevice") for op in LIBDEVICE.get(dtype, ())]
+        if dtype == "float32":
+            cases += [_case("unary", op, dtype, (_sweep(op, dtype),), sweep=True) for op in LIBDEVICE_SWEEPS]
+            cases += [_case("unary", op, dtype, (_edges(dtype),), group="names") for op in NAMES]
+        if dtype != "float64":
+            cases += [_case("unary", "sum_scalar_flag", dtype, (_finite_row(dtype, 16),))]
+            cases += [_case("reduce", op, dtype, (_finite_row(dtype, 256),), group="long_row", rows=("256 values",))
+                      for op in ("sum", "sum_float32")]
     for dtype, values, targets in CASTS:
         cases += [_case("unary", "cast", dtype, (values or _edges(dtype),), target=target.split("_")[0],
                         rounding=target.partition("_")[2] or None) for target in targets.split()]
@@ -297,7 +354,7 @@ def all_cases() -> list[Case]:
     for dtype in ("float16", "bfloat16", "float32"):
         for group, (labels, rows) in _reduce_blocks(dtype).items():
             cases += [_case("reduce", op, dtype, ([v for row in rows for v in row],), group=group, rows=labels)
-                      for op in REDUCE]
+                      for op in REDUCE + ("sum_float32",)]
     assert len({case.id for case in cases}) == len(cases), "case ids must be unique"
     return cases
 

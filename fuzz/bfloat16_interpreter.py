@@ -18,9 +18,14 @@ the sum rounded once (its float32 rounding cannot land on a bfloat16 halfway poi
 elementwise results are the GPU's, bit for bit (a NaN result is 0x7FFF, as an H200 gives).
 ``tl.sum`` of bfloat16 adds in a tree of pairwise sums, each rounded to bfloat16, as a GPU's
 partial sums are (the order of the pairs is not the GPU's, so the last bits may differ, not the
-size of the error). Scans (``tl.cumsum``) fold in float32 and round once. A comparison of
+size of the error); ``tl.sum`` of float16 too, in float16 (Triton's ``tl.sum`` keeps a float
+input's type, ``dtype=`` or not; numpy's float16 sum accumulates in float32 and rounds once). A sum
+to one element is a scalar, as the compiled reduction's is (storing it through a scalar pointer
+raised "Value argument cannot be block type" for bfloat16). Scans (``tl.cumsum``) fold in float32 and round once. A comparison of
 bfloat16 values gives int1 booleans (Triton's own ``binary_op`` labels them with the operands'
-type, which would send ``(x < y) & mask`` through the widening again, a TypeError on the CPU only).
+type, which would send ``(x < y) & mask`` through the widening again, a TypeError on the CPU only);
+so does a comparison of any other type, whose label made a scalar comparison broadcast against a
+block mask a float (``(m == inf) | mask``: TypeError, for float32 too).
 
 Conversions too, because Triton's interpreter converts bfloat16 with a routine of its own
 (``_convert_float``) that truncates: ``x.to(tl.bfloat16)``, with or without
@@ -48,7 +53,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["cast_to_bits", "install", "installed", "to_bits", "to_float32", "tree_sum"]
+__all__ = ["cast_to_bits", "half_tree_sum", "install", "installed", "to_bits", "to_float32", "tree_sum"]
 
 _PATCHED = "_lse_fuzz_bfloat16"  # marks a replacement, so install() is idempotent
 # Set by install(), not at import: importing Triton before the interpreter is chosen would build
@@ -139,7 +144,10 @@ def _binary_op(original):
     @functools.wraps(original)
     def binary_op(self, lhs, rhs, op):
         if not (_is_bf16(lhs) or _is_bf16(rhs)):
-            return original(self, lhs, rhs, op)
+            handle = original(self, lhs, rhs, op)
+            if handle.data.dtype == np.bool_:  # a comparison of any type: int1, not its operands' type
+                handle.dtype = _INT1
+            return handle
         return _result(op(_widen(lhs), _widen(rhs)), lhs.dtype.scalar)
 
     return binary_op
@@ -226,28 +234,42 @@ def _create_fp_to_fp(original):
 def _sum(original):
     @functools.wraps(original)
     def sum(self, input):  # noqa: A001 (the interpreter's name)
-        if not _is_bf16(input.handle):
-            return original(self, input)
-        return self.to_tensor(tree_sum(input.handle.data, self.axis, self.keep_dims), input.dtype)
+        if _is_bf16(input.handle):
+            return self.to_tensor(tree_sum(input.handle.data, self.axis, self.keep_dims), input.dtype)
+        if input.handle.data.dtype == np.float16:  # numpy's float16 sum accumulates in float32
+            return self.to_tensor(half_tree_sum(input.handle.data, self.axis, self.keep_dims), input.dtype)
+        return original(self, input)
 
     return sum
 
 
 def tree_sum(bits: np.ndarray, axis: int | None, keepdims: bool) -> np.ndarray:
     """The bfloat16 sum of ``bits`` along ``axis`` as a GPU adds: a tree of pairwise sums, each
-    rounded to bfloat16 (a sum in float32 rounded once would hide what bfloat16 partial sums lose)."""
-    values = to_float32(bits)
+    rounded to bfloat16 (a sum in float32 rounded once would hide what bfloat16 partial sums lose).
+    A sum over every axis is a 0-d array, as the compiled reduction's result is a scalar."""
+    total = _tree(to_float32(bits), axis, keepdims, lambda values: to_float32(to_bits(values)))
+    return to_bits(total).reshape(total.shape)  # to_bits makes a 0-d array 1-d
+
+
+def half_tree_sum(values: np.ndarray, axis: int | None, keepdims: bool) -> np.ndarray:
+    """The float16 sum of ``values`` as a GPU adds it, in float16: :func:`tree_sum`'s tree."""
+    narrow = lambda wide: wide.astype(np.float16).astype(np.float32)  # noqa: E731 (each sum rounded once)
+    with np.errstate(over="ignore"):  # past 65504 a sum is inf, as on the GPU
+        return _tree(values.astype(np.float32), axis, keepdims, narrow).astype(np.float16)
+
+
+def _tree(values: np.ndarray, axis: int | None, keepdims: bool, narrow) -> np.ndarray:
     shape = values.shape
     values = values.reshape(-1) if axis is None else np.moveaxis(values, axis, -1)
     while values.shape[-1] > 1:
         if values.shape[-1] % 2:
             pad = np.full(values.shape[:-1] + (1,), -0.0, dtype=np.float32)  # x + -0.0 == x, -0.0 too
             values = np.concatenate([values, pad], axis=-1)
-        values = to_float32(to_bits(values[..., 0::2] + values[..., 1::2]))
+        values = narrow(values[..., 0::2] + values[..., 1::2])
     total = values[..., 0] if values.shape[-1] else np.full(values.shape[:-1], -0.0, dtype=np.float32)
     if keepdims:
         total = np.reshape(total, (1,) * len(shape)) if axis is None else np.expand_dims(total, axis)
-    return to_bits(total)
+    return np.asarray(total, dtype=np.float32)
 
 
 def _scan(numpy_scan):

@@ -130,10 +130,14 @@ def _twin_of(interpreted) -> _Twin:
 
 
 def _twin_value(value):
-    """An interpreted function -> its JITFunction; a module of the candidate's that holds some -> a
-    copy holding their JITFunctions (``helpers.combine(...)``); anything else unchanged."""
+    """An interpreted function -> its JITFunction; the interpreter's wrapper of a builtin (a module's
+    ``to_dtype = tl.cast`` run while a launch had the language patched) -> the builtin; a module
+    of the candidate's that holds interpreted functions -> a copy holding their JITFunctions
+    (``helpers.combine(...)``); anything else unchanged."""
     if isinstance(value, _triton.InterpretedFunction):
         return _twin_of(value).jit
+    if getattr(value, "__qualname__", "") == _PATCH_LAMBDA:
+        return _builtin_of(value)
     if type(value) is types.ModuleType and not value.__name__.startswith(("triton", "torch", "numpy")):
         members = vars(value)
         if any(isinstance(member, _triton.InterpretedFunction) for member in members.values()):
@@ -215,6 +219,15 @@ def _language_owners() -> list:
     return [*modules, *classes.values()]
 
 
+def _builtin_of(wrapper):
+    """The builtin the interpreter's wrapper (``_patch_attr``'s lambda, maybe wrapped again) calls;
+    the wrapper itself where it holds none."""
+    inner = wrapper
+    while getattr(inner, "__qualname__", "") == _PATCH_LAMBDA:
+        inner = (inner.__kwdefaults__ or {}).get("member")
+    return wrapper if inner is None else inner
+
+
 def _pristine(owner, name: str, now):
     """Triton's own value of ``owner.name`` (``_DELETE`` where it has none); _Unknown if not known.
 
@@ -223,10 +236,9 @@ def _pristine(owner, name: str, now):
     ``tl`` is undone when it ends, the leak is in ``tl.core`` (reached through the library's helpers).
     """
     if getattr(now, "__qualname__", "") == _PATCH_LAMBDA:  # a builtin, wrapped (maybe more than once)
-        while getattr(now, "__qualname__", "") == _PATCH_LAMBDA:
-            now = (now.__kwdefaults__ or {}).get("member")
-        if now is not None:
-            return now
+        builtin = _builtin_of(now)
+        if builtin is not now:
+            return builtin
     entry = _state["pristine"].get(id(owner))
     if entry is not None and entry[0] is owner:
         before = entry[1].get(name, _DELETE)

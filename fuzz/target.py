@@ -33,7 +33,8 @@ from pathlib import Path
 from reference._device import ensure_interpreter
 from reference.errors import InvalidArgument
 
-from . import bfloat16_interpreter, interpreter_frontend, interpreter_numpy, interpreter_pace, interpreter_unsupported
+from . import (bfloat16_interpreter, interpreter_frontend, interpreter_globals, interpreter_libdevice,
+               interpreter_numpy, interpreter_pace, interpreter_unsupported)
 from .calls import CallConvention
 from .gradient import gradient_of
 
@@ -128,6 +129,9 @@ def load_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str =
         interpreter_pace.install()  # the language patched once per launch, not per helper call
         # A kernel a GPU's compiler refuses is refused here too (fuzz.interpreter_frontend).
         interpreter_frontend.install()
+        # libdevice computed, and a kernel's globals read, as the GPU's compiler reads them.
+        interpreter_libdevice.install()
+        interpreter_globals.install()
         # What it cannot run at all (inline GPU assembly) is refused by name (fuzz.interpreter_unsupported).
         interpreter_unsupported.install()
     module = _load_file(target, parsed.location, name) if parsed.is_file else _import(target, parsed.location, name)

@@ -28,7 +28,7 @@ LAYERS = [
     ("fuzz._version", "fuzz._lazy", "fuzz.defaults", "fuzz.emulation", "fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target",
      "fuzz.gpu_memory", "fuzz.layouts", "fuzz.autotune", "fuzz.specialization", "fuzz.bfloat16_interpreter",
      "fuzz.interpreter_numpy", "fuzz.interpreter_frontend", "fuzz.interpreter_pace", "fuzz.interpreter_unsupported",
-     "fuzz.calls", "fuzz.gradient",
+     "fuzz.interpreter_libdevice", "fuzz.interpreter_globals", "fuzz.calls", "fuzz.gradient",
      "fuzz.costs"),
     ("fuzz.contract",),
     ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.static_scan", "fuzz.timing",

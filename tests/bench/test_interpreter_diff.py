@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,3 +133,23 @@ def test_the_committed_cpu_results_are_of_this_suite():
     data = diff.load_result(COMMITTED)
     assert [case["id"] for case in data["cases"]] == [case.id for case in diff.all_cases()]
     assert data["metadata"]["interpreter"] is True and data["metadata"]["bfloat16_fix"] is True
+
+
+def test_the_libdevice_alias_and_half_sum_cases_run_on_the_cpu_as_the_fuzzer_runs_them(tmp_path):
+    # Each ran into an error of the interpreter before: libdevice (None from its stubs), the aliases
+    # ("Did you forget to add @triton.jit"), a scalar comparison broadcast against a mask (TypeError).
+    out = tmp_path / "cpu.json"
+    only = ["unary/ld_*", "sweep/ld_*", "*/names", "unary/sum_scalar_flag/*", "reduce/sum*/long_row"]
+    run = subprocess.run([sys.executable, str(SCRIPT), "run", "--device", "cpu", "--out", str(out),
+                          *(arg for glob in only for arg in ("--only", glob))],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = diff.load_result(out)
+    assert "interpreter_libdevice" in data["metadata"]["repairs"] and "interpreter_globals" in data["metadata"]["repairs"]
+    cases = {case["id"]: case for case in data["cases"]}
+    assert len(cases) >= 40 and all(case["status"] == "ok" for case in cases.values()), \
+        [(case["id"], case.get("error")) for case in cases.values() if case["status"] != "ok"]
+    log1p = cases["unary/ld_log1p/float32/libdevice"]
+    assert log1p["values"][log1p["lanes"].index("1.0")] == str(np.float32(np.log(2.0)))
+    assert cases["unary/log1p_module_alias/float32/names"]["bits"] == cases["unary/log1p_function_alias/float32/names"]["bits"]
+    assert "reference" in cases["sweep/ld_expm1/float32"]

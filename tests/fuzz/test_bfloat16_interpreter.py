@@ -149,7 +149,7 @@ def _expected(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _tree_sum(a: torch.Tensor) -> torch.Tensor:
-    """Pairwise sums in torch's bfloat16 arithmetic, level by level (len(a) a power of two)."""
+    """Pairwise sums in torch's arithmetic of a's dtype, level by level (len(a) a power of two)."""
     while a.numel() > 1:
         a = a[0::2] + a[1::2]
     return a[0]
@@ -160,9 +160,72 @@ def test_a_bfloat16_sum_rounds_its_partial_sums():
     # sum holding it. Added in float32 and rounded once, the same four values give 1 + 2**-8.
     bits = _bits(torch.tensor([1.0, 2.0**-9, 2.0**-9, 0.0], dtype=torch.bfloat16))
     assert to_float32(bfloat16_interpreter.tree_sum(bits, 0, False)) == 1.0
+    assert bfloat16_interpreter.tree_sum(bits, 0, False).shape == ()  # a scalar, as the compiled sum
     assert to_float32(bfloat16_interpreter.tree_sum(bits[:3], None, True)).shape == (1,)
     rows = _bits(torch.arange(12, dtype=torch.bfloat16).reshape(3, 4))
     assert to_float32(bfloat16_interpreter.tree_sum(rows, 1, True)).tolist() == [[6.0], [22.0], [38.0]]
+
+
+@triton.jit
+def _sum_in(x_ptr, out_ptr, flag_ptr, BLOCK: tl.constexpr, DTYPE: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    total = tl.sum(x, axis=0, dtype=DTYPE)
+    row_max = tl.max(x, axis=0)
+    # As an LSE kernel tests its row: a comparison of the sum combined with another (int1 & int1),
+    # stored through a scalar pointer (a block there does not compile).
+    tl.store(flag_ptr, tl.where((total == total) & (total > 0) & (row_max != float("inf")), 1.0, 2.0))
+    tl.store(out_ptr, total)
+
+
+SUM_DTYPES = {"bfloat16": (torch.bfloat16, tl.bfloat16), "float16": (torch.float16, tl.float16),
+              "float32": (torch.float32, tl.float32), "float64": (torch.float64, tl.float64)}
+
+
+@needs_interpreter
+@pytest.mark.parametrize("name", list(SUM_DTYPES))
+def test_a_sum_with_a_dtype_is_a_scalar_of_that_dtype(name):
+    bfloat16_interpreter.install()
+    torch_dtype, triton_dtype = SUM_DTYPES[name]
+    x = torch.linspace(0.0, 1.0, 64, dtype=torch.float32).to(torch_dtype)
+    out, flag = torch.empty(1, dtype=torch_dtype), torch.empty(1)
+    _sum_in[(1,)](x, out, flag, BLOCK=64, DTYPE=triton_dtype)
+    assert flag.item() == 1.0
+    assert out.item() == pytest.approx(32.0, rel=2e-2)
+
+
+@triton.jit
+def _scalar_flag_with_mask(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets)
+    total = tl.sum(x, axis=0, dtype=x.dtype)
+    flag = (tl.max(x, axis=0) == float("inf")) & (total == total)  # a scalar comparison: int1
+    tl.store(out_ptr + offsets, (flag | (offsets < 2)).to(tl.int8))  # broadcast against a block mask
+
+
+@needs_interpreter
+@pytest.mark.parametrize("name", ["bfloat16", "float16", "float32", "float64"])
+def test_a_scalar_comparison_is_int1_when_broadcast_against_a_mask(name):
+    # Triton's interpreter labelled a comparison's booleans with the operands' type: broadcast, they
+    # became floats, and "| mask" raised TypeError (float32 too, not only bfloat16).
+    bfloat16_interpreter.install()
+    x = torch.tensor([float("inf")] + [1.0] * 15, dtype=SUM_DTYPES[name][0])
+    out = torch.empty(16, dtype=torch.int8)
+    _scalar_flag_with_mask[(1,)](x, out, BLOCK=16)
+    assert out.tolist() == [1] * 16
+    _scalar_flag_with_mask[(1,)](torch.ones(16, dtype=x.dtype), out, BLOCK=16)
+    assert out.tolist() == [1, 1] + [0] * 14
+
+
+@needs_interpreter
+def test_a_float16_sum_rounds_its_partial_sums_to_float16():
+    # The GPU adds float16 in float16 (Triton's tl.sum keeps the input's type); numpy's float16 sum
+    # accumulates in float32 and rounds once, hiding what the partial sums lose.
+    bfloat16_interpreter.install()
+    x = torch.from_numpy(np.random.default_rng(1).uniform(0.0, 1.0, 4096).astype(np.float16))
+    out, flag = torch.empty(1, dtype=torch.float16), torch.empty(1)
+    _sum_in[(1,)](x, out, flag, BLOCK=4096, DTYPE=tl.float16)
+    assert out.item() == _tree_sum(x).item()
+    assert _tree_sum(x).item() != x.float().sum().half().item()  # the case tells the two apart
 
 
 OPS = ["sub", "add_mul", "neg", "maximum", "select_gt", "fma", "clamp", "sum", "cumsum", "div"]
