@@ -1,12 +1,16 @@
 """Verdict agreement between devices: the same fuzz runs on the CPU and on a GPU, verdict by verdict.
 
     python bench/agreement.py run --device cpu|cuda --out DIR [--seeds 10] [--first-seed 0] [--jobs N]
-                                  [--budget KEY=N,...] [--only corpus,mutants,mutate] [--deadline S] [--resume]
+                                  [--budget KEY=N,...] [--only corpus,kernels,mutants,mutate] [--deadline S]
+                                  [--resume]
     python bench/agreement.py compare CPU_DIR GPU_DIR --out FILE.md
 
-``run`` runs three parts per seed with the project's own commands, from the tree this file is in:
+``run`` runs four parts per seed with the project's own commands, from the tree this file is in:
 ``corpus`` (tests/implementations/correct through bench/campaign.py, its contracts.json applying:
-each must pass), ``mutants`` (``lse-fuzz mutants``) and ``mutate`` (``lse-fuzz mutate TARGET
+each must pass), ``kernels`` (every other implementation that computes values: the autotuned kernels
+of tests/implementations/tuned, the backward ones, the value-computing candidates and the adapters of
+examples/real_world, each with the contract its folder's contracts.json declares; their verdict,
+whatever it is, must be the same on both devices), ``mutants`` (``lse-fuzz mutants``) and ``mutate`` (``lse-fuzz mutate TARGET
 --no-cache`` of three small corpus kernels). Seed, examples, element caps and parts (the derived
 seeds a run's examples are split over) are explicit and the same on every device; the strategies'
 row cap is not an option (72 rows on the CPU, none on a GPU), so the drawn examples may still differ.
@@ -19,7 +23,8 @@ command. Reports go to a temporary folder, deleted once parsed. Exit code 0 when
 ``--deadline`` left work (``--resume`` continues it).
 
 ``compare`` writes Markdown: per item and device, the seeds passed or detected and by which checks; whether
-the devices agree seed by seed (corpus: pass vs fail; mutant: detected, Killed or Timeout, vs not); each pair that differs.
+the devices agree seed by seed (corpus: pass vs fail; kernels: the verdict itself; mutant: detected, Killed or
+Timeout, vs not); each pair that differs.
 """
 
 from __future__ import annotations
@@ -47,17 +52,36 @@ from fuzz.outcomes import MutantStatus, Verdict
 
 CORPUS = "tests/implementations/correct"
 MUTATE_TARGETS = tuple(f"{CORPUS}/{name}.py" for name in ("exp2_based", "multi_row", "heuristics"))
-PARTS = ("corpus", "mutants", "mutate")
+KERNELS = (  # the implementations of the "kernels" part, beside the correct corpus
+    *(f"tests/implementations/tuned/{name}.py" for name in (
+        "autotuned", "autotune_over_heuristics", "heuristics_over_autotune", "hooks", "pruned", "restored",
+        "tail_bug_32")),
+    *(f"tests/implementations/backward/{name}.py" for name in (
+        "torch_logsumexp", "no_autograd", "no_max_shift", "overwrites_input", "upstream_not_applied")),
+    # The candidates that compute values; the others (hangs, crashes, exits, import and resource
+    # failures) judge the grader's isolation, which does not depend on the device.
+    *(f"tests/implementations/candidates/{name}.py" for name in (
+        "aliases_input", "bfloat16_sum_in_bfloat16", "buggy_no_max", "caches_by_object", "caches_by_shape",
+        "decoy_kernel", "inline_asm", "mutates_input", "noisy", "raises", "skips_last_row", "torch_float64",
+        "triton_two_pass", "writes_padding", "wrong_dtype", "wrong_shape")),
+    *(f"examples/real_world/{name}.py" for name in (
+        "torch_logsumexp", "torch_compile_logsumexp", "liger_cross_entropy", "fla_logsumexp", "fla_cross_entropy",
+        "flag_gems_logsumexp", "quack_cross_entropy", "te_cross_entropy", "flash_attn_cross_entropy",
+        "unsloth_cross_entropy")),
+)
+FILE_PARTS = {"corpus": (CORPUS,), "kernels": KERNELS}  # parts run through campaign.py, a record per file
+PARTS = ("corpus", "kernels", "mutants", "mutate")
 # Examples per run (a corpus implementation, a bundled mutant and the gate, an operator mutant, a mutate
 # survivor's lse-thorough re-run) and the largest M*N each part draws: 10 seeds take about an hour on 2
 # shared CPU cores (reduce_combine.py's tl.reduce costs seconds an example there at 16384 elements). At
 # 16384 a GPU still draws rows of 4 of its 4096-column tiles: its reference kernel loops and splits rows.
-DEFAULT_BUDGETS = {"corpus": 30, "mutants": 100, "mutate": 20, "thorough": 30, "corpus_max_elements": 4096,
+DEFAULT_BUDGETS = {"corpus": 30, "kernels": 30, "mutants": 100, "mutate": 20, "thorough": 30,
+                   "corpus_max_elements": 4096, "kernels_max_elements": 4096,
                    "mutants_max_elements": 16384, "mutate_max_elements": 4096}
 # One Hypothesis run per run (no parts of derived seeds) on every device: check's default is 2 and 4.
-PARTS_PER_RUN = {"corpus": 1, "mutants": 1}
+PARTS_PER_RUN = {"corpus": 1, "kernels": 1, "mutants": 1}
 HEADER, RECORDS = "header.json", "records.jsonl"
-JUDGED = {"corpus": (0, 1), "mutants": (0, 1), "mutate": (0,)}  # exits of a command that judged all it ran
+JUDGED = {"corpus": (0, 1), "kernels": (0, 1), "mutants": (0, 1), "mutate": (0,)}  # exits of a command that judged all it ran
 DETECTED, NOT_DETECTED, PASSED, FAILED = "detected", "not detected", "pass", "fail"
 
 
@@ -104,12 +128,14 @@ def mutant_records(report: dict) -> list[dict]:
             for file, entry in sorted(report["files"].items()) for mutant in entry["mutants"]]
 
 
-def corpus_record(campaign_record: dict) -> dict:
-    """A campaign.py record as kept here: the file relative to the tree, the failure's first lines."""
+def file_record(campaign_record: dict, part: str) -> dict:
+    """A campaign.py record as kept here: the file relative to the tree, the failure's first lines; the
+    item is the file's name (the corpus) or its folder's and its name (kernels: names repeat there)."""
     path = Path(campaign_record["target"].rpartition(":")[0])
     failed = campaign_record["verdict"] != Verdict.PASS.value
     failure = (campaign_record.get("details") or campaign_record.get("reason")) if failed else None
-    return {"target": (path.relative_to(ROOT) if path.is_absolute() else path).as_posix(), "item": path.name,
+    item = path.name if part == "corpus" else f"{path.parent.name}/{path.name}"
+    return {"target": (path.relative_to(ROOT) if path.is_absolute() else path).as_posix(), "item": item,
             "verdict": campaign_record["verdict"], "check": campaign_record.get("check"),
             "examples": campaign_record.get("examples"), "seconds": campaign_record.get("seconds"),
             **summary(failure)}
@@ -120,15 +146,15 @@ def read_records(path: Path) -> list[dict]:
 
 
 def done_keys(records: list[dict]) -> set[tuple]:
-    """What --resume skips: each corpus run (part, file, seed), and each mutants or mutate command
-    whose ``run`` line shows it judged its mutants (not a failed gate or a crash: those run again)."""
-    return ({("corpus", r["target"], r["seed"]) for r in records if r["part"] == "corpus"}
+    """What --resume skips: each corpus or kernels run (part, file, seed), and each mutants or mutate
+    command whose ``run`` line shows it judged its mutants (not a failed gate or a crash: those run again)."""
+    return ({(r["part"], r["target"], r["seed"]) for r in records if r["part"] in FILE_PARTS}
             | {(r["of"], r["target"], r["seed"]) for r in records
-               if r["part"] == "run" and r["of"] != "corpus" and r["exit"] in JUDGED[r["of"]]})
+               if r["part"] == "run" and r["of"] not in FILE_PARTS and r["exit"] in JUDGED[r["of"]]})
 
 
 @dataclass(frozen=True)
-class Unit:  # one command: a part, its target (the corpus, "mutants" or a kernel), a seed
+class Unit:  # one command: a part, its target (the corpus, "kernels", "mutants" or a kernel), a seed
     part: str
     target: str
     seed: int
@@ -136,7 +162,7 @@ class Unit:  # one command: a part, its target (the corpus, "mutants" or a kerne
 
 def plan(parts: list[str], seeds: range) -> list[Unit]:
     """Seed by seed, every part, so that a run stopped by its deadline leaves whole seeds."""
-    targets = {"corpus": (CORPUS,), "mutants": ("mutants",), "mutate": MUTATE_TARGETS}
+    targets = {"corpus": (CORPUS,), "kernels": ("kernels",), "mutants": ("mutants",), "mutate": MUTATE_TARGETS}
     return [Unit(part, target, seed) for seed in seeds for part in parts for target in targets[part]]
 
 
@@ -149,11 +175,12 @@ class Setup:
     def command(self, unit: Unit, report: str, files: list[str] = ()) -> list[str]:
         """The unit's command, ``python`` standing for this interpreter, ``report`` for its report."""
         budgets, seed = self.budgets, str(unit.seed)
-        if unit.part == "corpus":
+        if unit.part in FILE_PARTS:
             return ["python", "bench/campaign.py", *files, "--seeds", "1", "--first-seed", seed,
-                    "--budget", str(budgets["corpus"]), "--workers", str(self.jobs), "--out", f"{report}/campaign.jsonl",
-                    "--", "--device", self.device, "--max-elements", str(budgets["corpus_max_elements"]),
-                    "--parts", str(PARTS_PER_RUN["corpus"])]
+                    "--budget", str(budgets[unit.part]), "--workers", str(self.jobs),
+                    "--out", f"{report}/campaign.jsonl", "--", "--device", self.device,
+                    "--max-elements", str(budgets[f"{unit.part}_max_elements"]),
+                    "--parts", str(PARTS_PER_RUN[unit.part])]
         common = ["--seed", seed, "--device", self.device, "-j", str(self.jobs), "--out-dir", report, "-q"]
         if unit.part == "mutants":
             return ["python", "-m", "fuzz", "mutants", *common, "--budget", str(budgets["mutants"]),
@@ -190,7 +217,7 @@ def _execute(argv: list[str], log: Path, ok: tuple[int, ...], on_poll=lambda: No
     return process.returncode
 
 
-def run_corpus(unit: Unit, setup: Setup, files: list[str], write, deadline: float | None) -> bool:
+def run_files(unit: Unit, setup: Setup, files: list[str], write, deadline: float | None) -> bool:
     """``files``' runs of one seed through campaign.py, each recorded as the campaign appends it.
     False when runs were left unstarted (the deadline)."""
     scratch = Path(tempfile.mkdtemp(prefix="agreement-"))
@@ -204,16 +231,16 @@ def run_corpus(unit: Unit, setup: Setup, files: list[str], write, deadline: floa
         text = campaign_out.read_text() if campaign_out.is_file() else ""
         complete = text.splitlines() if text.endswith("\n") else text.splitlines()[:-1]
         for line in complete[seen:]:
-            record = corpus_record(json.loads(line))
+            record = file_record(json.loads(line), unit.part)
             shown = shlex.join(setup.command(unit, "DIR", [record["target"]]))
-            write({"part": "corpus", "seed": unit.seed, **record, "command": shown})
-            print(f"corpus  seed {unit.seed:>3} {record['verdict']:<8} {record['seconds']:7.1f} s {record['item']}"
+            write({"part": unit.part, "seed": unit.seed, **record, "command": shown})
+            print(f"{unit.part:<7} seed {unit.seed:>3} {record['verdict']:<8} {record['seconds']:7.1f} s {record['item']}"
                   + (f": {record['reason']}" if record["reason"] else ""), flush=True)
         seen = max(seen, len(complete))
 
     started = time.perf_counter()
-    code = _execute(argv, scratch / "log.txt", (*JUDGED["corpus"], 3), collect)
-    write({"part": "run", "of": "corpus", "target": CORPUS, "seed": unit.seed, "exit": code,
+    code = _execute(argv, scratch / "log.txt", (*JUDGED[unit.part], 3), collect)
+    write({"part": "run", "of": unit.part, "target": unit.target, "seed": unit.seed, "exit": code,
            "seconds": round(time.perf_counter() - started, 1), "runs": seen,
            "command": shlex.join(setup.command(unit, "DIR", files))})
     shutil.rmtree(scratch, ignore_errors=True)
@@ -270,7 +297,7 @@ def session_header(device: str, argv: list[str]) -> dict:
 def write_header(out: Path, args, argv: list[str]) -> dict:
     path = out / HEADER
     fixed = {"device": args.device, "budgets": args.budget, "parts_per_run": PARTS_PER_RUN,
-             "corpus": CORPUS, "mutate_targets": list(MUTATE_TARGETS)}
+             "corpus": CORPUS, "kernels": list(KERNELS), "mutate_targets": list(MUTATE_TARGETS)}
     header = json.loads(path.read_text()) if path.is_file() else {**fixed, "sessions": []}
     for key, value in fixed.items():
         if header.get(key) != value:
@@ -290,11 +317,12 @@ def run(args, argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     session = write_header(args.out, args, argv)["sessions"][-1]
     done = done_keys(read_records(records_path))
-    corpus = [Path(c.path).relative_to(ROOT).as_posix() for c in discover([str(ROOT / CORPUS)])]
+    files = {part: [Path(c.path).relative_to(ROOT).as_posix() for c in discover([str(ROOT / t) for t in targets])]
+             for part, targets in FILE_PARTS.items()}
     setup = Setup(args.device, args.budget, args.jobs)
     units = [u for u in plan(args.only, range(args.first_seed, args.first_seed + args.seeds))
              if (u.part, u.target, u.seed) not in done
-             and (u.part != "corpus" or any(("corpus", f, u.seed) not in done for f in corpus))]
+             and (u.part not in files or any((u.part, f, u.seed) not in done for f in files[u.part]))]
     print(f"# {session['machine']}; commit {session['commit']}"
           + (f" with {len(session['modified'])} files modified" if session["modified"] else "")
           + f"\n# budgets {budget_text(args.budget)}; {len(done)} done, {len(units)} commands to run", flush=True)
@@ -304,9 +332,9 @@ def run(args, argv: list[str]) -> int:
         write = functools.partial(_append, sink, args.device)
         for index, unit in enumerate(units):
             left = None if args.deadline is None else args.deadline - (time.perf_counter() - started)
-            missing = [f for f in corpus if ("corpus", f, unit.seed) not in done]
-            if (left is not None and left <= 0) or not (run_mutation(unit, setup, write) if unit.part != "corpus"
-                                                        else run_corpus(unit, setup, missing, write, left)):
+            missing = [f for f in files.get(unit.part, ()) if (unit.part, f, unit.seed) not in done]
+            if (left is not None and left <= 0) or not (run_mutation(unit, setup, write) if unit.part not in files
+                                                        else run_files(unit, setup, missing, write, left)):
                 unstarted = len(units) - index
                 break
     print(f"{'INCOMPLETE' if unstarted else 'DONE'}: {len(units) - unstarted} commands in "
@@ -315,14 +343,17 @@ def run(args, argv: list[str]) -> int:
 
 
 def verdict_class(record: dict) -> str:
-    """pass/fail for a corpus run; detected (Killed or Timeout, as Stryker counts) or not for a mutant."""
+    """pass/fail for a corpus run; a kernels run's verdict itself (pass, fail, unsupported, error, ...);
+    detected (Killed or Timeout, as Stryker counts) or not for a mutant."""
     if record["part"] == "corpus":
         return PASSED if record["verdict"] == Verdict.PASS.value else FAILED
+    if record["part"] == "kernels":
+        return record["verdict"]
     return DETECTED if MutantStatus(record["status"]).detected else NOT_DETECTED
 
 
-def outcome(record: dict) -> str:  # the corpus run's verdict, the mutant's status
-    return record["verdict"] if record["part"] == "corpus" else record["status"]
+def outcome(record: dict) -> str:  # the corpus or kernels run's verdict, the mutant's status
+    return record["verdict"] if record["part"] in FILE_PARTS else record["status"]
 
 
 def by_item(records: list[dict]) -> dict[tuple, dict[int, dict]]:
@@ -357,7 +388,7 @@ def compare(left: list[dict], right: list[dict]) -> dict:
                 found["differ"].append(pair)
             else:
                 found["agree"].append(pair)
-                if verdict_class(a) in (DETECTED, FAILED) and a.get("check") != b.get("check"):
+                if verdict_class(a) in (DETECTED, FAILED, Verdict.FAIL.value) and a.get("check") != b.get("check"):
                     found["check_differs"].append(pair)
                 elif outcome(a) != outcome(b):
                     found["status_differs"].append(pair)
@@ -368,6 +399,11 @@ def cell(part: str, records: dict[int, dict]) -> str:
     """'8/10 detected · Killed 8, Survived 2 · agreement 6, bounds 2' for one item on one device."""
     if not records:
         return "-"
+    if part == "kernels":  # '5/5 fail · agreement 3, nan_inf 2'
+        verdicts = collections.Counter(outcome(r) for r in records.values())
+        checks = collections.Counter(r["check"] for r in records.values() if r.get("check"))
+        return (", ".join(f"{n}/{len(records)} {v}" for v, n in verdicts.most_common())
+                + (" · " + ", ".join(f"{c} {n}" for c, n in checks.most_common()) if checks else ""))
     positive = PASSED if part == "corpus" else DETECTED
     classes = collections.Counter(verdict_class(r) for r in records.values())
     statuses = collections.Counter(outcome(r) for r in records.values())
@@ -422,7 +458,8 @@ def render(found: dict, headers: tuple[dict, dict], labels: tuple[str, str]) -> 
     seeds = sorted({seed for _, a, b in rows for seed in (*a, *b)})
     compared = len(found["agree"]) + len(found["differ"])
     lines = [f"# Verdict agreement: {labels[0]} and {labels[1]}", "",
-             f"**{len(rows)} items ({kinds['corpus']} corpus implementations, {kinds['mutants']} bundled mutants, "
+             f"**{len(rows)} items ({kinds['corpus']} corpus implementations, {kinds['kernels']} other "
+             f"implementations, {kinds['mutants']} bundled mutants, "
              f"{kinds['mutate']} `mutate` mutants) x {len(seeds)} seeds"
              + (f" ({seeds[0]}..{seeds[-1]})" if seeds else "")
              + f": {compared} pairs on both devices, {len(found['agree'])} agree, {len(found['differ'])} differ; "
@@ -430,7 +467,7 @@ def render(found: dict, headers: tuple[dict, dict], labels: tuple[str, str]) -> 
              f"{len(found['check_differs'])} agreeing pairs.**", "",
              *_session_lines(headers, labels), "",
              ("A pair is one item and one seed on both devices. Classes: a corpus implementation passes or fails; "
-              "a mutant is detected (Killed or Timeout) or not (Survived, NoCoverage, CompileError, RuntimeError)."),
+              "another implementation gets a verdict (pass, fail, unsupported, error, ...); a mutant is detected (Killed or Timeout) or not (Survived, NoCoverage, CompileError, RuntimeError)."),
              "", f"| part | item | {labels[0]} | {labels[1]} | agree | killing check differs |", "|---|---|---|---|---|---|"]
     check_seeds = collections.Counter(key for key, _, _, _ in found["check_differs"])
     for key, on_left, on_right in rows:

@@ -155,6 +155,9 @@ def _load_file(target: object, location: str, name: str):
     path = Path(location).expanduser().resolve()
     if not path.is_file():
         raise InvalidArgument(f"{name}={target!r}: no such file {str(path)!r}.")
+    package = _package_name(path)
+    if package is not None:
+        return _load_package_file(target, path, *package, name)
     module_name = "_lse_target_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     if module_name in sys.modules:
         return sys.modules[module_name]
@@ -170,6 +173,37 @@ def _load_file(target: object, location: str, name: str):
         raise InvalidArgument(
             f"{name}={target!r}: importing {path} raised {type(exc).__name__}: {exc}") from exc
     _FILE_MODULES[module_name] = str(path)
+    return module
+
+
+def _package_name(path: Path) -> tuple[Path, str] | None:
+    """(the folder above the topmost package, the dotted name) of a file inside a package (its folder
+    has ``__init__.py``); None for a bare file, or when another package of that top name is imported."""
+    root, parts = path.parent, [path.stem]
+    while (root / "__init__.py").is_file():
+        parts.insert(0, root.name)
+        root = root.parent
+    if len(parts) == 1:
+        return None
+    imported = sys.modules.get(parts[0])
+    if imported is not None and str(root / parts[0]) not in [str(Path(p).resolve()) for p in
+                                                             getattr(imported, "__path__", [])]:
+        return None  # e.g. a user's package named `tests` or `fuzz`: loaded as a bare file, as before
+    return root, ".".join(parts)
+
+
+def _load_package_file(target: object, path: Path, root: Path, dotted: str, name: str):
+    """A file inside a package imported by its dotted name, as pytest's prepend import mode does: the
+    folder above the topmost package goes first on sys.path, so the file's relative imports (``from
+    ._rows import launch``) resolve as in its own project."""
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(dotted)
+    except Exception as exc:
+        raise InvalidArgument(
+            f"{name}={target!r}: importing {path} as {dotted} raised {type(exc).__name__}: {exc}") from exc
+    _FILE_MODULES[dotted] = str(path)
     return module
 
 

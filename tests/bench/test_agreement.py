@@ -33,6 +33,11 @@ def corpus(item: str, seed: int, verdict: str = "pass", check: str | None = None
             "verdict": verdict, "check": check, "reason": "", "input": None}
 
 
+def kernel(path: str, seed: int, verdict: str = "pass", check: str | None = None) -> dict:
+    return {"part": "kernels", "target": path, "item": "/".join(path.split("/")[-2:]), "seed": seed,
+            "verdict": verdict, "check": check, "reason": "", "input": None}
+
+
 def mutant(item: str, seed: int, status: str, check: str | None = None, part: str = "mutants") -> dict:
     return {"part": part, "target": "mutants", "item": item, "seed": seed, "status": status, "check": check,
             "reason": f"{status} reason", "input": None, "again": None}
@@ -69,6 +74,33 @@ def test_a_corpus_run_fails_on_any_verdict_but_pass():
     found = agreement.compare(left, right)
     assert [pair[1] for pair in found["differ"]] == [0]
     assert [pair[1] for pair in found["agree"]] == [1, 2]
+
+
+def test_another_implementation_agrees_only_on_the_same_verdict():
+    asm, buggy = "tests/implementations/candidates/inline_asm.py", "tests/implementations/candidates/buggy_no_max.py"
+    left = [kernel(asm, 0, "unsupported"), kernel(buggy, 0, "fail", "agreement"), kernel(buggy, 1, "fail", "bounds"),
+            kernel(buggy, 2, "error")]
+    right = [kernel(asm, 0, "pass"), kernel(buggy, 0, "fail", "agreement"), kernel(buggy, 1, "fail", "agreement"),
+             kernel(buggy, 2, "crash")]
+    found = agreement.compare(left, right)
+    assert sorted((p[0][2], p[1]) for p in found["differ"]) == [("candidates/buggy_no_max.py", 2),
+                                                               ("candidates/inline_asm.py", 0)]
+    assert [(p[0][2], p[1]) for p in found["check_differs"]] == [("candidates/buggy_no_max.py", 1)]
+    rows = {key[2]: (a, b) for key, a, b in found["rows"]}
+    assert agreement.cell("kernels", rows["candidates/buggy_no_max.py"][0]) == \
+        "2/3 fail, 1/3 error · agreement 1, bounds 1"
+
+
+def test_every_other_implementation_is_a_file_and_declares_its_contract_beside_it():
+    campaign = importlib.util.spec_from_file_location("campaign", ROOT / "bench" / "campaign.py")
+    module = importlib.util.module_from_spec(campaign)
+    campaign.loader.exec_module(module)
+    for path in agreement.KERNELS:
+        assert (ROOT / path).is_file(), path
+    declared = {path: module.declared_contract(ROOT / path) for path in agreement.KERNELS}
+    assert all(declared[p] == {"backward": True} for p in agreement.KERNELS if "/backward/" in p)
+    assert declared["examples/real_world/te_cross_entropy.py"] == {
+        "contract": "finite", "dtypes": "float32,bfloat16", "output_dtype": "float32"}
 
 
 def test_a_different_killing_check_agrees_and_is_reported_apart():
@@ -124,7 +156,7 @@ def test_compare_writes_the_summary_the_table_and_each_difference(tmp_path, caps
     out = tmp_path / "agreement.md"
     assert agreement.main(["compare", str(cpu), str(gpu), "--out", str(out)]) == 0
     text = out.read_text()
-    summary = ("**3 items (1 corpus implementations, 1 bundled mutants, 1 `mutate` mutants) x 2 seeds (0..1): "
+    summary = ("**3 items (1 corpus implementations, 0 other implementations, 1 bundled mutants, 1 `mutate` mutants) x 2 seeds (0..1): "
                "5 pairs on both devices, 4 agree, 1 differ; 0 on one device only; the killing check differs in "
                "1 agreeing pairs.**")
     assert summary in text and summary in capsys.readouterr().out
@@ -184,12 +216,13 @@ def test_a_campaign_record_keeps_no_machine_path():
                "check": "agreement", "examples": 17, "seconds": 4.2, "reason": "check 'agreement' failed: row 0",
                "details": "check 'agreement' failed: row 0\n  input:    float16 (1, 3) contiguous on cpu\n"
                           "  replay:   python -m fuzz replay /tmp/x/reproducers/r.pt"}
-    record = agreement.corpus_record(failure)
+    record = agreement.file_record(failure, "corpus")
     assert record == {"target": "tests/implementations/correct/two_pass.py", "item": "two_pass.py",
                       "verdict": "fail", "check": "agreement", "examples": 17, "seconds": 4.2,
                       "reason": "check 'agreement' failed: row 0", "input": "float16 (1, 3) contiguous on cpu"}
-    passed = agreement.corpus_record({**failure, "verdict": "pass", "check": None})
+    passed = agreement.file_record({**failure, "verdict": "pass", "check": None}, "corpus")
     assert passed["reason"] == "" and passed["input"] is None
+    assert agreement.file_record(failure, "kernels")["item"] == "correct/two_pass.py"  # names repeat there
 
 
 # --- budgets and commands --------------------------------------------------------------------------
@@ -202,7 +235,7 @@ def test_budgets_default_and_override():
 
 @pytest.mark.parametrize("text", ["corpuss=5", "corpus=0", "mutate=-1", "corpus", "mutants=ten"])
 def test_a_bad_budget_names_the_keys(text):
-    with pytest.raises(argparse.ArgumentTypeError, match=r"expected KEY=N, KEY among corpus, mutants, mutate"):
+    with pytest.raises(argparse.ArgumentTypeError, match=r"expected KEY=N, KEY among corpus, kernels, mutants, mutate"):
         agreement.parse_budgets(text)
 
 
@@ -241,6 +274,7 @@ def test_done_keys_skip_corpus_runs_and_judged_commands_but_not_a_failed_gate_or
 def _everything_done(seed: int) -> list[dict]:
     files = sorted(p.name for p in (ROOT / agreement.CORPUS).glob("*.py"))
     return ([{**corpus(name, seed), "device": "cpu"} for name in files]
+            + [{**kernel(path, seed), "device": "cpu"} for path in agreement.KERNELS]
             + [{"device": "cpu", "part": "run", "of": part, "target": target, "seed": seed, "exit": 0}
                for part, target in [("mutants", "mutants")] + [("mutate", t) for t in agreement.MUTATE_TARGETS]])
 
@@ -253,10 +287,10 @@ def test_resume_runs_nothing_recorded_and_a_deadline_starts_nothing(tmp_path, ca
     before = records.read_text()
     assert agreement.main(["run", "--device", "cpu", "--out", str(out), "--seeds", "1", "--resume"]) == 0
     assert "0 commands to run" in capsys.readouterr().out and records.read_text() == before
-    # Seed 1 is not recorded: its 5 commands are planned, and the deadline starts none of them.
+    # Seed 1 is not recorded: its 6 commands are planned, and the deadline starts none of them.
     assert agreement.main(["run", "--device", "cpu", "--out", str(out), "--seeds", "2", "--resume",
                            "--deadline", "0"]) == 3
-    assert "5 commands to run" in capsys.readouterr().out and records.read_text() == before
+    assert "6 commands to run" in capsys.readouterr().out and records.read_text() == before
     header = json.loads((out / "header.json").read_text())
     assert header["budgets"] == agreement.DEFAULT_BUDGETS and len(header["sessions"]) == 2
     assert header["sessions"][0]["argv"].startswith("python bench/agreement.py run --device cpu --out ")

@@ -86,3 +86,26 @@ def test_bad_targets_name_the_problem(case):
     with pytest.raises(InvalidArgument) as info:
         load_target(target)
     assert text in str(info.value)
+
+
+def test_a_file_inside_a_package_keeps_its_relative_imports(tmp_path):
+    # A library's kernel file imports its helpers relatively; loaded by path as a bare file it raised
+    # "attempted relative import with no known parent package".
+    package = tmp_path / "lse_pkg_relative" / "ops"
+    package.mkdir(parents=True)
+    (tmp_path / "lse_pkg_relative" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "_helpers.py").write_text("def double(x):\n    return 2 * x\n")
+    (package / "kernel.py").write_text("from ._helpers import double\n\ndef lse(x):\n    return double(x)\n")
+    loaded = load_target(f"{package / 'kernel.py'}:lse")
+    assert loaded(3) == 6
+    assert loaded.__module__ == "lse_pkg_relative.ops.kernel"
+    assert describe_target(loaded) == f"{package / 'kernel.py'}:lse"  # replayable by its path
+
+
+def test_a_package_file_whose_package_name_is_taken_loads_as_a_bare_file(tmp_path):
+    (tmp_path / "doubles").mkdir()  # the suite's own `doubles` package is imported already
+    (tmp_path / "doubles" / "__init__.py").write_text("")
+    (tmp_path / "doubles" / "mine.py").write_text("def lse(x):\n    return x + 1\n")
+    loaded = load_target(f"{tmp_path / 'doubles' / 'mine.py'}:lse")
+    assert loaded(1) == 2 and loaded.__module__.startswith("_lse_target_")  # not the suite's doubles.mine
