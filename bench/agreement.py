@@ -1,8 +1,8 @@
 """Verdict agreement between devices: the same fuzz runs on the CPU and on a GPU, verdict by verdict.
 
     python bench/agreement.py run --device cpu|cuda --out DIR [--seeds 10] [--first-seed 0] [--jobs N]
-                                  [--budget KEY=N,...] [--only corpus,kernels,mutants,mutate] [--deadline S]
-                                  [--resume]
+                                  [--budget KEY=N,...] [--only corpus,kernels,mutants,mutate] [--match TEXT]
+                                  [--deadline S] [--resume]
     python bench/agreement.py compare CPU_DIR GPU_DIR --out FILE.md
 
 ``run`` runs four parts per seed with the project's own commands, from the tree this file is in:
@@ -146,9 +146,11 @@ def read_records(path: Path) -> list[dict]:
 
 
 def done_keys(records: list[dict]) -> set[tuple]:
-    """What --resume skips: each corpus or kernels run (part, file, seed), and each mutants or mutate
-    command whose ``run`` line shows it judged its mutants (not a failed gate or a crash: those run again)."""
-    return ({(r["part"], r["target"], r["seed"]) for r in records if r["part"] in FILE_PARTS}
+    """What --resume skips: each corpus or kernels run (part, file, seed) but a load_error (a library
+    missing, say: it runs again once installed), and each mutants or mutate command whose ``run`` line
+    shows it judged its mutants (not a failed gate or a crash: those run again)."""
+    return ({(r["part"], r["target"], r["seed"]) for r in records
+             if r["part"] in FILE_PARTS and r["verdict"] != Verdict.LOAD_ERROR.value}
             | {(r["of"], r["target"], r["seed"]) for r in records
                if r["part"] == "run" and r["of"] not in FILE_PARTS and r["exit"] in JUDGED[r["of"]]})
 
@@ -317,12 +319,14 @@ def run(args, argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     session = write_header(args.out, args, argv)["sessions"][-1]
     done = done_keys(read_records(records_path))
-    files = {part: [Path(c.path).relative_to(ROOT).as_posix() for c in discover([str(ROOT / t) for t in targets])]
+    files = {part: [f for f in (Path(c.path).relative_to(ROOT).as_posix()
+                                for c in discover([str(ROOT / t) for t in targets])) if args.match in f]
              for part, targets in FILE_PARTS.items()}
     setup = Setup(args.device, args.budget, args.jobs)
     units = [u for u in plan(args.only, range(args.first_seed, args.first_seed + args.seeds))
              if (u.part, u.target, u.seed) not in done
-             and (u.part not in files or any((u.part, f, u.seed) not in done for f in files[u.part]))]
+             and (u.part not in files or any((u.part, f, u.seed) not in done for f in files[u.part]))
+             and (u.part in files or args.match in u.target)]
     print(f"# {session['machine']}; commit {session['commit']}"
           + (f" with {len(session['modified'])} files modified" if session["modified"] else "")
           + f"\n# budgets {budget_text(args.budget)}; {len(done)} done, {len(units)} commands to run", flush=True)
@@ -518,6 +522,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"budgets, the same on every device (default {budget_text(DEFAULT_BUDGETS)})")
     runner.add_argument("--only", type=parse_parts, default=list(PARTS), metavar="PARTS",
                         help=f"comma-separated parts among {','.join(PARTS)} (default all)")
+    runner.add_argument("--match", default="", metavar="TEXT",
+                        help="only the files and targets whose path holds TEXT (one implementation run again, "
+                             "with its library on PYTHONPATH, say)")
     runner.add_argument("--deadline", type=float, default=None, help="start no command after S seconds")
     runner.add_argument("--resume", action="store_true", help="skip what --out records already")
     comparer = commands.add_parser("compare", help="the table of two runs' verdicts, in Markdown")

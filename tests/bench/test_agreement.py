@@ -269,6 +269,9 @@ def test_done_keys_skip_corpus_runs_and_judged_commands_but_not_a_failed_gate_or
                {"part": "run", "of": "corpus", "target": agreement.CORPUS, "seed": 5, "exit": 0}]
     assert agreement.done_keys(records) == {("corpus", "tests/implementations/correct/a.py", 0),
                                             ("mutate", "k.py", 0), ("mutants", "mutants", 1)}
+    te = "examples/real_world/te_cross_entropy.py"
+    later = [kernel(te, 0, "load_error"), kernel(te, 1, "fail", "agreement")]  # a library missing: run again
+    assert agreement.done_keys(later) == {("kernels", te, 1)}
 
 
 def _everything_done(seed: int) -> list[dict]:
@@ -291,8 +294,12 @@ def test_resume_runs_nothing_recorded_and_a_deadline_starts_nothing(tmp_path, ca
     assert agreement.main(["run", "--device", "cpu", "--out", str(out), "--seeds", "2", "--resume",
                            "--deadline", "0"]) == 3
     assert "6 commands to run" in capsys.readouterr().out and records.read_text() == before
+    # --match: one implementation run again (its library installed now), nothing else.
+    assert agreement.main(["run", "--device", "cpu", "--out", str(out), "--seeds", "2", "--resume",
+                           "--match", "te_cross_entropy", "--deadline", "0"]) == 3
+    assert "1 commands to run" in capsys.readouterr().out
     header = json.loads((out / "header.json").read_text())
-    assert header["budgets"] == agreement.DEFAULT_BUDGETS and len(header["sessions"]) == 2
+    assert header["budgets"] == agreement.DEFAULT_BUDGETS and len(header["sessions"]) == 3
     assert header["sessions"][0]["argv"].startswith("python bench/agreement.py run --device cpu --out ")
 
 
