@@ -13,8 +13,9 @@ Checked with
     lse-fuzz check examples/real_world/fla_logsumexp.py:lse --device cpu --contract finite --output-dtype float32
 
 (--contract finite: a row holding +inf gives NaN, and fla claims nothing about infinities.)
-Found: strided rows are read as if contiguous, and an all -inf row (or chunk) gives NaN
-(docs/bugs-found.md); add --layouts contiguous to see the second.
+Found: an all -inf row (or chunk) gives NaN, and strided rows are read as if contiguous
+(docs/bugs-found.md). Which one a run reports first depends on the seed; add --layouts contiguous to
+see the first alone.
 """
 
 from __future__ import annotations

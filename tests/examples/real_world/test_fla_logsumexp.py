@@ -34,11 +34,19 @@ def _float64_lse(x: torch.Tensor) -> np.ndarray:
 
 
 def test_the_fuzzer_finds_the_ignored_row_stride(adapter, tmp_path):
-    lse, target = adapter("fla_logsumexp")
-    result = fuzz.check(lse, budget=120, seed=0, device="cpu", contract="finite", output_dtype="float32",
-                        reproducer_dir=tmp_path, target=target)
+    lse, _ = adapter("fla_logsumexp")
+
+    def lse_with_empty_rows_answered(x: torch.Tensor) -> torch.Tensor:
+        # An all -inf row (NaN from fla) is often the first failure drawn; answered here, so what is
+        # left to find on small shapes is the stride alone.
+        out = lse(x)
+        return torch.where(torch.isneginf(x).all(dim=-1), -math.inf, out)
+
+    result = fuzz.check(lse_with_empty_rows_answered, budget=120, seed=0, device="cpu", contract="finite",
+                        output_dtype="float32", reproducer_dir=tmp_path)
     assert result.check == "agreement", result.summary()
     assert not result.counterexample.x.is_contiguous()
+    assert not torch.isneginf(result.counterexample.x).all(dim=1).any()
 
 
 def test_the_fuzzer_finds_nan_for_an_all_neg_inf_row_in_contiguous_input(adapter, tmp_path):
