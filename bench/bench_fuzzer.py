@@ -11,7 +11,7 @@ the bundled mutation analysis; ``grade`` of four correct corpus files. For each 
 * examples run (from the command's own report: ``--json``, ``mutation.json``, ``grade.jsonl``),
   wall time, examples per second, the exit code and the load average before the run;
 * **variants**: the distinct specialization keys of every kernel launch in every worker
-  (:mod:`fuzz.specialization`: constexpr values, per-argument dtype, integers equal to 1 or
+  (:mod:`fuzz.interpreter.specialization`: constexpr values, per-argument dtype, integers equal to 1 or
   divisible by 16, 16-byte aligned pointers, launch options), what Triton compiles for those
   launches. Counted the same way on both devices, so a CPU run and a GPU run compare;
 * **compiles**: binaries Triton really compiled, the ``__grp__*.json`` entries the run added to the
@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fuzz import specialization  # after the path: this checkout's fuzz, not an installed one
+from fuzz.interpreter import specialization  # after the path: this checkout's fuzz, not an installed one
 
 CORRECT = ROOT / "tests" / "implementations" / "correct"
 GRADED = ("exp2_based.py", "multi_row.py", "split_row.py", "torch_float32.py")
@@ -236,7 +236,7 @@ def render_markdown(header: str, command: str, runs: list[Run]) -> str:
     lines = [f"# Benchmark of the fuzzer ({header})", "", f"`{command}`", "",
              "Cold: a new Triton cache and Hypothesis storage; warm: the same command again with the cache "
              "the cold run filled. Variants: distinct specialization keys of the kernel launches "
-             "(`fuzz.specialization`); new (surveys): variants no earlier seed's run had; compiles: kernels "
+             "(`fuzz.interpreter.specialization`); new (surveys): variants no earlier seed's run had; compiles: kernels "
              "compiled into the Triton cache (0 in the interpreter). Load: the 1-minute load average before "
              "the run.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
@@ -247,7 +247,7 @@ def render_markdown(header: str, command: str, runs: list[Run]) -> str:
     extra = classes_lines(runs)
     if extra:
         lines += ["", "What the variants of the cold runs are made of: the distinct keys if only one group of "
-                  "arguments split (`fuzz.specialization.drivers`), and every argument with more than one class "
+                  "arguments split (`fuzz.interpreter.specialization.drivers`), and every argument with more than one class "
                   "(`1`: an integer equal to 1; `/D`: divisible by 16, or a 16-byte aligned pointer):", ""] + extra
     return "\n".join(lines) + "\n"
 

@@ -16,7 +16,7 @@ implementation runs in an isolated worker, the fuzzer in a driver, with the defa
 
 An implementation that supports less than the full contract says so in a ``contracts.json``
 beside it: ``{"file.py": {"max_n": 65519, "why": "..."}}`` (any of ``contract``, ``dtypes``,
-``layouts``, ``output_dtype``, ``max_n``, ``backward``, as ``fuzz.check`` takes them, and the call convention's
+``layouts``, ``output_dtype``, ``max_n``, ``backward``, as ``lse_fuzz.check`` takes them, and the call convention's
 ``ndim``, ``dim``, ``keepdim``, ``call_args``, ``result``, as ``lse-fuzz check`` takes them); its runs check that
 declared contract, and the summary prints it.
 
@@ -59,7 +59,7 @@ DECLARABLE = ("contract", "dtypes", "layouts", "output_dtype", "max_n", "backwar
 
 
 def check_keywords(declared: dict) -> dict:
-    """``declared`` as ``fuzz.check`` keywords: the call convention's fields as one ``call``."""
+    """``declared`` as ``lse_fuzz.check`` keywords: the call convention's fields as one ``call``."""
     keywords = {name: value for name, value in declared.items() if name not in CALL}
     call = {("args" if name == "call_args" else name): declared[name] for name in CALL if name in declared}
     if call:
@@ -68,7 +68,7 @@ def check_keywords(declared: dict) -> dict:
 
 
 def declared_contract(path: Path | None) -> dict:
-    """What ``contracts.json`` beside ``path`` declares for it (``fuzz.check`` keywords), else {}."""
+    """What ``contracts.json`` beside ``path`` declares for it (``lse_fuzz.check`` keywords), else {}."""
     if path is None:
         return {}
     table = Path(path).parent / "contracts.json"
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench._common import run_header
     from fuzz.cli import build_parser
-    from fuzz.commands.check import options_from_args
+    from fuzz.grading import GradeOptions
     from fuzz.isolation import Job, Pool, spread_over
     from fuzz.outcomes import Outcome
     from reference.errors import InvalidArgument
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         candidates = _candidates(args.targets)
         placeholder = str(candidates[0].path or Path(__file__))
         check_args = build_parser().parse_args(["check", placeholder, *check_argv])
-        options = options_from_args(check_args, bench=False)
+        options = GradeOptions.from_args(check_args, bench=False)
         if args.budget is not None:
             options = replace(options, budget=args.budget).validated(cli=True)
         options = replace(options, jobs=args.workers)
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     declared = {}
     try:
         for c in candidates:
-            declared[c.target] = replace(options, **declared_contract(c.path)).validated(cli=True)
+            declared[c.target] = options.updated(**declared_contract(c.path)).validated(cli=True)
     except (InvalidArgument, ValueError) as exc:
         parser.error(str(exc))
     jobs = [Job(f"{c.target}|{seed}", "fuzz.grading.evaluate:grade_job",

@@ -150,13 +150,13 @@ def _worker(key: str, baselines: list[str], kernelbench_shape: tuple[int, int]) 
             print(json.dumps({"baseline": name, **Outcome(Verdict.SKIP, f"{library} is not installed").as_json(),
                               "seconds": 0.0}), flush=True)
         return
-    import fuzz
-    from fuzz import autotune
+    import lse_fuzz
+    from fuzz.interpreter import autotune
 
     autotune.install()  # an autotuned kernel runs its first config in the interpreter, as under lse-fuzz
     try:
-        lse = fuzz.load_target(impl.target)
-    except fuzz.InvalidArgument as error:  # a missing dependency, say: no verdict on the implementation
+        lse = lse_fuzz.load_target(impl.target)
+    except lse_fuzz.InvalidArgument as error:  # a missing dependency, say: no verdict on the implementation
         for name in baselines:
             print(json.dumps({"baseline": name, **Outcome(Verdict.SKIP, f"not loadable: {error}").as_json(),
                               "seconds": 0.0}), flush=True)

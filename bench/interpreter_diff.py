@@ -8,7 +8,7 @@ A case is one launch of a tiny kernel (one program, 16 to 256 lanes) on edge val
 signalling one too), infinities, signed zeros, subnormals, the largest finite value, values that
 overflow or tie when narrowed, int32 values that wrap. ``run`` records each case's output bits and
 what it ran on; on the CPU it turns the interpreter on before importing Triton and installs
-:mod:`fuzz.bfloat16_interpreter`, as the fuzzer does. A missing API makes a case absent, an
+:mod:`fuzz.interpreter.bfloat16`, as the fuzzer does. A missing API makes a case absent, an
 exception its error. ``compare`` classes each case by its worst lane (Verdict), and holds the exp,
 log and sqrt sweeps of both sides against float64 torch. See docs/interpreter.md.
 """
@@ -20,6 +20,7 @@ import datetime
 import enum
 import fnmatch
 import functools
+import gzip
 import importlib
 import inspect
 import json
@@ -40,8 +41,7 @@ FORMAT = "lse-fuzz interpreter-diff 1"
 triton = tl = torch = None  # set by _import_triton once TRITON_INTERPRET is decided: Triton reads it at import
 libdevice = tl_libdevice = log1p_alias = to_dtype = None  # likewise: libdevice, and the aliases kernels bind it to
 # The fuzzer's repairs of the interpreter, installed on the CPU as the fuzzer installs them (with bfloat16's).
-REPAIRS = ("interpreter_numpy", "interpreter_pace", "interpreter_frontend", "interpreter_libdevice",
-           "interpreter_globals")
+REPAIRS = ("numpy_compat", "pace", "frontend", "libdevice", "kernel_globals")
 NAN, INF = float("nan"), float("inf")
 HALF = ("float16", "bfloat16")
 WIDTH = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64, "int8": 8, "int32": 32, "int64": 64}
@@ -179,12 +179,12 @@ def _import_triton(device: str) -> dict:
         os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported (reference._device says why)
     elif os.environ.get("TRITON_INTERPRET", "0") == "1":
         raise SystemExit("interpreter_diff run: --device cuda, but TRITON_INTERPRET=1 is set: unset it")
-    torch, triton, tl, bfloat16_interpreter = (importlib.import_module(name) for name in (
-        "torch", "triton", "triton.language", "fuzz.bfloat16_interpreter"))
+    torch, triton, tl, bfloat16_fix = (importlib.import_module(name) for name in (
+        "torch", "triton", "triton.language", "fuzz.interpreter.bfloat16"))
     if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("interpreter_diff run: --device cuda, but torch sees no CUDA device")
-    fixed = bfloat16_interpreter.install() if device == "cpu" else False
-    repairs = [name for name in REPAIRS if importlib.import_module(f"fuzz.{name}").install()] if device == "cpu" else []
+    fixed = bfloat16_fix.install() if device == "cpu" else False
+    repairs = [name for name in REPAIRS if importlib.import_module(f"fuzz.interpreter.{name}").install()] if device == "cpu" else []
     extra = importlib.import_module("triton.language.extra.libdevice")
     # The module alias, function alias and builtin alias the names/ cases reach libdevice and tl.cast by.
     globals().update(libdevice=extra, tl_libdevice=extra, log1p_alias=extra.log1p, to_dtype=tl.cast)
@@ -515,10 +515,10 @@ def classify_lane(a: int, b: int, dtype: str, tolerance_ulps: int) -> tuple[Verd
 
 
 def load_result(path: Path) -> dict:
-    """A run's JSON, checked; MalformedResult saying what is wrong otherwise."""
+    """A run's JSON (or gzipped JSON, ``.json.gz``), checked; MalformedResult saying what is wrong otherwise."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+    except (OSError, ValueError, EOFError) as exc:
         raise MalformedResult(f"{path}: not a readable JSON file ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise MalformedResult(f"{path}: not an interpreter_diff result (its 'format' must be {FORMAT!r})")

@@ -7,7 +7,7 @@ as the CLI starts it) and prints when each job reached a driver and, in the orde
 every gate job and mutant with the second it ended (from the start of this script, imports included)
 and the seconds of each of its parts, then the report's summary. With ``LSE_FUZZ_VARIANTS`` set
 to a file, the launch variants of the whole run are summed per kernel at the end: the binaries a
-cold run compiles (see :mod:`fuzz.specialization`).
+cold run compiles (see :mod:`fuzz.interpreter.specialization`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from fuzz.isolation import Timeline
-    from fuzz.mutation import run_mutation
-    from fuzz.specialization import ENV, read_records
+    from fuzz.mutation import mutation_options, run_mutation
+    from fuzz.interpreter.specialization import ENV, read_records
 
     started = Timeline.started
 
@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             ended.append((f"{stage} {count}/{total}", time.perf_counter() - STARTED))
             print(f"{ended[-1][1]:7.1f} s  {ended[-1][0]}", flush=True)
 
-    report = run_mutation(source="catalog", mutants=args.mutants or None, jobs=args.jobs, device=args.device,
-                          parts=args.parts, out_dir=args.out_dir, cache=None, progress=progress)
+    report = run_mutation(source="catalog", mutants=args.mutants or None, jobs=args.jobs,
+                          options=mutation_options(device=args.device, parts=args.parts), out_dir=args.out_dir, cache=None, progress=progress)
     print(f"\n{report.summary()}; setup {report.setup_seconds:.1f} s, gate {report.gate_seconds:.1f} s, "
           f"mutants after the gate {report.mutation_seconds:.1f} s; wall {time.perf_counter() - STARTED:.1f} s")
     for entry in report.gate:

@@ -1,9 +1,9 @@
-"""Where the time of one ``fuzz.check`` run goes: examples per second, Triton compiles, hot functions.
+"""Where the time of one ``lse_fuzz.check`` run goes: examples per second, Triton compiles, hot functions.
 
     python bench/profile_check.py [--impl reference:lse] [--device auto] [--budget 100] [--seed 0]
                                   [--max-elements N] [--top 25]
 
-Runs ``fuzz.check`` once under cProfile and prints the pace, how many Triton kernels were
+Runs ``lse_fuzz.check`` once under cProfile and prints the pace, how many Triton kernels were
 compiled (calls of a backend's first compile stage, ``make_ttir``, which only a cache miss
 reaches) and the seconds spent in ``triton.compiler.compile`` (misses and disk-cache hits), and
 the functions with the most cumulative and own time. Use it before tuning a campaign: on a GPU
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="functions listed per table")
     args = parser.parse_args(argv)
 
-    import fuzz
+    import lse_fuzz
     from bench._common import run_header
     from fuzz.target import load_target
     from fuzz.validate import device as parse_device
@@ -58,12 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidArgument as exc:
         parser.error(str(exc))
     impl = load_target(args.impl)
-    print(f"# {run_header(device)}\n# profile of fuzz.check({args.impl}, budget={args.budget}, seed={args.seed}, "
+    print(f"# {run_header(device)}\n# profile of lse_fuzz.check({args.impl}, budget={args.budget}, seed={args.seed}, "
           f"device={device}, max_elements={args.max_elements})", flush=True)
     profiler = cProfile.Profile()
     profiler.enable()
-    result = fuzz.check(impl, budget=args.budget, seed=args.seed, device=device, max_elements=args.max_elements,
-                        target=args.impl)
+    result = lse_fuzz.check(impl, budget=args.budget, seed=args.seed, device=device, max_elements=args.max_elements,
+                            target=args.impl)
     profiler.disable()
     print(result.summary().splitlines()[0])
     stats = pstats.Stats(profiler)

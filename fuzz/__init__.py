@@ -1,51 +1,21 @@
-"""Correctness fuzzing for row-wise LogSumExp implementations.
+"""lse-fuzz's implementation: internal, not an API.
 
-    import fuzz
-    result = fuzz.check(my_lse, budget=200, seed=0)
-    print(result.summary())                  # which check, which row, expected vs got, replay command
-    fuzz.replay(result.reproducer, my_lse)   # the saved counterexample, once more
-
-Strategies for your own Hypothesis tests live in :mod:`fuzz.strategies`; the checks and their
-registry in :mod:`fuzz.checks`. Names are imported on first use, so ``python -m fuzz --help``
+Users import :mod:`lse_fuzz` (``lse_fuzz.check``, ``lse_fuzz.replay``, ``lse_fuzz.lse_suite``, ...)
+and run the ``lse-fuzz`` command; both check first that this package is lse-fuzz's own. This
+package exports nothing: its modules (:mod:`fuzz.runner`, :mod:`fuzz.checks`, :mod:`fuzz.strategies`,
+...) define the names, and lse-fuzz's own code and tests import them from there
+(``from fuzz.runner import check``). Importing it imports nothing else, so ``lse-fuzz --help``
 does not pay for torch, triton and Hypothesis.
 """
 
-from __future__ import annotations
-
-from ._lazy import lazy_exports as _lazy_exports
-
 __distribution__ = "lse-fuzz"  # read by lse_fuzz: a package of another distribution under this name lacks it
 
-_EXPORTS = {
-    "CHECKS": ".checks",
-    "METAMORPHIC": ".checks",
-    "Check": ".checks",
-    "Plan": ".checks",
-    "run_checks": ".checks",
-    "CheckFailure": ".failures",
-    "ImplError": ".failures",
-    "Layout": ".layouts",
-    "LayoutKind": ".layouts",
-    "ImplLost": ".outcomes",
-    "MutantStatus": ".outcomes",
-    "Status": ".outcomes",
-    "Verdict": ".outcomes",
-    "PROFILES": ".profiles",
-    "CheckResult": ".runner",
-    "check": ".runner",
-    "replay": ".runner",
-    "RECIPES": ".strategies",
-    "Contract": ".strategies",
-    "CallConvention": ".calls",
-    "ConventionError": ".calls",
-    "LseInput": ".strategies",
-    "RowSpec": ".strategies",
-    "describe_target": ".target",
-    "load_target": ".target",
-    "__version__": "._version",
-    "InvalidArgument": "reference.errors",  # the one exception for bad input lives with the reference
-}
+__all__: list[str] = []  # internal: the public API is lse_fuzz's
 
-__all__ = sorted(_EXPORTS)
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
+def __getattr__(name: str):
+    # Only for names the package does not hold (a submodule not imported yet is imported by `import
+    # fuzz.NAME`, never looked up here): say where the public API lives instead of a bare AttributeError.
+    hint = "" if name.startswith("__") else (
+        " (fuzz is lse-fuzz's internal implementation and exports nothing: the public API is `import lse_fuzz`)")
+    raise AttributeError(f"module 'fuzz' has no attribute {name!r}{hint}")

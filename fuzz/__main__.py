@@ -1,4 +1,6 @@
-"""``python -m fuzz`` is the ``lse-fuzz`` command."""
+"""``python -m fuzz``: the ``lse-fuzz`` command without its check that ``fuzz``, ``reference`` and
+``mutants`` are lse-fuzz's own (:mod:`lse_fuzz.cli`). Internal (the tests, the benchmarks): users,
+and every line lse-fuzz prints, say ``lse-fuzz``."""
 
 import sys
 

@@ -1,6 +1,6 @@
 """Packages whose names are imported on first use (PEP 562).
 
-``python -m fuzz --help`` must not pay for torch, Triton and Hypothesis, and a worker that loads one
+``lse-fuzz --help`` must not pay for torch, Triton and Hypothesis, and a worker that loads one
 patched kernel must not import the mutation runner: each package's ``__init__`` maps its public
 names to the modules that define them, and :func:`lazy_exports` imports a module when one of its
 names is first asked for.

@@ -291,7 +291,7 @@ class CallConvention:
             return out
 
         call.__name__ = getattr(impl, "__name__", "lse")
-        # Autotuned kernels are found from the implementation's module (fuzz.autotune.discover); no
+        # Autotuned kernels are found from the implementation's module (fuzz.interpreter.autotune.discover); no
         # __wrapped__: the worker checks this callable's own signature, call(carrier).
         call.__module__ = getattr(impl, "__module__", None) or __name__
         return call

@@ -1,4 +1,4 @@
-"""The ``lse-fuzz`` command (also ``python -m fuzz``): argument parsing and dispatch only.
+"""The ``lse-fuzz`` command: argument parsing and dispatch only (``python -m fuzz`` is internal).
 
 Each sub-command lives in its own module ``fuzz/commands/<name>.py`` exposing ``add_parser(subparsers)``
 and ``run(args) -> int``; heavy imports (torch, triton) happen inside ``run``. Bad input to the tool
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     from reference.errors import InvalidArgument  # imports torch: after the early start
 
     if os.environ.get("TRITON_INTERPRET") == "1":  # this process's own kernels (the reference) too
-        from .interpreter_numpy import install
+        from .interpreter.numpy_compat import install
 
         install()
 

@@ -1,7 +1,7 @@
 """What a run cost: where its seconds went and what it counted.
 
 Every report carries a run's :class:`Costs` (``costs`` in the JSON of ``check``, ``grade``,
-``mutants`` and ``fuzz.check``'s :class:`~fuzz.result.CheckResult`): the time split and the
+``mutants`` and ``lse_fuzz.check``'s :class:`~fuzz.result.CheckResult`): the time split and the
 counters that decide a verdict's wait. The counters are deterministic for a seed on one device
 (examples, calls, shrink steps, launch classes and specializations), so a test can hold a
 fixed-seed run to a budget on them without timing anything; the seconds are what a person waits.
@@ -23,7 +23,7 @@ Counters:
   they needed a launch class the run had not compiled (:mod:`fuzz.shrinking`);
 * ``launch_classes``: the distinct launch classes of the examples run (:func:`fuzz.shrinking.launch_class`);
 * ``specializations``: the distinct Triton specialization keys the implementation launched
-  (:func:`fuzz.specialization.launched`): the binaries a GPU compiles for them, counted on any device;
+  (:func:`fuzz.interpreter.specialization.launched`): the binaries a GPU compiles for them, counted on any device;
   ``shrink_specializations``: those first launched while shrinking (each a compile on a GPU);
 * ``compiles``: the compiles its worker reported (on a GPU; the interpreter compiles nothing).
 """

@@ -4,7 +4,7 @@ them read the same numbers, and ``lse-fuzz --help`` imports nothing heavy to pri
 from __future__ import annotations
 
 CHECK_BUDGET = 200
-"""Examples per fuzz run of ``fuzz.check``, ``lse-fuzz check`` and ``grade``."""
+"""Examples per fuzz run of ``lse_fuzz.check``, ``lse-fuzz check`` and ``grade``."""
 
 CALL_TIMEOUT = 60.0
 """Seconds one call of an isolated implementation may take before it counts as a hang."""

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from lse_fuzz._errors import LseFuzzError
 
-from .emulation import EmulationUnsupported
+from .interpreter.emulation import EmulationUnsupported
 
 __all__ = ["CheckFailure", "ImplError", "Unsupported", "exception_chain", "format_number", "headline", "traceback_headline"]
 
@@ -346,7 +346,7 @@ class ImplError(LseFuzzError):
 
 class Unsupported(LseFuzzError):
     """The CPU's emulation of Triton cannot run a construct the implementation used, as a GPU runs
-    it: the emulator refused (:class:`fuzz.emulation.EmulationUnsupported`), so this device gives
+    it: the emulator refused (:class:`fuzz.interpreter.emulation.EmulationUnsupported`), so this device gives
     no verdict. Not a failure of the implementation, nor a pass: run it with ``--device cuda``."""
 
     def __init__(self, call: str, refusal: EmulationUnsupported) -> None:

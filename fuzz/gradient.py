@@ -66,6 +66,6 @@ def gradient_of(fn: Callable[[torch.Tensor], object]) -> Callable[[torch.Tensor]
         return dx
 
     gradient.__name__ = getattr(fn, "__name__", "lse")
-    # Autotuned kernels are found from the implementation's module (fuzz.autotune.discover).
+    # Autotuned kernels are found from the implementation's module (fuzz.interpreter.autotune.discover).
     gradient.__module__ = getattr(fn, "__module__", None) or __name__
     return gradient

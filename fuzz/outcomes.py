@@ -6,14 +6,14 @@ Four levels, each an enum with one tested mapping from the level below:
   pool): it returned, raised, crashed, exited, ran out of memory, ran into another of the worker's
   resource limits (:class:`Limit`) or timed out (:func:`call_outcome` maps exit codes, worker
   replies and timeouts to it);
-* :class:`Status`: how a fuzz run (``fuzz.check``) ended (:func:`run_status`);
+* :class:`Status`: how a fuzz run (``lse_fuzz.check``) ended (:func:`run_status`);
 * :class:`Verdict`: what became of one candidate in ``lse-fuzz check`` and ``grade``
   (:func:`verdict_of`), and the exit code of ``check`` (:data:`CHECK_EXIT_CODES`);
 * :class:`MutantStatus`: what became of one mutant, in Stryker's names (:func:`mutant_status`).
 
 A status is spelled one way at every level: ``timeout`` (``Timeout`` among Stryker's CamelCase
 names), and a mutant that never ran is ``not_run`` (``NoCoverage``), never ``pass``. A run that met
-a construct the CPU's emulation of Triton cannot run as a GPU does (:mod:`fuzz.emulation`) is
+a construct the CPU's emulation of Triton cannot run as a GPU does (:mod:`fuzz.interpreter.emulation`) is
 ``unsupported`` at every level (``Ignored`` among Stryker's names): neither a failure nor a pass,
 with an exit code of its own (:attr:`ExitCode.UNSUPPORTED`), and the report names the construct.
 
@@ -270,6 +270,13 @@ class Verdict(str, enum.Enum):
     NOT_RUN = "not_run"  # never graded: a mutant whose edit no generated input reaches (mutation analysis only)
     UNSUPPORTED = "unsupported"  # no verdict on this device: the CPU's emulation of Triton cannot run a construct
     #                              it uses (the reason names it); neither a failure nor a pass: run with --device cuda
+
+    @property
+    def label(self) -> str:
+        """The verdict as a report's first word, one spelling everywhere: PASS, FAIL, ERROR, CRASH, ...
+        (``lse-fuzz check`` and ``replay``, :meth:`fuzz.result.CheckResult.summary`, hence the pytest
+        plugin's messages)."""
+        return self.value.upper()
 
 
 def verdict_of(*, status: Status | str | None = None, outcome: Outcome | str | None = None,

@@ -10,7 +10,7 @@ exactly those run (``--pyargs fuzz.pytest_suite`` names the suite). Without ``--
 adds no test and prints nothing: installed, it stays out of other people's runs.
 
 Fixtures: ``lse_impl`` (the callable under test; reference.lse without ``--lse-impl``) and
-``lse_fuzz`` (``fuzz.check`` with the command-line options bound: ``lse_fuzz(checks=["agreement"])``
+``lse_fuzz`` (``lse_fuzz.check`` with the command-line options bound: ``lse_fuzz(checks=["agreement"])``
 returns a CheckResult). ``lse_fuzz.lse_suite(target, ...)`` builds the suite for a target in code.
 Heavy imports (torch, triton, hypothesis) happen inside hooks and fixtures, not at plugin load.
 pytest loads this module through ``lse_fuzz.plugin``, which first makes sure ``fuzz`` is this one.
@@ -23,51 +23,16 @@ from pathlib import Path
 
 import pytest
 
-from .defaults import REPRODUCER_DIR
+from .option_table import CALL, CONTRACT, add_plugin_options, plugin_options
 
 SUITE_DIR = Path(__file__).resolve().with_name("pytest_suite")
 SUITE = SUITE_DIR / "test_lse_fuzz.py"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("lse-fuzz", "row-wise LogSumExp fuzzing")
-    group.addoption("--lse-impl", metavar="TARGET", default=None,
-                    help="implementation under test: path/to/file.py:func or pkg.module:func; with no test paths "
-                         "given, runs the shipped suite against it (default: the project's kernel, reference.lse, "
-                         "for the lse_impl and lse_fuzz fixtures)")
-    group.addoption("--lse-contract", choices=("strict", "finite"), default="strict",
-                    help="strict: every input (NaN, +inf included); finite: no NaN or +inf inputs")
-    group.addoption("--lse-dtypes", metavar="NAMES", default=None,
-                    help="declared contract: comma-separated input dtypes (default: all four)")
-    group.addoption("--lse-layouts", choices=("contiguous", "rows", "any"), default="any",
-                    help="declared contract: contiguous rows, any row stride, or any strides (default)")
-    group.addoption("--lse-output-dtype", choices=("float32", "input", "either"), default="either",
-                    help="declared contract: the result's dtype (default: float32 or the input's)")
-    group.addoption("--lse-max-n", metavar="N", type=int, default=None,
-                    help="declared contract: the longest row (default: any)")
-    group.addoption("--lse-ndim", metavar="R", type=int, default=None,
-                    help="call convention: the input's rank (default 2)")
-    group.addoption("--lse-dim", metavar="D", type=int, default=None,
-                    help="call convention: the dim reduced (default -1)")
-    group.addoption("--lse-keepdim", action="store_true", default=None,
-                    help="call convention: the result keeps the reduced dim with size 1")
-    group.addoption("--lse-call-args", choices=("x", "x,dim", "x,dim,keepdim"), default=None,
-                    help="call convention: lse(x) (default), lse(x, dim=D) or lse(x, dim=D, keepdim=K)")
-    group.addoption("--lse-result", metavar="PLACE", default=None,
-                    help="call convention: where the LSE is in the result (a tuple index, or a key or attribute name)")
-    group.addoption("--lse-budget", metavar="N", type=int, default=None,
-                    help="examples per check (default: the profile's, 50 for lse-ci)")
-    group.addoption("--lse-seed", metavar="N", type=int, default=0, help="seed of the example generator")
-    group.addoption("--lse-profile", default="lse-ci", choices=("lse-ci", "lse-thorough", "lse-gpu"),
-                    help="Hypothesis settings profile")
-    group.addoption("--lse-device", default=None, help="cpu or cuda (default: cuda when available)")
-    group.addoption("--lse-database", metavar="DIR", default=None,
-                    help="keep failing examples in this Hypothesis database directory")
-    group.addoption("--lse-isolate", action="store_true", default=False,
-                    help="run the implementation in a worker process: a crash or hang fails a test "
-                         "instead of ending the pytest run")
-    group.addoption("--lse-reproducers", metavar="DIR", default=REPRODUCER_DIR,
-                    help="where reproducer files of failures are written")
+    # Every --lse-* option is an entry of fuzz.option_table (with plugin=True): declared once for the
+    # command line, this plugin and the Python API.
+    add_plugin_options(parser.getgroup("lse-fuzz", "row-wise LogSumExp fuzzing"))
 
 
 _IMPL = pytest.StashKey[object]()
@@ -118,11 +83,15 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def _declared(config: pytest.Config) -> dict[str, object]:
-    """The declared-contract options given on the command line (beyond --lse-contract)."""
-    given = {"dtypes": config.getoption("lse_dtypes"), "layouts": config.getoption("lse_layouts"),
-             "output_dtype": config.getoption("lse_output_dtype"), "max_n": config.getoption("lse_max_n")}
-    defaults = {"dtypes": None, "layouts": "any", "output_dtype": "either", "max_n": None}
-    return {name: value for name, value in given.items() if value != defaults[name]}
+    """The declared-contract and call-convention options given on the command line (beyond
+    --lse-contract), as name: value."""
+    given = {}
+    for entry in plugin_options():
+        if entry.group in (CONTRACT, CALL) and entry.name != "contract":
+            value = config.getoption("lse_" + entry.name)
+            if value != entry.default_for("plugin"):
+                given[entry.name] = value
+    return given
 
 
 @pytest.fixture(scope="session")
@@ -137,7 +106,7 @@ def lse_impl(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="session")
 def lse_fuzz(request: pytest.FixtureRequest, lse_impl):
-    """``fuzz.check`` bound to ``lse_impl`` and the --lse-* options; call it with ``checks=[...]``."""
+    """``lse_fuzz.check`` bound to ``lse_impl`` and the --lse-* options; call it with ``checks=[...]``."""
     import functools
 
     from .runner import check

@@ -58,7 +58,7 @@ def replay_command(path: Path | str, target: str, *, isolate: bool = False, call
     ``device`` where to replay it (an example the CPU cannot run: cuda; None: where it was found)."""
     options = "" if call is None or call.is_default else " " + call.cli_args()
     options += f" --device {device}" if device else ""
-    return f"python -m fuzz replay {path} --impl {target}{options}" + (" --isolate" if isolate else "")
+    return f"lse-fuzz replay {path} --impl {target}{options}" + (" --isolate" if isolate else "")
 
 
 def save_reproducer(

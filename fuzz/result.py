@@ -10,7 +10,7 @@ from .checks import Plan
 from .contract import Contract
 from .costs import Costs
 from .failures import CheckFailure, ImplError, Unsupported
-from .outcomes import Status
+from .outcomes import Status, verdict_of
 from .strategies import LseInput
 from .timing import SLOW_FACTOR, SLOW_FLOOR, Compile, SlowCall, describe_compiles
 
@@ -59,15 +59,18 @@ class CheckResult:
         return self.examples / self.seconds if self.seconds > 0 else math.inf
 
     def summary(self) -> str:
+        """The report, headed by the verdict as ``lse-fuzz check`` spells it (PASS, FAIL, ERROR,
+        UNSUPPORTED; a flaky failure is a FAIL, and a note says it did not reproduce)."""
         pace = f"{self.examples} examples in {self.seconds:.1f} s ({self.examples_per_second:.1f}/s)"
+        verdict = verdict_of(status=self.status).label
         if self.passed:
-            head = (f"PASSED {self.target}: {pace}; checks: {', '.join(self.checks)}; "
+            head = (f"{verdict} {self.target}: {pace}; checks: {', '.join(self.checks)}; "
                     f"contract {self.contract.describe()}; seed {self.seed}")
             return "\n".join([head, *self._tuning_lines(), *self._slow_lines()])
         what = f"check {self.check!r}" if self.check else "the implementation raised"
         if isinstance(self.failure, Unsupported):
             what = "no verdict on the CPU"
-        lines = [f"{self.status.name} {self.target}: {what} after {pace}; seed {self.seed}"]
+        lines = [f"{verdict} {self.target}: {what} after {pace}; seed {self.seed}"]
         lines.extend(self.notes)
         if self.failure is not None:
             lines.append(self.failure.message())

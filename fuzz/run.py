@@ -21,7 +21,8 @@ import torch
 from hypothesis import errors as hypothesis_errors
 from hypothesis import reject
 
-from . import defaults, specialization
+from . import defaults
+from .interpreter import specialization
 from .calls import ConventionError
 from .checks import METAMORPHIC, Plan, run_checks
 from .checks.context import Pin

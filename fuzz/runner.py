@@ -3,7 +3,7 @@
 ``check(impl)`` lets Hypothesis generate examples until ``budget`` of them pass or one fails;
 a failure is shrunk to a minimal counterexample (fewest rows and columns, mildest recipe,
 contiguous float32 where the bug allows) and saved as a reproducer that ``replay`` (or
-``python -m fuzz replay FILE --impl TARGET``) runs again. The same seed gives the same result.
+``lse-fuzz replay FILE --impl TARGET``) runs again. The same seed gives the same result.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from hypothesis.database import ExampleDatabase, MultiplexedDatabase
 
 from reference.errors import InvalidArgument
 
-from . import (autotune, bfloat16_interpreter, defaults, interpreter_frontend, interpreter_globals,
-               interpreter_libdevice, interpreter_numpy, interpreter_pace, interpreter_unsupported, specialization,
-               validate)
+from . import defaults, validate
+from .interpreter import autotune, repairs, specialization
 from .calls import CallConvention
 from .checks import GRADIENT_CHECKS, METAMORPHIC, Plan, run_checks, validate_checks
 from .failures import CheckFailure, ImplError, Unsupported
@@ -70,18 +69,11 @@ def _interpreter_semantics(device: torch.device) -> None:
     """An in-process implementation on the CPU runs in Triton's interpreter: its bfloat16 arithmetic
     is computed on the values, libdevice and a kernel's globals are the compiler's, a kernel Triton's
     compiler refuses is refused, as on a GPU, and what the interpreter cannot run is refused by name
-    (fuzz.bfloat16_interpreter, fuzz.interpreter_libdevice, fuzz.interpreter_globals,
-    fuzz.interpreter_frontend, fuzz.interpreter_unsupported; a worker does it itself). And what an
-    in-process implementation launches is counted (fuzz.specialization; a worker counts its own)."""
+    (fuzz.interpreter.repairs; a worker does it itself). And what an
+    in-process implementation launches is counted (fuzz.interpreter.specialization; a worker counts its own)."""
     specialization.install()
     if device.type == "cpu":
-        bfloat16_interpreter.install()
-        interpreter_numpy.install()
-        interpreter_pace.install()
-        interpreter_frontend.install()
-        interpreter_libdevice.install()
-        interpreter_globals.install()
-        interpreter_unsupported.install()
+        repairs.install()
 
 
 def check(

@@ -12,7 +12,7 @@ example, as ``lse-fuzz check`` runs them): under ``pytest -n auto`` the items sp
 workers. A failing item prints the failure as ``lse-fuzz check`` does (the check, the minimal
 counterexample, expected and got against the tolerance, the replay command), without a traceback.
 An implementation that uses a construct the CPU's emulation of Triton cannot run (``unsupported``,
-:mod:`fuzz.emulation`) is skipped, not failed: the reason names the construct and says to run
+:mod:`fuzz.interpreter.emulation`) is skipped, not failed: the reason names the construct and says to run
 with ``--lse-device cuda``.
 
 The run's knobs (budget, seed, profile, device, example database, reproducer folder) come from the
@@ -30,29 +30,38 @@ import pytest
 
 from reference.errors import InvalidArgument
 
-from . import validate
+from . import option_table, validate
 from .calls import CallConvention
 from .checks import CHECKS
 from .contract import Contract
 from .isolation import RestartingImpl
+from .option_table import api_options, plugin_options
 from .outcomes import Status
 from .runner import check
 from .target import load_target, parse_target
 
-__all__ = ["ALL", "CONTRACT_OPTIONS", "RUN_OPTIONS", "command_line_call", "command_line_options", "load_implementation",
-           "lse_suite"]
+__all__ = ["ALL", "code_options", "command_line_call", "command_line_options", "contract_options", "load_implementation",
+           "lse_suite", "run_options"]
 
 ALL = "all"
 """The parameter of the item that runs every check together."""
 
-CONTRACT_OPTIONS = ("contract", "dtypes", "layouts", "output_dtype", "max_n", "call")
-"""What the implementation declares it supports (``fuzz.check``'s names)."""
 
-RUN_OPTIONS = {"budget": "lse_budget", "seed": "lse_seed", "profile": "lse_profile", "device": "lse_device",
-               "database": "lse_database", "reproducer_dir": "lse_reproducers"}
-"""``fuzz.check`` option -> the pytest option that sets it when the code does not."""
+def contract_options() -> tuple[str, ...]:
+    """What the implementation declares it supports (``lse_fuzz.check``'s names, ``contract`` first;
+    ``call`` gathers the call convention's options): from :data:`fuzz.option_table.OPTIONS`."""
+    return (*(entry.api for entry in api_options() if entry.group == option_table.CONTRACT), "call")
 
-_CODE_ONLY = ("max_elements", "max_rows", "huge_offsets", "time_limit")
+
+def run_options() -> dict[str, str]:
+    """``lse_fuzz.check`` option -> the pytest option that sets it when the code does not."""
+    return {entry.api: "lse_" + entry.name for entry in plugin_options() if entry.api and entry.group != option_table.CONTRACT}
+
+
+def code_options() -> tuple[str, ...]:
+    """The API's options that no ``--lse-*`` option sets (the checks are each item's own), and ``max_rows``."""
+    return (*(entry.api for entry in api_options() if not entry.plugin and entry.api != "checks"), "max_rows")
+
 
 _LOADED = pytest.StashKey[dict]()  # (target, isolate, device) -> implementation, for the session
 
@@ -64,14 +73,15 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
     directory, or ``pkg.module:func``), loaded once per session; None means the implementation of
     ``--lse-impl``. ``isolate=True`` runs a TARGET in a worker process (a crash or hang fails one
     item, the next gets a fresh worker); None follows ``--lse-isolate``. ``options`` are
-    :func:`fuzz.check`'s: the declared contract (``contract``, ``dtypes``, ``layouts``,
+    :func:`lse_fuzz.check`'s: the declared contract (``contract``, ``dtypes``, ``layouts``,
     ``output_dtype``, ``max_n``, ``call``: how it is called, see :mod:`fuzz.calls`), the run's
     knobs (``budget``, ``seed``, ``profile``, ``device``, ``database``, ``reproducer_dir``; the
     ``--lse-*`` options fill in those not given) and
-    ``max_elements``, ``max_rows``, ``huge_offsets``, ``time_limit``. Assign the result to a
+    ``max_elements``, ``max_rows``, ``huge_offsets``, ``time_limit``, ``shrink_seconds``,
+    ``backward`` (:func:`code_options`). Assign the result to a
     ``test_*`` name in a test module.
     """
-    allowed = (*CONTRACT_OPTIONS, *RUN_OPTIONS, *_CODE_ONLY)
+    allowed = (*contract_options(), *run_options(), *code_options())
     for name in options:
         if name not in allowed:
             raise InvalidArgument(f"lse_suite({name}=...): not an option; choose from {', '.join(allowed)}.")
@@ -82,7 +92,7 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
                               "give 'path/to/file.py:func' or 'pkg.module:func' (or --lse-isolate for --lse-impl).")
     # A contract that cannot be used fails here, when the test module is imported, not in every item.
     Contract.parse(options.get("contract", Contract.STRICT)).with_options(
-        **{name: options[name] for name in CONTRACT_OPTIONS[1:] if name in options})
+        **{name: options[name] for name in contract_options()[1:] if name in options})
 
     @pytest.mark.lse_fuzz
     @pytest.mark.parametrize("check_name", [*CHECKS, ALL])
@@ -140,20 +150,19 @@ def _implementation(request: pytest.FixtureRequest, target: Callable | str | Non
 
 
 def command_line_options(config: pytest.Config, *, with_contract: bool) -> dict[str, object]:
-    """``fuzz.check``'s keyword arguments that the ``--lse-*`` options set: the run's knobs, and with
+    """``lse_fuzz.check``'s keyword arguments that the ``--lse-*`` options set: the run's knobs, and with
     ``with_contract`` the declared contract (for ``--lse-impl``, whose contract is declared there too)."""
-    given = {name: config.getoption(option) for name, option in RUN_OPTIONS.items()}
+    given = {name: config.getoption(option) for name, option in run_options().items()}
     if with_contract:
-        given.update({name: config.getoption(f"lse_{name}") for name in CONTRACT_OPTIONS if name != "call"})
+        given.update({name: config.getoption(f"lse_{name}") for name in contract_options() if name != "call"})
         given["call"] = command_line_call(config)
     return given
 
 
 def command_line_call(config: pytest.Config) -> CallConvention | None:
     """The call convention the ``--lse-ndim``, ``--lse-dim``, ... options declare (None: the default)."""
-    given = {name: config.getoption(f"lse_{option}", default=None)
-             for name, option in (("ndim", "ndim"), ("dim", "dim"), ("keepdim", "keepdim"), ("args", "call_args"),
-                                  ("result", "result"))}
+    given = {"args" if entry.name == "call_args" else entry.name: config.getoption("lse_" + entry.name, default=None)
+             for entry in plugin_options() if entry.group == option_table.CALL}
     given = {name: value for name, value in given.items() if value is not None}
     if not given:
         return None

@@ -33,8 +33,7 @@ from pathlib import Path
 from reference._device import ensure_interpreter
 from reference.errors import InvalidArgument
 
-from . import (bfloat16_interpreter, interpreter_frontend, interpreter_globals, interpreter_libdevice,
-               interpreter_numpy, interpreter_pace, interpreter_unsupported)
+from .interpreter import repairs
 from .calls import CallConvention
 from .gradient import gradient_of
 
@@ -122,18 +121,8 @@ def load_target(target: object, *, function: str = DEFAULT_FUNCTION, name: str =
     """The callable that ``target`` names; InvalidArgument with a one-line reason otherwise."""
     parsed = parse_target(target, function=function, name=name)
     if ensure_interpreter():
-        # Triton's interpreter computes bfloat16 on bit patterns: a CPU run would fail kernels a
-        # GPU passes (fuzz.bfloat16_interpreter).
-        bfloat16_interpreter.install()
-        interpreter_numpy.install()  # NumPy 2.5 refuses Triton 3.6's int() of a scalar tensor
-        interpreter_pace.install()  # the language patched once per launch, not per helper call
-        # A kernel a GPU's compiler refuses is refused here too (fuzz.interpreter_frontend).
-        interpreter_frontend.install()
-        # libdevice computed, and a kernel's globals read, as the GPU's compiler reads them.
-        interpreter_libdevice.install()
-        interpreter_globals.install()
-        # What it cannot run at all (inline GPU assembly) is refused by name (fuzz.interpreter_unsupported).
-        interpreter_unsupported.install()
+        # Before the kernels are defined: the interpreter made to compile and compute as a GPU does.
+        repairs.install()
     module = _load_file(target, parsed.location, name) if parsed.is_file else _import(target, parsed.location, name)
     obj: object = module
     for part in parsed.function.split("."):

@@ -14,7 +14,7 @@ Documented: triton-lang/triton#832 and #6748 (pointer offsets overflow int32);
 databricks/megablocks#185 (offset * NUM_COLUMNS wraps negative, illegal memory access);
 fla-org/flash-linear-attention#1080 (silent corruption past 2**31 elements).
 
-Killed by: ``shift_invariance``, on the fuzzer's ``huge_offset`` layouts (``fuzz.check(...,
+Killed by: ``shift_invariance``, on the fuzzer's ``huge_offset`` layouts (``lse_fuzz.check(...,
 huge_offsets=True)``): views of three rows or more whose row stride is below 2**31 and whose first
 element lies 2**31 elements into a lazily allocated storage, so the wrapped offset of a later row
 lands inside the allocation and reads untouched pages (zeros) instead of crashing the process.

@@ -51,7 +51,8 @@ INTEGRATION = (
     "fuzz/mutation/test_catalog_run.py",  # the catalog's mutation run, gate and cache
     "fuzz/mutation/test_run.py",  # `lse-fuzz mutate` end to end
     "fuzz/mutation/test_static_branches.py",  # mutants of constexpr branches, each fuzzed
-    "fuzz/test_autotune.py",  # autotuned kernels fuzzed, every configuration run
+    "fuzz/interpreter/test_autotune.py",  # autotuned kernels fuzzed, every configuration run
+    "fuzz/mutation/test_mutate_contract.py",  # `lse-fuzz mutate` of an N-D kernel and of a backward kernel
     "fuzz/test_calls_run.py",  # the N-D corpus and bugs fuzzed, through the CLI too
     "fuzz/test_false_alarms.py",  # the false-alarm campaign's slice: every corpus member fuzzed
     "fuzz/test_plugin.py",  # pytest run in a subprocess with the plugin, per option

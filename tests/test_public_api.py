@@ -1,5 +1,6 @@
 """Each package's ``__all__`` is exactly its public surface, both ways: every listed name resolves,
-and every public name the package holds (besides its submodules) is listed."""
+and every public name the package holds (besides its submodules) is listed. ``lse_fuzz`` is the one
+public face: ``fuzz`` is lse-fuzz's implementation and lists nothing."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import importlib
 import inspect
 import subprocess
 import sys
+import types
 
 import pytest
 
 PACKAGES = ["lse_fuzz", "reference", "mutants", "fuzz", "fuzz.suite", "fuzz.checks", "fuzz.isolation", "fuzz.grading",
-            "fuzz.mutation", "fuzz.strategies", "fuzz.contract", "fuzz.outcomes", "fuzz.validate", "fuzz.target", "fuzz.autotune",
+            "fuzz.mutation", "fuzz.strategies", "fuzz.contract", "fuzz.outcomes", "fuzz.validate", "fuzz.target", "fuzz.interpreter.autotune",
             "fuzz.calls", "fuzz.batching", "fuzz.recipes"]
 
 
@@ -69,12 +71,24 @@ def test_importing_lse_fuzz_imports_nothing_heavy():
     assert done.stdout.strip() == "[]"
 
 
-def test_the_lazy_packages_resolve_every_name_to_its_definition():
+def test_fuzz_is_internal_and_exports_nothing():
+    """lse_fuzz is the one public face: ``fuzz``, lse-fuzz's implementation, holds no public name
+    besides its submodules (and its dunder attributes), so nobody's code comes to depend on it."""
     import fuzz
-    import fuzz.checks
-    import fuzz.runner
+    import fuzz.runner  # noqa: F401  (an imported submodule is an attribute of the package: allowed)
+    import lse_fuzz
 
-    assert fuzz.check is fuzz.runner.check and fuzz.CHECKS is fuzz.checks.CHECKS
-    assert "check" in dir(fuzz) and "CheckFailure" in dir(fuzz)
-    with pytest.raises(AttributeError, match="has no attribute 'chekc'"):
-        fuzz.chekc  # noqa: B018
+    assert fuzz.__all__ == []
+    exported = sorted(name for name in dir(fuzz)
+                      if not name.startswith("_") and not isinstance(getattr(fuzz, name), types.ModuleType))
+    assert not exported, f"fuzz exports {exported}: export them from lse_fuzz (or import them from their module)"
+    through_fuzz = sorted(name for name in lse_fuzz.__all__ if hasattr(fuzz, name)
+                          and not isinstance(getattr(fuzz, name), types.ModuleType))
+    assert not through_fuzz, f"reachable as fuzz.NAME: {through_fuzz}; the one spelling is lse_fuzz.NAME"
+    with pytest.raises(AttributeError, match=r"has no attribute 'check' \(fuzz is lse-fuzz's internal"):
+        fuzz.check  # noqa: B018
+    # A fresh `import fuzz` holds nothing public at all (not even a submodule: it imports none).
+    code = "import fuzz; print(sorted(n for n in dir(fuzz) if not n.startswith('_')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -162,7 +162,7 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
     (default: the first selected one). ``contract`` is the declared one (its output dtype policy
     is what ``output_contract`` holds the result to). A call slower than ``time_limit`` seconds
     fails the check ``time_limit``; without one, a slow call is passed to ``on_slow`` (see
-    :mod:`fuzz.timing`). ``pin(plan.config)`` wraps every call (see :mod:`fuzz.autotune`); the
+    :mod:`fuzz.timing`). ``pin(plan.config)`` wraps every call (see :mod:`fuzz.interpreter.autotune`); the
     configurations the failing call ran are added to the failure's report. ``gradient_impl``
     (``x -> dx``, :func:`fuzz.gradient.gradient_of`) turns the gradient checks on; without it they
     are skipped. ``costs`` (a :class:`fuzz.costs.Costs`) counts the calls and their seconds.

@@ -17,7 +17,7 @@ from reference import compare
 from ..calls import CallMismatch
 from ..contract import Contract
 from ..costs import Costs
-from ..emulation import EmulationUnsupported, raised_by_emulator
+from ..interpreter.emulation import EmulationUnsupported, raised_by_emulator
 from ..failures import CheckFailure, ImplError, Unsupported
 from ..gradient import NotDifferentiable
 from ..outcomes import HarnessError
@@ -31,7 +31,7 @@ Impl = Callable[[torch.Tensor], object]
 class Plan:
     """Which metamorphic check an example runs, the seed its transformation derives from, and
     (for an implementation with autotuned kernels) which configuration every call of the example
-    pins (:func:`fuzz.autotune.pinned`; None: the autotuner's own pick)."""
+    pins (:func:`fuzz.interpreter.autotune.pinned`; None: the autotuner's own pick)."""
 
     metamorphic: str | None = None
     seed: int = 0
@@ -81,7 +81,7 @@ def _compile_seconds(impl: Impl) -> float:
 
 def _refusal(exc: Exception, impl: Impl, example: LseInput) -> EmulationUnsupported | None:
     """The CPU emulator's refusal of a construct the call used, or None: ``exc`` is the
-    implementation's error. Only on the CPU, and only the emulator's own (fuzz.emulation): in this
+    implementation's error. Only on the CPU, and only the emulator's own (fuzz.interpreter.emulation): in this
     process, an EmulationUnsupported the emulator's code raised; from an isolated worker, what the
     worker found so (an implementation that says it relays them: fuzz.isolation's)."""
     if example.device.type != "cpu":
@@ -184,7 +184,7 @@ class Context:
 
 
 def _lines(pinned: object) -> list[str]:
-    """What a pinning context reported (fuzz.autotune.Pinning, or an isolated worker's lines)."""
+    """What a pinning context reported (fuzz.interpreter.autotune.Pinning, or an isolated worker's lines)."""
     lines = getattr(pinned, "lines", None)
     return list(lines() if callable(lines) else lines or [])
 

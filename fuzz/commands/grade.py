@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import defaults
-from .check import add_fuzz_options
-from .renamed import add_renamed
+from .. import option_table
 
 TAKES_SIGNALS = True
 """The command line holds the signals for it (fuzz.isolation.hold_signals) until its guard takes them."""
@@ -56,27 +54,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="candidate files (file.py or file.py:func) or directories holding *.py candidates")
     parser.add_argument("--function", default="lse", metavar="NAME",
                         help="the function each candidate file defines (default lse)")
-    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                        help="candidates graded in parallel (default 1; with --executor ray: the most tasks "
-                             "submitted at once, default all)")
-    executor = parser.add_argument_group("executor")
-    executor.add_argument("--executor", choices=("local", "ray"), default="local",
-                          help="local: a pool of drivers on this machine (default); ray: each candidate a task "
-                               "of a Ray cluster needing one GPU (--device cuda) or one CPU")
-    executor.add_argument("--ray-address", metavar="ADDRESS", default=None,
-                          help="the Ray cluster to use with --executor ray (e.g. auto, or ray://HEAD:10001; "
-                               "default: RAY_ADDRESS, else a Ray started on this machine for the run)")
-    add_fuzz_options(parser, timeout=defaults.GRADE_TIMEOUT)
-    output = parser.add_argument_group("output")
-    output.add_argument("--out-dir", metavar="DIR", default=defaults.OUT_DIR,
-                        help=f"where grade.jsonl, grade.csv and reproducers go (default {defaults.OUT_DIR}/)")
-    add_renamed(output, "--out", "--out-dir", dest="out_dir")
-    output.add_argument("--resume", action="store_true",
-                        help="continue the report in --out-dir: skip candidates already graded with the same options")
-    output.add_argument("--overwrite", action="store_true", help="replace an existing report in --out-dir")
-    output.add_argument("--no-bench", action="store_true", help="skip the bandwidth measurement on CUDA")
-    output.add_argument("--markdown", metavar="FILE", default=None, help="also write a Markdown summary")
-    output.add_argument("-q", "--quiet", action="store_true", help="no per-candidate progress lines")
+    option_table.add_arguments(parser, "grade")
     return parser
 
 
@@ -87,17 +65,15 @@ def uses_workers(args: argparse.Namespace) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     import sys
-    from dataclasses import replace
     from pathlib import Path
 
     from reference.errors import InvalidArgument
 
     from .. import validate
-    from ..grading import discover, grade, render_markdown, render_table
+    from ..grading import GradeOptions, discover, grade, render_markdown, render_table
     from ..grading.reports import REPORT_JSONL, atomic_write
     from ..isolation import describe_stops, release_signals
     from ..outcomes import ExitCode, batch_exit_code
-    from .check import options_from_args
 
     if args.executor == "ray":
         release_signals()  # no guard there: the signals go to Python's handlers, as before
@@ -110,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         raise InvalidArgument("--resume and --overwrite contradict each other: choose one.")
     jobs = args.jobs if args.jobs is not None or args.executor == "ray" else 1
-    options = replace(options_from_args(args, bench=not args.no_bench), jobs=jobs or 1)
+    options = GradeOptions.from_args(args, bench=not args.no_bench, jobs=jobs or 1)
     candidates = discover(args.paths, function=args.function)
     out = Path(args.out_dir)
     if out.exists() and not out.is_dir():

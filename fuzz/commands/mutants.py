@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import argparse
 
-from .mutate import add_options, run, uses_workers
+from .. import option_table
+from .mutate import run, uses_workers
 
 __all__ = ["add_parser", "run", "uses_workers"]
 
@@ -33,5 +34,5 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                "detected / valid (Stryker): detected = Killed + Timeout; CompileError and RuntimeError are not valid.",
     )
     parser.add_argument("names", nargs="*", metavar="MUTANT", help="mutants to run (default: all; see --list)")
-    add_options(parser)
+    option_table.add_arguments(parser, "mutants")
     return parser

@@ -23,13 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..defaults import MUTANT_BUDGET, MUTANT_SHRINK_SECONDS, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR, OUT_DIR
-from .renamed import add_renamed
-
-# The runner's re-run defaults (fuzz.mutation.runner), repeated so that --help imports nothing heavy;
-# a test keeps the two in step.
-GPU_THOROUGH_BUDGET = 2000
-CPU_THOROUGH_BUDGET = 300
+from .. import option_table
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -44,62 +38,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                "never ran on a generated input). Score = detected / valid (Stryker).",
     )
     parser.add_argument("target", nargs="?", metavar="TARGET", help="path/to/kernel.py[:func] or reference:lse")
-    parser.add_argument("--operators", default=None, metavar="NAMES", help="comma-separated operators (default all)")
-    parser.add_argument("--mutant", action="append", default=None, metavar="NAME",
-                        help="run only this mutant (repeatable; names from --list)")
-    parser.add_argument("--operators-list", action="store_true", help="list the operators and exit")
-    add_options(parser)
+    option_table.add_arguments(parser, "mutate")
     return parser
-
-
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """The options of both presets."""
-    add = parser.add_argument
-    add("--tests", default=None, metavar="CMD",
-        help="your test command, run against each mutant too (exit 0 = the tests pass)")
-    add("--tests-root", default=None, metavar="DIR",
-        help="the project directory CMD runs in, with the mutated file swapped in (default: .)")
-    add("-j", "--jobs", type=int, default=None, metavar="N", help=f"mutants at once (default: the CPU count, "
-                                                                    f"{os.cpu_count()})")
-    add("--budget", type=int, default=MUTANT_BUDGET, metavar="N",
-        help=f"examples per mutant (default {MUTANT_BUDGET}; a killed mutant stops at its first failure)")
-    add("--thorough-budget", type=int, default=None, metavar="N",
-        help=f"examples of the survivors' re-run with the lse-thorough profile (default: {GPU_THOROUGH_BUDGET} on "
-             f"a GPU, {CPU_THOROUGH_BUDGET} on the CPU, sized to Triton's interpreter; 0: no re-run)")
-    add("--seed", type=int, default=0, metavar="N", help="seed of the example generator (default 0)")
-    add("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    add("--contract", choices=("strict", "finite"), default="strict",
-        help="declared values policy: strict includes NaN and +inf inputs (default); finite leaves them out")
-    add("--dtypes", default=None, metavar="LIST", help="declared input dtypes (default all four)")
-    add("--layouts", default="any", choices=("contiguous", "rows", "any"), help="declared layouts")
-    add("--output-dtype", default="either", choices=("float32", "input", "either"), help="declared output dtype")
-    add("--max-n", type=int, default=None, metavar="N", help="declared longest row")
-    add("--checks", default=None, metavar="NAMES", help="comma-separated checks (default all; the gate uses the same)")
-    add("--max-elements", type=int, default=None, metavar="N",
-        help="largest M*N drawn (default 4194304 on CUDA, 65536 on the CPU)")
-    add("--parts", type=int, default=None, metavar="N",
-        help="split each mutant's examples into N runs of seeds derived from --seed, run in turn (default 1)")
-    add("--shrink-seconds", type=float, default=MUTANT_SHRINK_SECONDS, metavar="S",
-        help=f"how long a killed mutant's failure is shrunk for the report (default {MUTANT_SHRINK_SECONDS:g}; "
-             f"0: not at all)")
-    add("--matrix", action="store_true", help="kill matrix: every check alone against every mutant")
-    add("--mutant-timeout-factor", dest="timeout_factor", type=float, default=MUTANT_TIMEOUT_FACTOR, metavar="K",
-        help=f"one mutant's run is stopped after max(K * the gate's run, floor) seconds (default "
-             f"{MUTANT_TIMEOUT_FACTOR:g})")
-    add("--mutant-timeout-floor", dest="timeout_floor", type=float, default=MUTANT_TIMEOUT_FLOOR, metavar="SECONDS",
-        help=f"the least seconds one mutant's run gets (default {MUTANT_TIMEOUT_FLOOR:g})")
-    add_renamed(parser, "--timeout-factor", "--mutant-timeout-factor", dest="timeout_factor", type=float)
-    add_renamed(parser, "--timeout-floor", "--mutant-timeout-floor", dest="timeout_floor", type=float)
-    add("--no-cache", action="store_true", help="judge every mutant again (no verdict cache)")
-    add("--cache-dir", default=None, metavar="DIR", help="where verdicts are kept")
-    add("--fail-under", type=float, default=None, metavar="SCORE",
-        help="exit 1 when the mutation score (percent) is below SCORE")
-    add("--out-dir", default=OUT_DIR, metavar="DIR",
-        help=f"where mutation.json, mutation.md, mutation.html and reproducers go (default {OUT_DIR}/)")
-    add("--list", action="store_true", help="list the mutants and exit")
-    add("--show", metavar="MUTANT", default=None, help="print one mutant's diff and exit")
-    add("-q", "--quiet", action="store_true", help="no progress bar")
-    add_renamed(parser, "--no-progress", "--quiet", dest="quiet", flag_value=True)
 
 
 def uses_workers(args: argparse.Namespace) -> bool:
@@ -113,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
     from reference.errors import InvalidArgument
 
+    from ..grading import GradeOptions
     from ..mutation import OPERATORS, ExitRule, GateFailure, catalog, discover, generate, run_mutation
     from ..mutation.report import budgets, headline, rich_tables, write_reports
     from ..outcomes import ExitCode
@@ -133,17 +74,13 @@ def run(args: argparse.Namespace) -> int:
         return _list_or_show(console, args, mutants)
     _validate(args)
     names = (args.names or None) if bundled else args.mutant
+    options = GradeOptions.from_args(args, jobs=1)  # the run's jobs are its own (run_mutation)
     with _Progress(Console(stderr=True), not args.quiet) as update:
         try:
             report = run_mutation(
-                None if bundled else args.target, source="catalog" if bundled else "operators", mutants=names,
-                operators=operators, budget=args.budget, seed=args.seed, device=args.device, contract=args.contract,
-                dtypes=args.dtypes.split(",") if args.dtypes else None, layouts=args.layouts,
-                output_dtype=args.output_dtype, max_n=args.max_n,
-                checks=args.checks.split(",") if args.checks else None, max_elements=args.max_elements,
-                jobs=args.jobs, parts=args.parts, timeout_factor=args.timeout_factor,
+                None if bundled else args.target, options=options, source="catalog" if bundled else "operators",
+                mutants=names, operators=operators, jobs=args.jobs, timeout_factor=args.timeout_factor,
                 timeout_floor=args.timeout_floor, thorough_budget=args.thorough_budget, matrix=args.matrix,
-                shrink_seconds=args.shrink_seconds,
                 tests=args.tests, tests_root=args.tests_root, cache=None if args.no_cache else _cache(args),
                 out_dir=args.out_dir, exit_rule=ExitRule.ALL_KILLED if bundled else ExitRule.FAIL_UNDER,
                 fail_under=args.fail_under, progress=update)
@@ -171,22 +108,17 @@ def _cache(args: argparse.Namespace):
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """The flags as typed (the runner validates its arguments too, by their Python names)."""
+    """The run's own flags as typed (the fuzzing options are GradeOptions.from_args's; the runner
+    validates its arguments too, by their Python names)."""
     from .. import validate
-    from ..checks import validate_checks
 
-    for value, name, low in ((args.budget, "--budget", 1), (args.seed, "--seed", 0), (args.jobs, "--jobs", 1),
-                             (args.thorough_budget, "--thorough-budget", 0), (args.parts, "--parts", 1),
-                             (args.max_elements, "--max-elements", 1), (args.max_n, "--max-n", 1)):
+    for value, name, low in ((args.jobs, "--jobs", 1), (args.thorough_budget, "--thorough-budget", 0)):
         if value is not None:
             validate.integer(value, name=name, low=low)
     validate.number(args.timeout_factor, name="--mutant-timeout-factor", low=0)
     validate.number(args.timeout_floor, name="--mutant-timeout-floor", low=1)
-    validate.seconds(args.shrink_seconds, name="--shrink-seconds", zero=True)
     if args.fail_under is not None:
         validate.number(args.fail_under, name="--fail-under", low=0)
-    if args.checks:
-        validate_checks(args.checks, name="--checks")
 
 
 def _list_or_show(console, args: argparse.Namespace, mutants: list) -> int:

@@ -5,7 +5,8 @@ replayed the same way: the example is rebuilt exactly (values, strides, storage 
 checks that ran on it run again. By default the replay runs in this process, so a debugger or
 print statements in the implementation work as usual; ``--isolate`` runs the implementation in a
 worker instead, for an example that crashed or hung it (the replay command printed for those
-already says ``--isolate``).
+already says ``--isolate``). The report is headed by the verdict as ``lse-fuzz check`` spells it
+(PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED: :attr:`fuzz.outcomes.Verdict.label`).
 
 Exit codes: 0 the example passes now, 1 it still fails (the same report as when it was found),
 2 the file or the target cannot be used, 4 the CPU cannot run a construct it uses (replay it with
@@ -17,8 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import defaults
-from .check import add_call_options, call_options
+from .. import option_table
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -30,14 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                "the CPU (it uses a construct the CPU cannot run: replay it with --device cuda)",
     )
     parser.add_argument("file", type=Path, help="reproducer file written when a check failed (.pt)")
-    parser.add_argument("--impl", default="reference:lse", metavar="TARGET",
-                        help="path/to/file.py[:func] or package.module[:func] (default reference:lse)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: where the example was found, if present)")
-    parser.add_argument("--isolate", action="store_true",
-                        help="run the implementation in a worker process (for an example that crashed or hung it)")
-    parser.add_argument("--call-timeout", type=float, default=defaults.CALL_TIMEOUT, metavar="S",
-                        help=f"with --isolate: seconds the call may take (default {defaults.CALL_TIMEOUT:g})")
-    add_call_options(parser)  # as the replay line prints them: they must be the file's
+    option_table.add_arguments(parser, "replay")  # the call convention as the replay line prints it: the file's
     return parser
 
 
@@ -46,12 +39,14 @@ def _same_call(args: argparse.Namespace, saved_call) -> None:
     from reference.errors import InvalidArgument
 
     from ..grading import GradeOptions
+    from ..grading.options import CALL_FIELDS
 
-    given = call_options(args)
-    if given and GradeOptions(**given).convention() != saved_call:
+    given = {name: value for name, value in option_table.given(args, CALL_FIELDS).items() if value is not None}
+    asked = GradeOptions.of(cli=True, **given).convention() if given else None
+    if asked is not None and asked != saved_call:
         found = saved_call.cli_args() or "no call convention options (the default lse(x))"
-        raise InvalidArgument(f"{GradeOptions(**given).convention().cli_args() or 'the options given'}: the file "
-                              f"was found with {found}; give those, or none.")
+        raise InvalidArgument(f"{asked.cli_args() or 'the options given'}: the file was found with {found}; give "
+                              "those, or none.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from reference.errors import InvalidArgument
 
     from .. import validate
+    from ..contract import Contract
     from ..grading import GradeOptions, evaluate_replay, format_record
     from ..outcomes import CHECK_EXIT_CODES, Verdict, verdict_of
     from ..reproducer import load_reproducer
@@ -72,11 +68,9 @@ def run(args: argparse.Namespace) -> int:
     target = resolve_target(args.impl, name="--impl")
     if args.isolate:
         device = args.device or ("cuda" if saved.meta.get("device", "").startswith("cuda") else "cpu")
-        call = saved.contract.call
         options = GradeOptions(device=str(validate.device(device, name="--device")),
                                call_timeout=validate.seconds(args.call_timeout, name="--call-timeout"),
-                               ndim=call.ndim, dim=call.dim, keepdim=call.keepdim, call_args=call.args.value,
-                               result=call.result)
+                               contract=Contract(call=saved.contract.call))
         record = evaluate_replay(target, args.file, options)
         verdict = record.verdict
         if verdict is Verdict.LOAD_ERROR:
@@ -84,5 +78,5 @@ def run(args: argparse.Namespace) -> int:
         print(format_record(record))
         return CHECK_EXIT_CODES[verdict]
     result = replay(args.file, load_target(target, name="--impl"), device=args.device, target=target)
-    print(result.summary())
+    print(result.summary())  # headed by verdict_of(status=...).label, as the isolated replay's and check's reports
     return CHECK_EXIT_CODES[verdict_of(status=result.status)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reference.errors import InvalidArgument
 
-from ..static_scan import scan
+from .static_scan import scan
 from ..target import DEFAULT_FUNCTION, parse_target
 
 __all__ = ["Candidate", "discover", "schedule"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from reference.errors import InvalidArgument
 
-from .. import static_scan
+from . import static_scan
 from ..gpu_memory import gpu_name, sparse_huge_inputs
 from ..calls import ConventionError
 from ..costs import Costs
@@ -27,7 +27,7 @@ from ..isolation import (IsolatedImpl, Job, JobResult, LoadFailed, Pool, SignalE
                          describe_signals, describe_stops)
 from ..outcomes import HarnessError, ImplLost, Outcome, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
-from ..static_scan import Severity
+from .static_scan import Severity
 from ..timing import compile_summary
 from .bench import bench_candidate
 from .candidates import Candidate
@@ -66,7 +66,7 @@ RUNTIME_FLAGS = {
     "runtime_record_removed": (Severity.CHEAT, "took the grader's operator record off the dispatch stack "
                                                "(what it ran afterwards was not seen)"),
 }
-"""Flags seen while running (besides the static ones of :data:`fuzz.static_scan.FLAGS`)."""
+"""Flags seen while running (besides the static ones of :data:`fuzz.grading.static_scan.FLAGS`)."""
 
 
 def base_record(candidate: Candidate, options: GradeOptions) -> GradeRecord:

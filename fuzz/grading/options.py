@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 import torch
 
 from reference.errors import InvalidArgument
 
-from .. import defaults, validate
+from .. import defaults, option_table, validate
 from .._version import __version__
 from ..checks import validate_checks
 from ..profiles import PROFILES
 from ..calls import CallConvention
-from ..contract import Contract, Layouts, OutputDtype, parse_dtypes
+from ..contract import DTYPES, Contract, Layouts, OutputDtype, parse_dtypes
+from ..isolation import scrub_from_proc
 from ..target import parse_target
 
 __all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "driver_environment", "torch_threads",
@@ -27,12 +30,10 @@ DEFAULT_BENCH_SHAPE = (8192, 8192)
 BENCH_DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 
+CONTRACT_FIELDS = ("contract", "dtypes", "layouts", "output_dtype", "max_n")
+"""The options that declare the contract (``contract``: its values policy; fuzz.contract)."""
 CALL_FIELDS = ("ndim", "dim", "keepdim", "call_args", "result")
 """The options that declare the call convention (fuzz.calls)."""
-
-
-# The fields whose command-line option is not the field's name spelled with dashes.
-_CLI_NAMES = {"timeout": "--worker-timeout", "time_limit": "--fail-slower-than"}
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,9 @@ class GradeOptions:
     # The seed derived from it, which is all a grading driver receives (see to_wire): the secret
     # stays in the process that read it.
     derived_seed: int | None = field(default=None, repr=False)
-    contract: str = "strict"  # the declared contract: its values policy ...
-    dtypes: tuple[str, ...] | None = None  # ... its input dtypes (None: all four)
-    layouts: str = "any"  # ... its layouts
-    output_dtype: str = "either"  # ... its output dtype policy
-    max_n: int | None = None  # ... its longest row
-    ndim: int = 2  # ... and its call convention (fuzz.calls): the input's rank,
-    dim: int = -1  # the dim reduced,
-    keepdim: bool = False  # whether the result keeps it,
-    call_args: str = "x"  # what is passed ("x", "x,dim", "x,dim,keepdim"),
-    result: int | str | None = None  # where the LSE is in the result
+    # The declared contract, its call convention (fuzz.calls) included: one validated Contract.
+    # Built from the options' flat names (--contract, --dtypes, ..., --ndim, ...) by of()/updated().
+    contract: Contract = Contract.STRICT
     backward: bool = False  # also judge the gradient (fuzz.gradient; the 2-D lse(x) only)
     checks: tuple[str, ...] | None = None
     device: str = "cpu"
@@ -86,7 +80,7 @@ class GradeOptions:
         (``--call-timeout`` when ``cli``, ``call_timeout`` from Python)."""
 
         def name(option: str) -> str:
-            return _CLI_NAMES.get(option, "--" + option.replace("_", "-")) if cli else option
+            return option_table.cli_name(option) if cli else option
 
         validate.integer(self.budget, name=name("budget"), low=1)
         validate.integer(self.seed, name=name("seed"), low=0)
@@ -111,36 +105,75 @@ class GradeOptions:
             validate.choice(self.profile, name=name("profile"), choices=PROFILES)
         validate.choice(self.bench_dtype, name=name("bench_dtype"), choices=BENCH_DTYPES)
         checks = None if self.checks is None else validate_checks(self.checks, name=name("checks"))
-        if self.max_n is not None:
-            validate.integer(self.max_n, name=name("max_n"), low=1)
-        if self.dtypes is not None:
-            parse_dtypes(self.dtypes, name=name("dtypes"))
-        validate.choice(self.layouts, name=name("layouts"), choices=[v.value for v in Layouts])
-        validate.choice(self.output_dtype, name=name("output_dtype"), choices=[v.value for v in OutputDtype])
-        declared = self.declared()
+        if not isinstance(self.contract, Contract):
+            raise InvalidArgument(f"contract={self.contract!r}; expected a Contract: build the options with "
+                                  "GradeOptions.of(contract='finite', dtypes=..., ...).")
         if not isinstance(self.backward, bool):
             raise InvalidArgument(f"{name('backward')}={self.backward!r}; expected True or False.")
-        if self.backward and not declared.call.is_default:
+        if self.backward and not self.contract.call.is_default:
             raise InvalidArgument(f"{name('backward')} judges the gradient of the 2-D lse(x): drop the call "
                                   "convention's options (ndim, dim, keepdim, call_args, result) or it.")
-        dtypes = None if self.dtypes is None else tuple(declared.to_dict()["dtypes"])
-        call = declared.call
-        return replace(self, ndim=call.ndim, dim=call.dim, keepdim=call.keepdim, call_args=call.args.value,
-                       result=call.result, contract=declared.value, dtypes=dtypes, layouts=declared.layouts.value,
-                       output_dtype=declared.output_dtype.value, checks=checks,
-                       device=str(validate.device(self.device, name=name("device"))),
+        return replace(self, checks=checks, device=str(validate.device(self.device, name=name("device"))),
                        bench_shape=validate.shape(self.bench_shape, name=name("bench_shape")))
 
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, **fixed: object) -> GradeOptions:
+        """The validated options of a parsed command line: every option of :data:`fuzz.option_table.OPTIONS`
+        the command took that is a field here (a call convention option not given keeps the default),
+        then ``fixed`` (what the command decides itself: ``bench``, ``jobs``, ...). InvalidArgument
+        naming the flag otherwise."""
+        names = {f.name for f in fields(cls)} | set(CONTRACT_FIELDS) | set(CALL_FIELDS)
+        values = option_table.given(args, names)
+        if values.get("memory_limit") is not None:
+            gib = validate.number(values["memory_limit"], name="--memory-limit", low=0)
+            values["memory_limit"] = int(gib * (1 << 30))
+        if values.get("private_seed") is not None:
+            values["private_seed"] = _read_secret(values["private_seed"])
+        return cls.of(cli=True, **{**values, **fixed}).validated(cli=True)
+
+    @classmethod
+    def of(cls, *, cli: bool = False, **fields: object) -> GradeOptions:
+        """Options from flat fields: those of this class, and the declared contract's and call
+        convention's by their option names (``contract``: the values policy, or a whole Contract;
+        ``dtypes``, ``layouts``, ``output_dtype``, ``max_n``; ``ndim``, ``dim``, ``keepdim``,
+        ``call_args``, ``result``). Not validated beyond the contract (:meth:`validated`)."""
+        return cls().updated(cli=cli, **fields)
+
+    def updated(self, *, cli: bool = False, **fields: object) -> GradeOptions:
+        """These options with ``fields`` given, named as :meth:`of` takes them (None: a contract or
+        call convention field left as it is). InvalidArgument naming the option (``--dtypes`` when
+        ``cli``) for a contract that cannot be used."""
+        name = option_table.cli_name if cli else str
+        policy = fields.pop("contract", None)
+        declared = {key: fields.pop(key) for key in CONTRACT_FIELDS[1:] if key in fields}
+        call = {key: fields.pop(key) for key in CALL_FIELDS if key in fields}
+        contract = policy if isinstance(policy, Contract) else self.contract
+        if policy is not None and not isinstance(policy, Contract):
+            contract = replace(contract, values=validate.choice(policy, name=name("contract"),
+                                                                choices=("strict", "finite")))
+        if declared.get("dtypes") is not None:
+            declared["dtypes"] = parse_dtypes(declared["dtypes"], name=name("dtypes"))
+        for key, choices in (("layouts", Layouts), ("output_dtype", OutputDtype)):
+            if declared.get(key) is not None:
+                validate.choice(declared[key], name=name(key), choices=[v.value for v in choices])
+        if declared.get("max_n") is not None:
+            validate.integer(declared["max_n"], name=name("max_n"), low=1)
+        contract = contract.with_options(**declared)
+        given = {"args" if key == "call_args" else key: value for key, value in call.items() if value is not None}
+        if given:
+            now = contract.call
+            contract = replace(contract, call=CallConvention(**{"ndim": now.ndim, "dim": now.dim,
+                                                                "keepdim": now.keepdim, "args": now.args,
+                                                                "result": now.result, **given}))
+        return replace(self, contract=contract, **fields)
+
     def declared(self) -> Contract:
-        """The declared contract these options describe."""
-        return Contract(values=self.contract, layouts=self.layouts, output_dtype=self.output_dtype,
-                        max_n=self.max_n, call=self.convention(),
-                        **({} if self.dtypes is None else {"dtypes": self.dtypes}))
+        """The declared contract, its call convention included."""
+        return self.contract
 
     def convention(self) -> CallConvention:
         """How the candidate is called (the default: the 2-D lse(x))."""
-        return CallConvention(ndim=self.ndim, dim=self.dim, keepdim=self.keepdim, args=self.call_args,
-                              result=self.result)
+        return self.contract.call
 
     def worker_target(self, target: str) -> str:
         """The TARGET an isolated worker loads: ``target`` with the call convention, if any (fuzz.target)."""
@@ -164,21 +197,32 @@ class GradeOptions:
 
     def public(self) -> dict[str, object]:
         """The options as written to reports: the private seed only as a yes/no."""
-        data = asdict(self)
+        data = self._plain()
         derived = data.pop("derived_seed")
         data.pop("stop_dir")
         data.pop("share")
         data["private_seed"] = self.private_seed is not None or derived is not None
-        data["checks"] = None if self.checks is None else list(self.checks)
-        data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
-        data["bench_shape"] = list(self.bench_shape)
+        contract = data.pop("contract")
+        # The contract flat, by its options' names, as the reports always gave it.
+        data.update(contract=contract["values"], dtypes=None if self.contract.dtypes == DTYPES else contract["dtypes"],
+                    layouts=contract["layouts"], output_dtype=contract["output_dtype"], max_n=contract["max_n"])
         data["seed_id"] = self.seed_id
-        data["declared_contract"] = self.declared().describe()
-        if self.convention().is_default:  # a 2-D run's report and key are what they were before
-            for name in CALL_FIELDS:
-                data.pop(name)
+        data["declared_contract"] = self.contract.describe()
+        call = self.contract.call
+        if not call.is_default:  # a 2-D run's report and key name no call convention
+            data.update(ndim=call.ndim, dim=call.dim, keepdim=call.keepdim, call_args=call.args.value,
+                        result=call.result)
         if not self.backward:  # likewise a forward-only run's
             data.pop("backward")
+        return data
+
+    def _plain(self) -> dict[str, object]:
+        """The fields as JSON values (the contract as its to_dict())."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["contract"] = self.contract.to_dict()
+        data["checks"] = None if self.checks is None else list(self.checks)
+        data["bench_shape"] = list(self.bench_shape)
+        data["share"] = None if self.share is None else list(self.share)
         return data
 
     def key(self) -> str:
@@ -191,23 +235,38 @@ class GradeOptions:
 
     def to_wire(self) -> dict[str, object]:
         """The options as a driver receives them: the private seed replaced by the seed derived from it."""
-        data = asdict(self)
+        data = self._plain()
         if self.private_seed is not None:
             data.update(private_seed=None, derived_seed=self.effective_seed)
-        data["checks"] = None if self.checks is None else list(self.checks)
-        data["dtypes"] = None if self.dtypes is None else list(self.dtypes)
-        data["bench_shape"] = list(self.bench_shape)
-        data["share"] = None if self.share is None else list(self.share)
         return data
 
     @classmethod
     def from_wire(cls, data: dict) -> GradeOptions:
         data = dict(data)
-        for name in ("checks", "dtypes"):
-            data[name] = None if data[name] is None else tuple(data[name])
+        data["checks"] = None if data["checks"] is None else tuple(data["checks"])
+        data["contract"] = Contract.from_dict(data["contract"])
         data["bench_shape"] = tuple(data["bench_shape"])
         data["share"] = None if data.get("share") is None else tuple(data["share"])
         return cls(**data)
+
+
+def _read_secret(private_seed: str) -> str:
+    """``--private-seed``'s secret: the value, ``env:NAME``'s variable (taken out of the environment)
+    or ``file:PATH``'s first line; scrubbed from this process's command line where it shows."""
+    if private_seed.startswith("env:"):
+        name = private_seed[4:]
+        if name not in os.environ:
+            raise InvalidArgument(f"--private-seed=env:{name}, but the environment variable {name} is not set.")
+        private_seed = os.environ.pop(name)
+    elif private_seed.startswith("file:"):
+        path = private_seed[5:]
+        try:
+            private_seed = Path(path).read_text().strip()
+        except OSError as exc:
+            raise InvalidArgument(f"--private-seed=file:{path}: cannot read it ({exc.strerror}).") from None
+    if private_seed:
+        scrub_from_proc(private_seed)  # again: a value main() was given, not this process's argv
+    return private_seed
 
 
 def torch_threads(options: GradeOptions) -> int:

@@ -207,7 +207,7 @@ def render_markdown(records: list[GradeRecord], *, title: str) -> str:
 def format_record(record: GradeRecord) -> str:
     """The human summary of one record (what ``lse-fuzz check`` prints)."""
     verdict = record.verdict
-    head = f"{verdict.value.upper()} {record.target}"
+    head = f"{verdict.label} {record.target}"
     if record.check:
         head += f": check {record.check!r}"
     lines = [head]

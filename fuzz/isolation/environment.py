@@ -31,7 +31,7 @@ def worker_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The scrubbed environment of a worker: what running Python, torch, triton and CUDA needs.
 
     Kept: PATH, HOME, USER, locale, LD_LIBRARY_PATH, CC/CXX (Triton builds a launcher stub on
-    GPUs), thread counts, LSE_FUZZ_VARIANTS (:mod:`fuzz.specialization`), and every TRITON_*,
+    GPUs), thread counts, LSE_FUZZ_VARIANTS (:mod:`fuzz.interpreter.specialization`), and every TRITON_*,
     CUDA_*, NVIDIA_* variable. Dropped: everything
     else (tokens, proxies, cloud credentials, CI variables). PYTHONPATH is rebuilt so the
     project and the caller's import path resolve; PYTHONHASHSEED is fixed.

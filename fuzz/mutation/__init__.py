@@ -32,6 +32,7 @@ _EXPORTS = {
     "catalog": ".bundled",
     "minimal_input": ".bundled",
     "run_mutation": ".runner",
+    "mutation_options": ".runner",
     "DEFAULT_BUDGET": ".runner",
     "ExitRule": ".results",
     "GateFailure": ".results",

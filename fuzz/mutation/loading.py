@@ -65,7 +65,7 @@ def _wrapper(kernel: Kernel, body: str, extra: str = "") -> str:
 def gate_target(kernel: Kernel, out: Path) -> str:
     """A TARGET whose calls run the unmutated kernel, every kernel launch's specialization key
     recorded in :func:`launches_file` of ``out`` (what decides a compiled kernel's coverage)."""
-    extra = f"from fuzz import specialization\n\nspecialization.install({str(launches_file(out))!r})"
+    extra = f"from fuzz.interpreter import specialization\n\nspecialization.install({str(launches_file(out))!r})"
     return f"{_write('gate_shim.py', _wrapper(kernel, 'return _impl(x)', extra))}:{_attribute(kernel)}"
 
 
@@ -73,7 +73,7 @@ def coverage_target(kernel: Kernel, out: Path) -> str:
     """A TARGET whose calls run the unmutated kernel with its lines traced into ``out``, and every
     kernel launch's specialization key recorded in :func:`launches_file` of ``out``."""
     files = sorted(kernel.paths.values())
-    extra = (f"from fuzz import specialization\nfrom fuzz.mutation.loading import traced\n\n"
+    extra = (f"from fuzz.interpreter import specialization\nfrom fuzz.mutation.loading import traced\n\n"
              f"specialization.install({str(launches_file(out))!r})\n_trace = traced({files!r}, {str(out)!r})")
     return f"{_write('coverage_shim.py', _wrapper(kernel, 'return _trace(_impl, x)', extra))}:{_attribute(kernel)}"
 

@@ -129,7 +129,7 @@ class TestsVerdict:
 
     @classmethod
     def of(cls, record: dict) -> TestsVerdict:
-        if record.get("timeout") or record.get("timed_out"):  # timed_out: a record cached before the rename
+        if record.get("timeout"):
             status = MutantStatus.TIMEOUT
         else:
             status = MutantStatus.SURVIVED if record.get("exit") == 0 else MutantStatus.KILLED

@@ -1,7 +1,8 @@
 """The one runner: does the fuzzer (and do your tests) notice each mutant of a kernel?
 
-    from fuzz.mutation import run_mutation
+    from fuzz.mutation import mutation_options, run_mutation
     report = run_mutation("path/to/kernel.py:lse", tests="pytest -q tests/test_kernel.py")
+    report = run_mutation("nd.py:lse", options=mutation_options(ndim=3, dim=1, budget=100))
     report = run_mutation(source="catalog")          # the bundled mutants of reference:lse
     report.score, report.exit_code, report.reused    # Stryker's score; by the preset's rule; cache hits
 
@@ -57,7 +58,7 @@ from .results import Cell, ExitRule, GateFailure, GateResult, MutantResult, Muta
 from .sites import Kernel, discover, generate
 
 __all__ = ["CACHE", "CPU_THOROUGH_BUDGET", "DEFAULT_BUDGET", "GATE_TIMEOUT", "GPU_THOROUGH_BUDGET", "ONE_RUN",
-           "SOURCES", "default_thorough_budget", "run_mutation"]
+           "SOURCES", "default_thorough_budget", "mutation_options", "run_mutation"]
 
 # The one set of defaults of both commands (the catalog's and the operators' engines had each their own):
 DEFAULT_BUDGET = defaults.MUTANT_BUDGET
@@ -131,25 +132,32 @@ class Run:
 TESTS_ENTRY = "fuzz.mutation.tests_job:run_tests_job"
 
 
+def mutation_options(**fields: object) -> GradeOptions:
+    """The options a mutant is judged under: ``fields`` of :class:`GradeOptions` (the declared
+    contract, call convention, ``--backward``, budget, seed, device, ...), with the mutation
+    defaults where not given (:data:`DEFAULT_BUDGET` examples, a failure shrunk for
+    ``defaults.MUTANT_SHRINK_SECONDS``)."""
+    return GradeOptions.of(**{"budget": DEFAULT_BUDGET, "shrink_seconds": defaults.MUTANT_SHRINK_SECONDS, **fields})
+
+
 def run_mutation(
-    target: str | None = None, *, source: str = "operators", mutants: Iterable[str | Mutant] | None = None,
-    operators: Iterable[str] | None = None, budget: int = DEFAULT_BUDGET, seed: int = 0, device: str | None = None,
-    contract: str = "strict", dtypes: Iterable[str] | None = None, layouts: str = "any", output_dtype: str = "either",
-    max_n: int | None = None, checks: Iterable[str] | None = None, max_elements: int | None = None,
-    jobs: int | None = None, parts: int | None = None, timeout_factor: float = defaults.MUTANT_TIMEOUT_FACTOR,
-    timeout_floor: float = defaults.MUTANT_TIMEOUT_FLOOR, thorough_budget: int | None = None, matrix: bool = False,
-    shrink_seconds: float = defaults.MUTANT_SHRINK_SECONDS,
-    tests: str | None = None, tests_root: Path | str | None = None, cache: Path | str | None | object = CACHE,
-    out_dir: Path | str | None = None, exit_rule: ExitRule | str = ExitRule.FAIL_UNDER, fail_under: float | None = None,
+    target: str | None = None, *, options: GradeOptions | None = None, source: str = "operators",
+    mutants: Iterable[str | Mutant] | None = None, operators: Iterable[str] | None = None, jobs: int | None = None,
+    timeout_factor: float = defaults.MUTANT_TIMEOUT_FACTOR, timeout_floor: float = defaults.MUTANT_TIMEOUT_FLOOR,
+    thorough_budget: int | None = None, matrix: bool = False, tests: str | None = None,
+    tests_root: Path | str | None = None, cache: Path | str | None | object = CACHE, out_dir: Path | str | None = None,
+    exit_rule: ExitRule | str = ExitRule.FAIL_UNDER, fail_under: float | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> MutationReport:
     """Mutate ``target``'s kernels (``source="catalog"``: the bundled mutants of reference:lse) and
     judge every mutant; see the module docstring.
 
+    ``options``: what decides a mutant's verdict (:func:`mutation_options`; the default:
+    ``mutation_options()``): the contract and call convention the kernel declares, ``backward``,
+    the budget, seed, device, checks (``matrix``: the checks run alone), parts (default one run).
     ``mutants``: names to run (default all), or :class:`Mutant` objects. ``operators``: names in
     :data:`fuzz.mutation.OPERATORS` (default all). ``thorough_budget``: examples of the survivors'
-    second run (0: none; None: :func:`default_thorough_budget`). ``matrix``: every check alone
-    against every mutant (no re-run). ``shrink_seconds``: how long a failure is shrunk. ``tests``:
+    second run (0: none; None: :func:`default_thorough_budget`). ``tests``:
     a shell command (exit 0 = tests pass) run in an overlay of ``tests_root`` (default: the working
     directory). ``cache``: a directory, None for none. ``out_dir``: the reproducers go to
     ``out_dir/reproducers`` (None: a temporary directory). ``exit_rule``/``fail_under``: what
@@ -164,12 +172,14 @@ def run_mutation(
     exit_rule = ExitRule(exit_rule)
     if fail_under is not None:
         validate.number(fail_under, name="fail_under", low=0)
-    selected = validate_checks(checks) if checks is not None else None
+    if options is None:
+        options = mutation_options()
+    elif not isinstance(options, GradeOptions):
+        raise InvalidArgument(f"options={options!r}; expected GradeOptions, e.g. mutation_options(budget=100).")
     # Every mutant meets the same examples (no shape fitting); one run unless parts are asked for.
-    options = GradeOptions(budget=budget, seed=seed, contract=contract, dtypes=None if dtypes is None else tuple(dtypes),
-                           layouts=layouts, output_dtype=output_dtype, max_n=max_n, checks=selected, device=device,
-                           max_elements=max_elements, jobs=jobs, fit_shapes=False, shrink_seconds=shrink_seconds,
-                           parts=ONE_RUN if parts is None else parts).validated()
+    options = replace(options, jobs=jobs, fit_shapes=False,
+                      parts=ONE_RUN if options.parts is None else options.parts).validated()
+    selected = options.checks
     thorough, thorough_budget, scaled = _thorough(options, thorough_budget)
     root = _tests_root(tests, tests_root, kernel)
     store = VerdictCache(cache_dir() / "mutate" / "verdicts" if cache is CACHE else cache)
@@ -256,7 +266,7 @@ def thorough_source(scaled: bool, device: str) -> str:
 def _config(kernel, chosen, options, source, jobs, timeout_factor, timeout_floor, thorough_budget, scaled, matrix,
             tests) -> dict:
     return {"target": kernel.target, "source": source, "budget": options.budget, "seed": options.seed,
-            "device": options.device, "contract": options.contract,
+            "device": options.device, "contract": options.contract.value,
             "declared_contract": options.declared().describe(), "jobs": jobs, "parts": options.parts,
             "timeout_factor": timeout_factor, "timeout_floor": timeout_floor, "max_elements": options.max_elements,
             "checks": list(options.checks) if options.checks else "all", "matrix": matrix,
@@ -264,7 +274,8 @@ def _config(kernel, chosen, options, source, jobs, timeout_factor, timeout_floor
             "thorough_budget_source": "none in a kill matrix" if matrix else thorough_source(scaled, options.device),
             "max_elements_drawn": options.max_elements or default_max_elements(options.device),
             "operators": sorted({m.operator for m in chosen}), "tests": tests,
-            "kernels": list(kernel.kernels), "launcher": list(kernel.launcher)}
+            "kernels": list(kernel.kernels), "launcher": list(kernel.launcher)} | (
+                {"backward": True} if options.backward else {})
 
 
 def _tests_root(tests: str | None, tests_root, kernel: Kernel) -> Path | None:

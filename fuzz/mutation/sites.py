@@ -140,9 +140,14 @@ def discover(target: object) -> Kernel:
         resolved, kind = str(parsed), "reference"
     modules = {key: _parse(key, text, target) for key, text in sources.items()}
     defined: dict[str, list[tuple[str, cst.FunctionDef]]] = {}
+    methods: dict[str, set[str]] = {}  # a class -> its methods: using a class reaches them all
     for key, module in modules.items():
         for function in _functions(module):
             defined.setdefault(function.name.value, []).append((key, function))
+        for statement in module.body:
+            if isinstance(statement, cst.ClassDef):  # e.g. a torch.autograd.Function: Cls.apply(x)
+                methods.setdefault(statement.name.value, set()).update(
+                    s.name.value for s in statement.body.body if isinstance(s, cst.FunctionDef))
     if parsed.function.split(".")[-1] not in defined:
         raise InvalidArgument(f"target={target!r}: no function {parsed.function!r} is defined in "
                               f"{', '.join(Path(k).name for k in sources)}; name the launcher: FILE.py:FUNCTION.")
@@ -154,7 +159,9 @@ def discover(target: object) -> Kernel:
             if (key, name) in reached:
                 continue
             reached[(key, name)] = function
-            pending.extend(n for n in _names_used(function) if n in defined)
+            used = _names_used(function)
+            pending.extend(n for n in used if n in defined)
+            pending.extend(m for n in used & set(methods) for m in methods[n])
     kernels = tuple(sorted(f"{k}:{n}" for (k, n), f in reached.items() if _is_jit(f)))
     launcher = tuple(sorted(f"{k}:{n}" for (k, n), f in reached.items() if not _is_jit(f)))
     if not kernels:

@@ -215,7 +215,7 @@ def test_a_campaign_record_keeps_no_machine_path():
     failure = {"target": f"{ROOT}/tests/implementations/correct/two_pass.py:lse", "seed": 3, "verdict": "fail",
                "check": "agreement", "examples": 17, "seconds": 4.2, "reason": "check 'agreement' failed: row 0",
                "details": "check 'agreement' failed: row 0\n  input:    float16 (1, 3) contiguous on cpu\n"
-                          "  replay:   python -m fuzz replay /tmp/x/reproducers/r.pt"}
+                          "  replay:   lse-fuzz replay /tmp/x/reproducers/r.pt"}
     record = agreement.file_record(failure, "corpus")
     assert record == {"target": "tests/implementations/correct/two_pass.py", "item": "two_pass.py",
                       "verdict": "fail", "check": "agreement", "examples": 17, "seconds": 4.2,

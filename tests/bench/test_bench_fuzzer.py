@@ -1,5 +1,5 @@
 """The fuzzer's benchmark (bench/bench_fuzzer.py) and the variant counter it relies on
-(fuzz/specialization.py): the counter puts launches in Triton's specialization classes, counts
+(fuzz/interpreter/specialization.py): the counter puts launches in Triton's specialization classes, counts
 each distinct key once, and refuses input it cannot read."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fuzz import specialization
-from fuzz.specialization import argument_class, class_text, count_variants, launch_key, summarize
+from fuzz.interpreter import specialization
+from fuzz.interpreter.specialization import argument_class, class_text, count_variants, launch_key, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 

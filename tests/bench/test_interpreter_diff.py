@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "interpreter_diff.py"
-COMMITTED = ROOT / "bench" / "results" / "interpreter-diff-cpu.json"
+COMMITTED = ROOT / "bench" / "results" / "interpreter-diff-cpu.json.gz"
 
 
 def _load():
@@ -145,7 +145,7 @@ def test_the_libdevice_alias_and_half_sum_cases_run_on_the_cpu_as_the_fuzzer_run
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     data = diff.load_result(out)
-    assert "interpreter_libdevice" in data["metadata"]["repairs"] and "interpreter_globals" in data["metadata"]["repairs"]
+    assert "libdevice" in data["metadata"]["repairs"] and "kernel_globals" in data["metadata"]["repairs"]
     cases = {case["id"]: case for case in data["cases"]}
     assert len(cases) >= 40 and all(case["status"] == "ok" for case in cases.values()), \
         [(case["id"], case.get("error")) for case in cases.values() if case["status"] != "ok"]

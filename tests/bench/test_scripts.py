@@ -130,7 +130,7 @@ def test_profile_check_reports_the_pace_the_compiles_and_the_hot_functions(tmp_p
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "PASSED" in run.stdout and "5 examples" in run.stdout
+    assert "\nPASS " in run.stdout and "5 examples" in run.stdout
     assert "triton kernels compiled: 0;" in run.stdout  # nothing compiles in the interpreter
     assert "## top 3 by cumulative" in run.stdout and "## top 3 by tottime" in run.stdout
 

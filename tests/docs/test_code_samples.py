@@ -16,9 +16,12 @@ Unmarked blocks:
 * ``python``: run, a page's blocks in order in one namespace (as a reader pastes them into one
   session); every ``test_*`` function a block defines is called.
 * ``bash``, ``sh``, ``console``, marked or not: not run (they install, fuzz for minutes, or need
-  your kernel), but every ``lse-fuzz COMMAND`` (or ``python -m fuzz COMMAND``) line must name a command that exists
+  your kernel), but every ``lse-fuzz COMMAND`` line must name a command that exists
   and only options its ``--help`` lists, and a ``pytest`` line only ``--lse-*`` options the plugin
   adds: a renamed option breaks the page, not a reader's first try.
+
+No page points to ``python -m fuzz``: it is internal (it skips the check that ``fuzz``,
+``reference`` and ``mutants`` are lse-fuzz's own); users run ``lse-fuzz``.
 """
 
 from __future__ import annotations
@@ -96,8 +99,8 @@ def option_problems(line: str) -> list[str]:
         words = words[1:]  # VAR=value before the command
     if words[:1] == ["lse-fuzz"] and len(words) > 1 and not words[1].startswith("-"):
         command, options = words[1], words[2:]
-    elif words[:3] == ["python", "-m", "fuzz"] and len(words) > 3:
-        command, options = words[3], words[4:]
+    elif words[:3] == ["python", "-m", "fuzz"]:
+        return [f"{line!r}: `python -m fuzz` is internal (it skips lse-fuzz's package check): write `lse-fuzz ...`"]
     elif "pytest" in words[:3]:
         command, options = "pytest", [w for w in words if w.startswith("--lse-")]
     else:
@@ -117,10 +120,17 @@ def test_every_documented_command_and_option_exists(page):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_no_page_points_to_the_internal_entry_point(page):
+    lines = [f"line {number}: {line.strip()}" for number, line in enumerate(page.read_text().splitlines(), 1)
+             if re.search(r"python -m fuzz\b(?!\.)", line)]
+    assert not lines, "`python -m fuzz` is internal: write `lse-fuzz ...`\n" + "\n".join(lines)
+
+
 @pytest.mark.parametrize("line, expected", [
     ("lse-fuzz check k.py:lse --budjet 5", "`check` has no option --budjet"),
     ("lse-fuzz checks k.py:lse", "there is no command `lse-fuzz checks`"),
-    ("python -m fuzz replay FILE --impl T --isolated", "`replay` has no option --isolated"),
+    ("python -m fuzz replay FILE --impl T", "`python -m fuzz` is internal"),
     ("python -m pytest -n auto --lse-implementation k.py:lse", "`pytest` has no option --lse-implementation"),
     ("lse-fuzz grade d/ --out r", "`grade` has no option --out"),  # a former spelling: the docs use the new one
 ], ids=["option", "command", "python -m fuzz", "pytest plugin", "former spelling"])

@@ -102,13 +102,13 @@ def test_grade_options_name_the_call_only_when_one_is_declared():
 
     plain = GradeOptions().validated()
     assert "ndim" not in plain.public() and plain.worker_target("k.py:lse") == "k.py:lse"
-    declared = GradeOptions(ndim=3, dim=1, call_args="x,dim", result="1").validated(cli=True)
-    assert declared.public()["ndim"] == 3 and declared.result == 1
+    declared = GradeOptions.of(ndim=3, dim=1, call_args="x,dim", result="1").validated(cli=True)
+    assert declared.public()["ndim"] == 3 and declared.convention().result == 1
     assert declared.worker_target("k.py:lse") == "k.py:lse@ndim=3,dim=1,keepdim=0,args=dim,result=1"
     assert declared.worker_target("k.py") == "k.py:lse@ndim=3,dim=1,keepdim=0,args=dim,result=1"
     assert GradeOptions.from_wire(declared.to_wire()) == declared
     with pytest.raises(InvalidArgument, match="pass such a --dim"):
-        GradeOptions(ndim=2, dim=2).validated(cli=True)
+        GradeOptions.of(ndim=2, dim=2, cli=True)
 
 
 def test_a_target_carries_the_call_to_a_worker(tmp_path):

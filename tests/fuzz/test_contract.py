@@ -8,7 +8,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
-import fuzz
+import lse_fuzz
 from fuzz.contract import DTYPES, Contract, Layouts, OutputDtype
 from fuzz.grading import GradeOptions
 from fuzz.layouts import LayoutKind
@@ -55,9 +55,9 @@ def test_the_output_dtype_policy_is_what_output_contract_enforces(tmp_path):
 
     # Rows of at most 65504: torch.logsumexp's float16 sum overflows past them (docs/bugs-found.md).
     options = dict(budget=40, seed=0, reproducer_dir=tmp_path, dtypes="float16", huge_offsets=False, max_n=65504)
-    assert fuzz.check(half_out, output_dtype="either", **options).passed
-    assert fuzz.check(half_out, output_dtype="input", **options).passed
-    result = fuzz.check(half_out, output_dtype="float32", **options)
+    assert lse_fuzz.check(half_out, output_dtype="either", **options).passed
+    assert lse_fuzz.check(half_out, output_dtype="input", **options).passed
+    result = lse_fuzz.check(half_out, output_dtype="float32", **options)
     assert result.check == "output_contract"
     assert "the declared output dtype: float32" in result.failure.message()
     assert load_reproducer(result.reproducer).contract.output_dtype is OutputDtype.FLOAT32
@@ -70,14 +70,14 @@ def test_a_kernel_that_supports_less_passes_when_it_says_so(tmp_path):
         return doubles.lse_float64(x)
 
     options = dict(budget=60, seed=0, reproducer_dir=tmp_path)
-    assert fuzz.check(short_rows_only, **options).status is fuzz.Status.ERROR
-    result = fuzz.check(short_rows_only, max_n=64, **options)
+    assert lse_fuzz.check(short_rows_only, **options).status is lse_fuzz.Status.ERROR
+    result = lse_fuzz.check(short_rows_only, max_n=64, **options)
     assert result.passed, result.summary()
     assert "N <= 64" in result.summary() and result.to_dict()["contract"]["max_n"] == 64
 
 
 def test_every_report_states_the_contract_checked():
-    options = GradeOptions(contract="finite", dtypes=("float32",), layouts="contiguous", max_n=100).validated()
+    options = GradeOptions.of(contract="finite", dtypes=("float32",), layouts="contiguous", max_n=100).validated()
     public = options.public()
     assert public["declared_contract"] == "finite; dtypes float32; contiguous layouts; output float32 or the " \
                                           "input's dtype; N <= 100"

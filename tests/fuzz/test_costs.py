@@ -12,7 +12,7 @@ import doubles
 import pytest
 from doubles import two_pass
 
-import fuzz
+import lse_fuzz
 import reference
 from fuzz.costs import Costs
 from fuzz.target import load_target
@@ -24,7 +24,7 @@ WHOLE_ROW_BUG = Path(__file__).resolve().parents[1] / "docs" / "data" / "mylse.p
 @pytest.fixture
 def run(tmp_path):
     def run(impl, **options):
-        return fuzz.check(impl, device="cpu", reproducer_dir=tmp_path, **options)
+        return lse_fuzz.check(impl, device="cpu", reproducer_dir=tmp_path, **options)
 
     return run
 

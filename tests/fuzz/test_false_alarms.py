@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import fuzz
+import lse_fuzz
 from fuzz.target import load_target
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -35,8 +35,8 @@ def test_the_corpus_has_every_style_the_campaign_promises():
                                   for p in CORPUS], ids=[path.stem for path in CORPUS])
 def test_a_correct_implementation_passes_with_default_options(path, tmp_path):
     impl = load_target(f"{path}:lse")
-    result = fuzz.check(impl, budget=SLICE_BUDGET, seed=0, reproducer_dir=tmp_path, target=f"{path}:lse",
-                        **check_keywords(declared_contract(path)))
+    result = lse_fuzz.check(impl, budget=SLICE_BUDGET, seed=0, reproducer_dir=tmp_path, target=f"{path}:lse",
+                            **check_keywords(declared_contract(path)))
     assert result.passed, result.summary()
 
 

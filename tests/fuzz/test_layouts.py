@@ -116,10 +116,10 @@ def test_bad_layouts_raise_invalid_argument_with_the_value(case):
 _WRAP_SCRIPT = """
 import sys
 sys.path.insert(0, {doubles!r})
-import fuzz
+import lse_fuzz
 from doubles import int32_index
-result = fuzz.check(int32_index.{function}, budget=120, seed=0, huge_offsets={huge}, checks=["agreement"],
-                    reproducer_dir={out!r})
+result = lse_fuzz.check(int32_index.{function}, budget=120, seed=0, huge_offsets={huge}, checks=["agreement"],
+                        reproducer_dir={out!r})
 print(result.status.value, result.check, result.counterexample.layout.kind.value if result.counterexample else "-")
 """
 

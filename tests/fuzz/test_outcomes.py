@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from fuzz.emulation import EmulationUnsupported
+from fuzz.interpreter.emulation import EmulationUnsupported
 from fuzz.failures import CheckFailure, ImplError, Unsupported, exception_chain
 from fuzz.outcomes import (
     CHECK_EXIT_CODES,
@@ -165,7 +165,7 @@ MUTANTS = [
     ("the mutated line never ran", Verdict.NOT_RUN, [], MutantStatus.NO_COVERAGE),
     ("the CPU cannot run a construct it uses", Verdict.UNSUPPORTED, [], MutantStatus.IGNORED),
     ("unsupported, whatever chain came with it", Verdict.UNSUPPORTED,
-     _chain("triton.runtime.errors.InterpreterError", "fuzz.emulation.EmulationUnsupported"), MutantStatus.IGNORED),
+     _chain("triton.runtime.errors.InterpreterError", "fuzz.interpreter.emulation.EmulationUnsupported"), MutantStatus.IGNORED),
     ("crash", Verdict.CRASH, [], MutantStatus.RUNTIME_ERROR),
     ("the harness failed on it", Verdict.INTERNAL_ERROR, [], MutantStatus.RUNTIME_ERROR),
     ("CompilationError (compiled mode)", Verdict.ERROR, _chain("triton.compiler.errors.CompilationError"),

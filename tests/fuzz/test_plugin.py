@@ -91,7 +91,7 @@ def test_the_shipped_suite_fails_a_broken_implementation_item_by_item(tmp_path):
     failed = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("FAILED test_lse_fuzz.py::")}
     assert failed == set(suite_items(["agreement", "bounds", "shift_invariance", "fresh_values"])), failed
     assert "check 'shift_invariance' failed" in done.stdout and "Traceback" not in done.stdout
-    assert f"python -m fuzz replay {tmp_path / 'repro'}" in done.stdout and "--impl broken_lse.py:lse" in done.stdout
+    assert f"lse-fuzz replay {tmp_path / 'repro'}" in done.stdout and "--impl broken_lse.py:lse" in done.stdout
 
 
 def test_a_correct_module_target_passes(tmp_path):
@@ -106,7 +106,7 @@ def test_a_file_target_is_fuzzed_and_its_failure_explained(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "check 'agreement' failed" in done.stdout
     assert "check 'shift_invariance' failed" in done.stdout
-    assert f"python -m fuzz replay {tmp_path / 'repro'}" in done.stdout
+    assert f"lse-fuzz replay {tmp_path / 'repro'}" in done.stdout
     assert f"--impl {tmp_path / 'broken_lse.py'}:lse" in done.stdout
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 from doubles import exp2, lanes, two_pass
 
-import fuzz
+import lse_fuzz
 import reference
 from fuzz.checks import CHECKS, run_checks
 from fuzz.layouts import LayoutKind
@@ -28,7 +28,7 @@ from fuzz.outcomes import HarnessError, Status
 def run(tmp_path):
     def run(impl, **options):
         options.setdefault("reproducer_dir", tmp_path / "reproducers")
-        return fuzz.check(impl, **options)
+        return lse_fuzz.check(impl, **options)
 
     return run
 
@@ -76,7 +76,7 @@ def test_each_check_alone_finds_its_double(run, check, impl):
     assert result.status is Status.FAILED, result.summary()
     assert result.check == check
     assert result.reproducer is not None and result.reproducer.is_file()
-    assert f"python -m fuzz replay {result.reproducer} --impl doubles:{impl.__name__}" in result.summary()
+    assert f"lse-fuzz replay {result.reproducer} --impl doubles:{impl.__name__}" in result.summary()
 
 
 # Doubles with one defect that only one check sees: a run of all checks names that check.
@@ -178,13 +178,13 @@ def test_a_failure_that_does_not_reproduce_is_reported_not_lost(run):
 def test_replay_runs_the_saved_example_again(run):
     result = run(doubles.batch_max_shift, checks=["row_independence"], seed=4)
     assert result.check == "row_independence"
-    replayed = fuzz.replay(result.reproducer, doubles.batch_max_shift)
+    replayed = lse_fuzz.replay(result.reproducer, doubles.batch_max_shift)
     assert replayed.check == "row_independence" and replayed.examples == 1
     assert replayed.failure.row == result.failure.row
     assert replayed.counterexample.x.stride() == result.counterexample.x.stride()
     assert torch.equal(replayed.counterexample.values.view(torch.uint8), result.counterexample.values.view(torch.uint8))
-    assert f"python -m fuzz replay {result.reproducer} --impl doubles:batch_max_shift" in replayed.failure.message()
-    assert fuzz.replay(result.reproducer, doubles.lse_float64).passed
+    assert f"lse-fuzz replay {result.reproducer} --impl doubles:batch_max_shift" in replayed.failure.message()
+    assert lse_fuzz.replay(result.reproducer, doubles.lse_float64).passed
 
 
 def test_the_reproducer_is_plain_data(run):
@@ -233,19 +233,19 @@ BAD_OPTIONS = {
 @pytest.mark.parametrize("case", BAD_OPTIONS)
 def test_bad_options_raise_invalid_argument_naming_the_value(case):
     options, text = BAD_OPTIONS[case]
-    with pytest.raises(fuzz.InvalidArgument) as info:
-        fuzz.check(doubles.lse_float64, **options)
+    with pytest.raises(lse_fuzz.InvalidArgument) as info:
+        lse_fuzz.check(doubles.lse_float64, **options)
     assert text in str(info.value)
 
 
 def test_a_non_callable_impl_is_refused():
-    with pytest.raises(fuzz.InvalidArgument, match="impl=3 is not callable"):
-        fuzz.check(3)
+    with pytest.raises(lse_fuzz.InvalidArgument, match="impl=3 is not callable"):
+        lse_fuzz.check(3)
 
 
 def test_replay_of_a_missing_file_is_refused(tmp_path):
-    with pytest.raises(fuzz.InvalidArgument, match="no such reproducer file"):
-        fuzz.replay(tmp_path / "missing.pt", doubles.lse_float64)
+    with pytest.raises(lse_fuzz.InvalidArgument, match="no such reproducer file"):
+        lse_fuzz.replay(tmp_path / "missing.pt", doubles.lse_float64)
 
 
 @pytest.mark.slow
@@ -265,10 +265,10 @@ def test_huge_offsets_with_the_reference_kernel(run):
 
 CRASHING_RUN = """
 import sys
-import fuzz
+import lse_fuzz
 from doubles import int32_index
-result = fuzz.check(int32_index.lse, huge_offsets=True, budget=100, seed=1, max_elements=4096,
-                    checks=["agreement"], reproducer_dir=sys.argv[1])
+result = lse_fuzz.check(int32_index.lse, huge_offsets=True, budget=100, seed=1, max_elements=4096,
+                        checks=["agreement"], reproducer_dir=sys.argv[1])
 print(result.status.value, result.check)
 """
 
@@ -318,7 +318,7 @@ INLINE_ASM = f"{HERE / 'candidates' / 'inline_asm.py'}:lse"
 
 
 def test_a_kernel_the_cpu_cannot_run_is_unsupported_naming_the_construct(run, tmp_path):
-    result = run(fuzz.load_target(INLINE_ASM), budget=20, target=INLINE_ASM)
+    result = run(lse_fuzz.load_target(INLINE_ASM), budget=20, target=INLINE_ASM)
     assert result.status is Status.UNSUPPORTED and not result.passed and result.check is None
     assert result.examples == 1  # the first example that used it ends the run
     summary = result.summary()
@@ -327,17 +327,17 @@ def test_a_kernel_the_cpu_cannot_run_is_unsupported_naming_the_construct(run, tm
             "cannot run as a GPU does (inline GPU assembly has no CPU meaning); run with --device cuda for a verdict"
             ) in summary
     # The example is kept, to replay where it can run: on a GPU.
-    assert result.failure.replay == f"python -m fuzz replay {result.reproducer} --impl {INLINE_ASM} --device cuda"
+    assert result.failure.replay == f"lse-fuzz replay {result.reproducer} --impl {INLINE_ASM} --device cuda"
     report = result.to_dict()
     assert report["status"] == "unsupported" and report["error"] is None
     assert report["failure"]["construct"] == "tl.inline_asm_elementwise"
-    again = fuzz.replay(result.reproducer, fuzz.load_target(INLINE_ASM), target=INLINE_ASM)
+    again = lse_fuzz.replay(result.reproducer, lse_fuzz.load_target(INLINE_ASM), target=INLINE_ASM)
     assert again.status is Status.UNSUPPORTED and again.failure.replay.endswith("--device cuda")
 
 
 def test_a_candidate_that_raises_the_refusal_itself_is_an_error(run):
     target = f"{HERE / 'hostile' / 'claims_unsupported.py'}:lse"
-    result = run(fuzz.load_target(target), budget=5, target=target)
+    result = run(lse_fuzz.load_target(target), budget=5, target=target)
     assert result.status is Status.ERROR, result.summary()
     assert "EmulationUnsupported raised by the implementation" in result.summary()
 
@@ -352,7 +352,7 @@ def test_a_failure_found_first_wins_over_a_construct_met_while_shrinking(tmp_pat
     from fuzz.run import Run, Tuning, _Refused
     from fuzz.strategies import Contract, overflow_example
 
-    impl = fuzz.load_target(INLINE_ASM)
+    impl = lse_fuzz.load_target(INLINE_ASM)
     example = overflow_example(Contract.STRICT, torch.device("cpu"))
     fuzz_run = Run(impl, tuple(CHECKS), Contract.STRICT, INLINE_ASM, tmp_path, None, Tuning(), None, None)
     with pytest.raises(_Refused) as refused:
@@ -371,7 +371,7 @@ def _inputs_seen(**options) -> list[tuple]:
         seen.append((tuple(x.shape), str(x.dtype), x.stride(), hash(x.contiguous().view(-1).tolist().__repr__())))
         return torch.logsumexp(x.double(), dim=1).to(x.dtype) if x.dtype != torch.float64 else torch.logsumexp(x, 1)
 
-    result = fuzz.check(recording, budget=40, seed=3, device="cpu", huge_offsets=False, **options)
+    result = lse_fuzz.check(recording, budget=40, seed=3, device="cpu", huge_offsets=False, **options)
     assert result.status is Status.PASSED, result.report()
     return seen
 
@@ -395,4 +395,4 @@ def test_the_shares_of_a_run_run_its_examples_exactly_once():
 @pytest.mark.parametrize("share", [(3, 3), (-1, 2), (0, 0)])
 def test_a_share_outside_its_run_is_refused(share):
     with pytest.raises(reference.InvalidArgument, match=r"share\["):
-        fuzz.check(torch.logsumexp, share=share, device="cpu")
+        lse_fuzz.check(torch.logsumexp, share=share, device="cpu")

@@ -11,6 +11,7 @@ from hypothesis.database import InMemoryExampleDatabase
 
 import fuzz
 import fuzz.run
+import lse_fuzz
 from fuzz.grading.parts import PartSignal
 from fuzz.layouts import Layout, LayoutKind
 from fuzz.recipes import RowSpec
@@ -23,7 +24,7 @@ def run(tmp_path):
     def run(impl, **options):
         options.setdefault("reproducer_dir", tmp_path / "reproducers")
         options.setdefault("device", "cpu")
-        return fuzz.check(impl, **options)
+        return lse_fuzz.check(impl, **options)
 
     return run
 
@@ -86,7 +87,7 @@ def test_a_slow_shrink_stops_near_its_budget(run):
 
 
 def test_a_bad_shrink_budget_is_refused_naming_it(run):
-    with pytest.raises(fuzz.InvalidArgument, match=r"shrink_seconds=-1; expected a number of seconds >= 0"):
+    with pytest.raises(lse_fuzz.InvalidArgument, match=r"shrink_seconds=-1; expected a number of seconds >= 0"):
         run(doubles.off_by_max, shrink_seconds=-1)
 
 

@@ -12,8 +12,8 @@ import torch
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from fuzz import check
 from fuzz.layouts import COLUMN_STEP_STORAGE, HUGE_MAX_ROWS, Layout, LayoutKind
+from fuzz.runner import check
 from fuzz.strategies import (
     DTYPES,
     RECIPES,

@@ -94,7 +94,7 @@ def test_a_module_of_suites_passes_the_good_ones_and_reports_the_broken_one(tmp_
     assert f"3 failed, {2 * (len(CHECKS) + 1) - 3} passed" in done.stdout
     # The report, the run's knobs from the command line (seed 7), the replay command; no traceback.
     assert "check 'agreement' failed: row 0 differs from the float64 reference" in done.stdout
-    assert "; seed 7" in done.stdout and f"replay:   python -m fuzz replay {tmp_path / 'repro'}" in done.stdout
+    assert "; seed 7" in done.stdout and f"replay:   lse-fuzz replay {tmp_path / 'repro'}" in done.stdout
     assert "Traceback" not in done.stdout and "def test_lse" not in done.stdout
 
 

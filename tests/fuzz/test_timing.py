@@ -8,7 +8,7 @@ from pathlib import Path
 import doubles
 import pytest
 
-import fuzz
+import lse_fuzz
 import fuzz.checks.context as context
 from fuzz.isolation import IsolatedImpl
 from fuzz.outcomes import ImplLost, Outcome
@@ -25,7 +25,7 @@ def sleepy(x):
 def test_a_slow_correct_call_is_a_finding_not_a_failure(monkeypatch, tmp_path):
     monkeypatch.setattr(context, "SLOW_FLOOR", 0.1)
     monkeypatch.setattr(context, "SLOW_FACTOR", 1.0)  # in the interpreter the reference itself takes ~0.05 s
-    result = fuzz.check(sleepy, budget=2, seed=0, reproducer_dir=tmp_path)
+    result = lse_fuzz.check(sleepy, budget=2, seed=0, reproducer_dir=tmp_path)
     assert result.passed
     assert result.slow and all(isinstance(call, SlowCall) and call.seconds >= 0.3 for call in result.slow)
     assert "slow (a finding, not a failure)" in result.summary() and "x reference.lse's" in result.summary()
@@ -33,7 +33,7 @@ def test_a_slow_correct_call_is_a_finding_not_a_failure(monkeypatch, tmp_path):
 
 
 def test_a_time_limit_turns_a_slow_call_into_a_failure(tmp_path):
-    result = fuzz.check(sleepy, budget=5, seed=0, reproducer_dir=tmp_path, time_limit=0.1)
+    result = lse_fuzz.check(sleepy, budget=5, seed=0, reproducer_dir=tmp_path, time_limit=0.1)
     assert result.check == "time_limit"
     assert "over the time limit of 0.1 s" in result.failure.message()
 
@@ -46,7 +46,7 @@ def test_the_second_deadline_is_generous_and_calibrated():
 
 def test_an_isolated_call_past_its_first_deadline_is_slow_not_a_hang(tmp_path):
     with IsolatedImpl(f"{CANDIDATES / 'slow_but_correct.py'}:lse", call_timeout=1.0) as impl:
-        result = fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
+        result = lse_fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
         assert result.passed, result.summary()
         second, reference = impl.second_deadline
         assert second >= 2.0 and reference > 0
@@ -55,7 +55,7 @@ def test_an_isolated_call_past_its_first_deadline_is_slow_not_a_hang(tmp_path):
 def test_an_isolated_call_past_both_deadlines_is_a_hang(tmp_path):
     with IsolatedImpl(f"{CANDIDATES / 'hang.py'}:lse", call_timeout=0.5) as impl:
         with pytest.raises(ImplLost) as lost:
-            fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
+            lse_fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
     assert lost.value.outcome is Outcome.TIMEOUT
     assert "past the first deadline of 0.5 s and the second" in lost.value.detail
     assert lost.value.reproducer is not None and lost.value.replay.endswith("--isolate")

@@ -118,7 +118,7 @@ def test_pytest_n_2_fails_a_buggy_kernel_with_its_counterexamples_and_replay_com
     assert done.returncode == 1, done.stdout
     assert "test_lse_fuzz.py::test_lse_suite[agreement]" in done.stdout
     assert "check 'agreement' failed" in done.stdout and "expected:" in done.stdout and "got:" in done.stdout
-    assert "replay:   python -m fuzz replay .lse-fuzz/" in done.stdout and "--impl mylse.py:lse" in done.stdout
+    assert "replay:   lse-fuzz replay .lse-fuzz/" in done.stdout and "--impl mylse.py:lse" in done.stdout
     assert "Traceback" not in done.stdout
     failures = [case.find("failure") for case in ElementTree.parse(project / "lse-fuzz.xml").getroot().iter("testcase")]
     messages = [failure.get("message", "") + (failure.text or "") for failure in failures if failure is not None]

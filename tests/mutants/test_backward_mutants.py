@@ -9,6 +9,7 @@ import importlib
 import pytest
 
 import fuzz
+import lse_fuzz
 import mutants
 import mutants.patched
 from fuzz.checks import CheckFailure, Plan, run_checks
@@ -58,13 +59,13 @@ def test_the_minimal_input_fails_the_expected_check_and_passes_without_the_bug(n
 @pytest.mark.parametrize("name", mutants.BACKWARD_NAMES)
 def test_fuzzing_with_backward_kills_it(name, tmp_path):
     data = _data(name)
-    result = fuzz.check(getattr(mutants.patched, name), budget=BUDGET, seed=0, device=kernel_device(),
-                        reproducer_dir=tmp_path, target=f"mutants.patched:{name}", backward=True)
-    assert result.status is fuzz.Status.FAILED and result.check == data.EXPECTED_CHECK, result.summary()
+    result = lse_fuzz.check(getattr(mutants.patched, name), budget=BUDGET, seed=0, device=kernel_device(),
+                            reproducer_dir=tmp_path, target=f"mutants.patched:{name}", backward=True)
+    assert result.status is lse_fuzz.Status.FAILED and result.check == data.EXPECTED_CHECK, result.summary()
 
 
 @pytest.mark.slow
 def test_the_unmutated_backward_passes_the_same_fuzzing(tmp_path):
-    result = fuzz.check(load(None).lse_autograd, budget=BUDGET, seed=0, device=kernel_device(),
-                        reproducer_dir=tmp_path, backward=True)
+    result = lse_fuzz.check(load(None).lse_autograd, budget=BUDGET, seed=0, device=kernel_device(),
+                            reproducer_dir=tmp_path, backward=True)
     assert result.passed, result.summary()

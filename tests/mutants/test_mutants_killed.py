@@ -14,7 +14,7 @@ import importlib
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 import reference
 from fuzz.checks import CheckFailure, run_checks
 from fuzz.layouts import Layout
@@ -63,9 +63,9 @@ def test_the_minimal_input_passes_the_expected_check_without_the_bug(name):
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_fuzzing_kills_the_mutant(name, tmp_path):
     mutant = MUTANTS[name]
-    result = fuzz.check(mutant.load(), budget=BUDGET, seed=0, device=kernel_device(), reproducer_dir=tmp_path,
-                        target=mutant.target)  # default options: huge offsets included
-    assert result.status is fuzz.Status.FAILED, result.summary()
+    result = lse_fuzz.check(mutant.load(), budget=BUDGET, seed=0, device=kernel_device(), reproducer_dir=tmp_path,
+                            target=mutant.target)  # default options: huge offsets included
+    assert result.status is lse_fuzz.Status.FAILED, result.summary()
     assert result.check == mutant.expected_check, result.summary()
     assert f"--impl {mutant.target}" in result.summary() and result.reproducer.exists()
     # The shrunk counterexample, with the same plan, passes every check on the unmutated kernel.
@@ -77,5 +77,5 @@ def test_fuzzing_kills_the_mutant(name, tmp_path):
 @pytest.mark.parametrize("impl", [reference.lse, UNMUTATED_TARGET], ids=["reference.lse", "unmutated"])
 def test_the_correct_kernel_passes_the_fuzzer_with_huge_offsets(impl, tmp_path):
     impl = _resolve(impl) if isinstance(impl, str) else impl
-    result = fuzz.check(impl, budget=60, seed=0, device=kernel_device(), reproducer_dir=tmp_path, huge_offsets=True)
+    result = lse_fuzz.check(impl, budget=60, seed=0, device=kernel_device(), reproducer_dir=tmp_path, huge_offsets=True)
     assert result.passed, result.summary()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import mutants
-from fuzz import CHECKS
+from fuzz.checks import CHECKS
 from fuzz.mutation import Mutant, catalog
 from fuzz.mutation.bundled import kernel_device, minimal_input
 from mutants import NAMES, UNMUTATED_TARGET

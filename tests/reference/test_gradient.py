@@ -12,7 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz import bfloat16_interpreter
+from fuzz.interpreter import bfloat16
 from reference import (
     InvalidArgument,
     compare_gradient,
@@ -26,7 +26,7 @@ INF, NAN = math.inf, math.nan
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 EDGE_ROWS = [[-INF, -INF], [INF, 1.0], [INF, INF], [NAN, 1.0], [-INF, 1.0], [INF, -INF], [1.0, 2.0]]
 
-bfloat16_interpreter.install()  # conversions rounded as on a GPU, as the fuzzer runs kernels
+bfloat16.install()  # conversions rounded as on a GPU, as the fuzzer runs kernels
 
 
 def _torch_lse(x: torch.Tensor) -> torch.Tensor:

@@ -335,7 +335,7 @@ def test_triton_imported_before_the_interpreter_gets_a_message_with_the_fix():
 VARIANTS_SCRIPT = textwrap.dedent("""
     import sys
     import torch
-    from fuzz import specialization
+    from fuzz.interpreter import specialization
     specialization.install(sys.argv[1])
     from reference import lse
     # The same tiles, warps and split on every launch (13 and 16 rows take one 16-row block, 1004
@@ -353,8 +353,8 @@ def test_only_the_column_stride_of_the_integer_arguments_makes_another_compiled_
     # second on a GPU. M, N, the row stride and the split count carry nothing the loads need (the
     # alignment comes in ROW_ALIGN and COL_ALIGN), so they are left unspecialized; the column
     # stride is specialized (== 1 is a contiguous row). Counted with the launches' keys, which
-    # are the same in Triton's interpreter (fuzz.specialization).
-    from fuzz.specialization import read_records, summarize
+    # are the same in Triton's interpreter (fuzz.interpreter.specialization).
+    from fuzz.interpreter.specialization import read_records, summarize
 
     path = tmp_path / "variants.jsonl"
     done = subprocess.run([sys.executable, "-c", VARIANTS_SCRIPT, str(path)], capture_output=True, text=True,

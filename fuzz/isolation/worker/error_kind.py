@@ -11,14 +11,14 @@ import os
 
 import torch
 
-from ...emulation import raised_by_emulator
+from ...interpreter.emulation import raised_by_emulator
 
 __all__ = ["emulator_refusal", "error_kind"]
 
 
 def emulator_refusal(exc: BaseException) -> dict | None:
     """``{"construct", "reason"}`` when the CPU emulator raised ``exc`` (or its cause) refusing a
-    construct (:func:`fuzz.emulation.raised_by_emulator`) and this worker runs Triton's interpreter;
+    construct (:func:`fuzz.interpreter.emulation.raised_by_emulator`) and this worker runs Triton's interpreter;
     decided here, where the traceback is. None otherwise: the candidate's own exception."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         return None

@@ -1,6 +1,6 @@
 """What ran on the host during a candidate's calls: the PyTorch operators, seen at run time.
 
-The static scan (:mod:`fuzz.static_scan`) reads source, and source can hide what it calls
+The static scan (:mod:`fuzz.grading.static_scan`) reads source, and source can hide what it calls
 (``getattr`` with a built name, a library that calls ``logsumexp`` for it). Every PyTorch operator
 on tensors passes the dispatcher, so a ``TorchDispatchMode`` active around each call sees which
 aten operators ran, whatever Python reached them. Triton launches do not pass the dispatcher (a

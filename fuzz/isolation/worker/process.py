@@ -19,7 +19,7 @@ Replies (worker -> parent):
                                       + output frame, + each held output's bytes now, + input frame if changed
   {"op": "raised", "kind": "exception" | "out_of_memory" | "file_size_limit" | "cuda_error" | "harness", "type",
    "message", "traceback", "chain", "emulation": {"construct", "reason"} | null}   emulation: on the CPU, the
-                                      emulator refused a construct (fuzz.emulation.raised_by_emulator)
+                                      emulator refused a construct (fuzz.interpreter.emulation.raised_by_emulator)
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
   {"op": "compiling", ...} / {"op": "compiled", ...}   before a reply: a compiler ran (compile_watch)
 """
@@ -40,7 +40,7 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from ... import autotune, specialization
+from ...interpreter import autotune, specialization
 from ...failures import exception_chain
 from ...gpu_memory import MEMORY_WAIT, huge_storage, sparse_huge_inputs, with_memory_retry
 from ..wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes

@@ -1,7 +1,7 @@
 """Run the implementation under test in a worker process, so its failures stay there.
 
     with IsolatedImpl("path/to/kernel.py:lse", device="cpu", call_timeout=60) as impl:
-        result = fuzz.check(impl, budget=200)   # the runner stays here
+        result = lse_fuzz.check(impl, budget=200)   # the runner stays here
 
 The fuzz runner (Hypothesis, the float64 oracle, every check) runs in this process; only the
 candidate runs in the worker (:mod:`fuzz.isolation.worker.process`). ``IsolatedImpl`` is a callable proxy:
@@ -126,7 +126,7 @@ class IsolatedImpl(BenchRequests):
 
     relays_refusals = True
     """What it raises carries the worker's word that the CPU emulator refused a construct
-    (``emulation``, see :mod:`fuzz.emulation`): the checks make it an ``unsupported`` run."""
+    (``emulation``, see :mod:`fuzz.interpreter.emulation`): the checks make it an ``unsupported`` run."""
 
     def __init__(self, target: str, *, device: str | torch.device = "cpu", call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  load_timeout: float | None = None, timeout: float | None = None,
@@ -159,7 +159,7 @@ class IsolatedImpl(BenchRequests):
         self.input_changes = 0  # calls after which the input's bytes differed from what was sent
         self.candidate_seconds = 0.0
         self.load_seconds = 0.0
-        self.variants = 0  # specializations the worker launched (fuzz.specialization.launched): its compiles on a GPU
+        self.variants = 0  # specializations the worker launched (fuzz.interpreter.specialization.launched): its compiles on a GPU
         self.lost: ImplLost | None = None
         self.pid: int | None = None
         self._conn: Connection | None = None
@@ -475,7 +475,7 @@ class IsolatedImpl(BenchRequests):
         if header.get("op") != "released":
             raise self._lose(Outcome.CRASHED, f"the worker sent {header.get('op')!r} instead of releasing its input")
 
-    # -- autotuned kernels (see fuzz.autotune) -------------------------------------------------
+    # -- autotuned kernels (see fuzz.interpreter.autotune) -------------------------------------------------
 
     def tuning(self) -> tuple[int, list[str]]:
         """(how many configuration combinations the worker's autotuned kernels have, their

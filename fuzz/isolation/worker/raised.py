@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from reference.errors import InvalidArgument
 
-from ...emulation import EmulationUnsupported
+from ...interpreter.emulation import EmulationUnsupported
 
 __all__ = ["CandidateRaised", "LoadFailed", "raised_from"]
 
@@ -25,7 +25,7 @@ class CandidateRaised(Exception):
     reports say ``ZeroDivisionError``; the worker's traceback is attached as a note."""
 
     remote_type = "Exception"
-    emulation: EmulationUnsupported | None = None  # the worker found it the CPU emulator's refusal (fuzz.emulation)
+    emulation: EmulationUnsupported | None = None  # the worker found it the CPU emulator's refusal (fuzz.interpreter.emulation)
 
     def __init__(self, message: str, traceback_text: str = "", chain: list[dict] | None = None) -> None:
         super().__init__(message)
@@ -49,7 +49,7 @@ def _raised_class(name: str) -> type[CandidateRaised]:
 def raised_from(header: dict, *, emulated: bool = False) -> CandidateRaised:
     """The worker's "raised" reply as an exception of the same type name. ``emulated``: the worker
     runs Triton's interpreter (the CPU), so what it says the emulator refused (its ``emulation``:
-    construct and reason, see :mod:`fuzz.emulation`) is kept as the exception's ``emulation``."""
+    construct and reason, see :mod:`fuzz.interpreter.emulation`) is kept as the exception's ``emulation``."""
     raised = _raised_class(header.get("type", "Exception"))(header.get("message", ""), header.get("traceback", ""),
                                                             header.get("chain"))
     said = header.get("emulation")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 
 fused_cross_entropy = pytest.importorskip("fla.modules.fused_cross_entropy",
                                           reason="flash-linear-attention is not installed: pip install -e '.[real-world]'")
@@ -20,7 +20,7 @@ CONTRACT = {"contract": "finite", "dtypes": ("float32", "float16", "bfloat16"), 
 
 def test_the_adapter_passes_a_small_check(adapter, tmp_path):
     lse, target = adapter("fla_cross_entropy")
-    result = fuzz.check(lse, budget=20, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, **CONTRACT)
+    result = lse_fuzz.check(lse, budget=20, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, **CONTRACT)
     assert result.passed, result.summary()
 
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import fuzz
-import fuzz.autotune
+import fuzz.interpreter.autotune
+import lse_fuzz
 
 fla_utils = pytest.importorskip("fla.ops.utils", reason="flash-linear-attention is not installed: "
                                 "pip install -e '.[real-world]'")
@@ -20,7 +21,7 @@ fla_utils = pytest.importorskip("fla.ops.utils", reason="flash-linear-attention 
 def _interpreter_autotune():
     # logsumexp_fwd_kernel is autotuned; Triton's interpreter has no timer to tune with, so outside
     # the fuzzer (which pins configs itself) the first config runs.
-    fuzz.autotune.install()
+    fuzz.interpreter.autotune.install()
 
 
 def _float64_lse(x: torch.Tensor) -> np.ndarray:
@@ -42,8 +43,8 @@ def test_the_fuzzer_finds_the_ignored_row_stride(adapter, tmp_path):
         out = lse(x)
         return torch.where(torch.isneginf(x).all(dim=-1), -math.inf, out)
 
-    result = fuzz.check(lse_with_empty_rows_answered, budget=120, seed=0, device="cpu", contract="finite",
-                        output_dtype="float32", reproducer_dir=tmp_path)
+    result = lse_fuzz.check(lse_with_empty_rows_answered, budget=120, seed=0, device="cpu", contract="finite",
+                            output_dtype="float32", reproducer_dir=tmp_path)
     assert result.check == "agreement", result.summary()
     assert not result.counterexample.x.is_contiguous()
     assert not torch.isneginf(result.counterexample.x).all(dim=1).any()
@@ -51,8 +52,8 @@ def test_the_fuzzer_finds_the_ignored_row_stride(adapter, tmp_path):
 
 def test_the_fuzzer_finds_nan_for_an_all_neg_inf_row_in_contiguous_input(adapter, tmp_path):
     lse, target = adapter("fla_logsumexp")
-    result = fuzz.check(lse, budget=120, seed=0, device="cpu", contract="finite", layouts="contiguous",
-                        output_dtype="float32", reproducer_dir=tmp_path, target=target)
+    result = lse_fuzz.check(lse, budget=120, seed=0, device="cpu", contract="finite", layouts="contiguous",
+                            output_dtype="float32", reproducer_dir=tmp_path, target=target)
     assert result.check == "agreement", result.summary()
     assert torch.isneginf(result.counterexample.x).all(dim=1).any()
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="FlagGems needs a GPU at import")]
@@ -17,12 +17,12 @@ pytestmark = [pytest.mark.gpu,
 def test_the_adapter_runs_a_small_check(adapter, tmp_path):
     pytest.importorskip("flag_gems", reason="flag-gems is not installed: pip install -e '.[real-world]'")
     lse, target = adapter("flag_gems_logsumexp")
-    result = fuzz.check(lse, budget=50, seed=0, device="cuda", dtypes=("float32", "float16", "bfloat16"),
-                        reproducer_dir=tmp_path, target=target)
+    result = lse_fuzz.check(lse, budget=50, seed=0, device="cuda", dtypes=("float32", "float16", "bfloat16"),
+                            reproducer_dir=tmp_path, target=target)
     # Verdicts on the H200 are recorded in docs/bugs-found.md; a pass, a check's failure or the
     # library's own exception (bug 8, on an empty row) is a verdict, an internal error of the harness
     # is not.
-    library_raised = result.status is fuzz.Status.ERROR and "ZeroDivisionError" in result.summary()
+    library_raised = result.status is lse_fuzz.Status.ERROR and "ZeroDivisionError" in result.summary()
     assert result.passed or result.check is not None or library_raised, result.summary()
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("flash_attn") is None,
                                 reason="flash-attn is not installed: FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE "
@@ -34,7 +34,7 @@ def flash_attn_cross_entropy(adapter):
 
 def test_the_adapter_passes_a_small_check(adapter, tmp_path):
     lse, target = adapter("flash_attn_cross_entropy")
-    result = fuzz.check(lse, budget=25, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, **CONTRACT)
+    result = lse_fuzz.check(lse, budget=25, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, **CONTRACT)
     assert result.passed, result.summary()
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 
 liger_functional = pytest.importorskip("liger_kernel.transformers.functional",
                                        reason="liger-kernel is not installed: pip install -e '.[real-world]'")
@@ -19,7 +19,7 @@ CONTRACT = {"contract": "finite", "dtypes": ("float32", "float16", "bfloat16"), 
 
 def test_the_adapter_passes_a_small_check(adapter, tmp_path):
     lse, target = adapter("liger_cross_entropy")
-    result = fuzz.check(lse, budget=25, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, **CONTRACT)
+    result = lse_fuzz.check(lse, budget=25, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, **CONTRACT)
     assert result.passed, result.summary()
 
 

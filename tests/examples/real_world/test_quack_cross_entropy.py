@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="quack's kernels need an NVIDIA GPU")]
@@ -15,6 +15,6 @@ pytestmark = [pytest.mark.gpu,
 def test_the_adapter_runs_a_small_check(adapter, tmp_path):
     pytest.importorskip("quack.cross_entropy", reason="quack-kernels is not installed: pip install -e '.[real-world]'")
     lse, target = adapter("quack_cross_entropy")
-    result = fuzz.check(lse, budget=50, seed=0, device="cuda", dtypes=("float32", "float16", "bfloat16"),
-                        output_dtype="float32", reproducer_dir=tmp_path, target=target)
+    result = lse_fuzz.check(lse, budget=50, seed=0, device="cuda", dtypes=("float32", "float16", "bfloat16"),
+                            output_dtype="float32", reproducer_dir=tmp_path, target=target)
     assert result.passed or result.check is not None, result.summary()

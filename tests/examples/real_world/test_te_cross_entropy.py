@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformer_engine") is None,
                                 reason="transformer-engine is not installed: pip install --no-deps --target DIR "
@@ -42,7 +42,7 @@ def _loss(te_cross_entropy, x: torch.Tensor, target: torch.Tensor) -> torch.Tens
 
 def test_the_fuzzer_finds_the_int32_overflow_of_column_offsets(adapter, tmp_path):
     lse, target = adapter("te_cross_entropy")
-    result = fuzz.check(lse, budget=100, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, **CONTRACT)
+    result = lse_fuzz.check(lse, budget=100, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, **CONTRACT)
     assert not result.passed, result.summary()
     x = result.counterexample.x
     assert x.stride(1) * (x.shape[1] - 1) >= 2**31   # a column offset past int32
@@ -50,8 +50,8 @@ def test_the_fuzzer_finds_the_int32_overflow_of_column_offsets(adapter, tmp_path
 
 def test_the_adapter_passes_a_small_check_without_huge_offsets(adapter, tmp_path):
     lse, target = adapter("te_cross_entropy")
-    result = fuzz.check(lse, budget=25, seed=0, device="cpu", huge_offsets=False, reproducer_dir=tmp_path,
-                        target=target, **CONTRACT)
+    result = lse_fuzz.check(lse, budget=25, seed=0, device="cpu", huge_offsets=False, reproducer_dir=tmp_path,
+                            target=target, **CONTRACT)
     assert result.passed, result.summary()
 
 

@@ -8,13 +8,13 @@ import math
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 
 
 @pytest.mark.slow
 def test_the_adapter_passes_a_small_check(adapter, tmp_path):
     lse, target = adapter("torch_compile_logsumexp")
-    result = fuzz.check(lse, budget=20, seed=0, device="cpu", reproducer_dir=tmp_path, target=target)
+    result = lse_fuzz.check(lse, budget=20, seed=0, device="cpu", reproducer_dir=tmp_path, target=target)
     assert result.passed, result.summary()
 
 

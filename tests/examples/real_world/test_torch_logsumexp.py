@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 
 
 def test_the_adapter_passes_a_small_check(adapter, tmp_path):
     lse, target = adapter("torch_logsumexp")
-    result = fuzz.check(lse, budget=30, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, max_n=65504)
+    result = lse_fuzz.check(lse, budget=30, seed=0, device="cpu", reproducer_dir=tmp_path, target=target, max_n=65504)
     assert result.passed, result.summary()
 
 
@@ -22,8 +22,8 @@ def test_the_fuzzer_finds_the_float16_overflow_in_wide_rows(adapter, tmp_path):
     # One wide constant float16 row is enough; the default CPU element cap (65536) keeps such rows
     # out of a default run on a CPU, so the cap is raised as the docs say.
     lse, target = adapter("torch_logsumexp")
-    result = fuzz.check(lse, budget=120, seed=0, device="cpu", dtypes="float16", max_elements=300_000,
-                        reproducer_dir=tmp_path, target=target)
+    result = lse_fuzz.check(lse, budget=120, seed=0, device="cpu", dtypes="float16", max_elements=300_000,
+                            reproducer_dir=tmp_path, target=target)
     assert result.check == "agreement", result.summary()
     assert result.counterexample.x.shape[1] >= 65520
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -42,8 +43,10 @@ def test_check_replays_a_gradient_failure_and_refuses_what_it_cannot_differentia
                    "--backward", "--reproducers", str(tmp_path / "repro"), cwd=tmp_path)
     assert run.returncode == 1 and "check 'grad_agreement' failed: dx[0, 0] differs" in run.stdout, run.stderr
     replay = next(line.split("replay:", 1)[1].strip() for line in run.stdout.splitlines() if "replay:" in line)
-    again = subprocess.run(replay, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    command, *argv = shlex.split(replay)
+    assert command == "lse-fuzz"  # the console script; `python -m lse_fuzz` is the same entry point, PATH aside
+    again = subprocess.run([sys.executable, "-m", "lse_fuzz", *argv], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert "check 'grad_agreement' failed" in again.stdout, again.stdout + again.stderr
     run = lse_fuzz("check", str(BACKWARD / "no_autograd.py"), "--device", "cpu", "--budget", "5", "--backward",
                    cwd=tmp_path)

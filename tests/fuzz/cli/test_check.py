@@ -58,8 +58,8 @@ def test_a_failing_check_prints_the_counterexample_and_a_replay_command_with_exi
     assert "input:    float32 (1, 1) contiguous on cpu" in out  # shrunk to the smallest input
     assert "before:   0x00000000 (0.0)" in out and "after:    0x80000000 (-0.0)" in out
     replay = next(line for line in out.splitlines() if "replay:" in line).split("replay:", 1)[1].strip()
-    assert replay.startswith("python -m fuzz replay ") and replay.endswith(f"--impl {candidate('mutates_input')}:lse")
-    reproducer = replay.split()[4]
+    assert replay.startswith("lse-fuzz replay ") and replay.endswith(f"--impl {candidate('mutates_input')}:lse")
+    reproducer = replay.split()[2]
     assert Path(reproducer).is_file()
     assert main(["replay", reproducer, "--impl", candidate("mutates_input"), "--isolate"]) == 1  # isolated replay
     assert "check 'input_unchanged'" in capsys.readouterr().out
@@ -78,10 +78,10 @@ def test_a_lost_worker_ends_the_run_with_exit_1_and_a_replayable_input(check, tm
     assert out.startswith(f"{verdict} {candidate(name)}:lse") and text in out
     assert "input:    float32 (1, 1) contiguous on cpu; rows: 1 x zeros" in out  # the first example
     replay = next(line for line in out.splitlines() if "replay:" in line).split("replay:", 1)[1].strip()
-    assert replay.startswith("python -m fuzz replay ") and replay.endswith(f"--impl {candidate(name)}:lse --isolate")
+    assert replay.startswith("lse-fuzz replay ") and replay.endswith(f"--impl {candidate(name)}:lse --isolate")
     if name == "segfault":
         assert "segfault.py\", line 7 in lse" in out  # the worker's fault report
-        assert main(replay.split()[3:]) == 1  # the printed command, run
+        assert main(replay.split()[1:]) == 1  # the printed command, run
         out = capsys.readouterr().out
         assert out.startswith("CRASH") and "SIGSEGV" in out
 
@@ -108,7 +108,7 @@ def test_a_construct_the_cpu_cannot_run_is_unsupported_with_exit_4_and_replays_o
     replay = record["replay"]
     assert replay.endswith(" --device cuda")
     # Replayed on the CPU anyway (here, without a GPU): unsupported again, the same exit code.
-    argv = replay.split()[4:-2]  # FILE --impl TARGET
+    argv = replay.split()[2:-2]  # FILE --impl TARGET
     assert main(["replay", *argv, "--device", "cpu"]) == 4
     assert "UNSUPPORTED" in capsys.readouterr().out
 

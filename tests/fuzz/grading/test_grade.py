@@ -22,7 +22,7 @@ import pytest
 
 from fuzz.cli import main
 from fuzz.grading import Candidate, GradeOptions, discover, schedule
-from fuzz.static_scan import FLAGS, scan_source
+from fuzz.grading.static_scan import FLAGS, scan_source
 
 ROOT = Path(__file__).resolve().parents[3]
 HOSTILE = Path(__file__).resolve().parents[2] / "implementations" / "hostile"
@@ -184,7 +184,7 @@ def test_the_markdown_summary_lists_verdicts_and_replays(batch):
     assert text.startswith("### lse-fuzz grade")
     assert "| `tests/implementations/candidates/segfault.py` | **crash** |" in text or "segfault.py` | **crash**" in text
     # A failing check replays in-process; an example that crashed its worker replays isolated.
-    assert "Replay: `python -m fuzz replay " in text and " --isolate`" in text
+    assert "Replay: `lse-fuzz replay " in text and " --isolate`" in text
 
 
 # --------------------------------------------------------------------------------------------
@@ -589,7 +589,7 @@ def test_candidate_text_cannot_rewrite_the_markdown_or_the_terminal():
     attack = "boom\n```\n\n## All candidates pass\n![ok](https://example.invalid/pixel.png) <img src=x> | forged |"
     record = GradeRecord(candidate="evil`.py", target="evil.py:lse", sha256=None, key="k", verdict=Verdict.ERROR,
                          reason="the candidate raised: " + attack, details=attack + "\x1b[2J\x1b[32mPASS\x1b[0m",
-                         replay="python -m fuzz replay x.pt --impl evil.py:lse", examples=3, calls=3, seconds=1.0,
+                         replay="lse-fuzz replay x.pt --impl evil.py:lse", examples=3, calls=3, seconds=1.0,
                          candidate_seconds=0.5, seed=0,
                          options={"seed": 0, "contract": "strict", "private_seed": False})
     text = render_markdown([record], title="lse-fuzz grade")

@@ -24,7 +24,7 @@ def _line(**changes) -> dict:
     record = base_record(Candidate("a.py", "", "a.py:lse"), GradeOptions(budget=5).validated())
     record.sha256 = "ab12"
     record.verdict, record.examples, record.calls, record.seconds = Verdict.FAIL, 3, 9, 1.25
-    record.check, record.reason, record.replay = "agreement", "check 'agreement' failed", "python -m fuzz replay x.pt"
+    record.check, record.reason, record.replay = "agreement", "check 'agreement' failed", "lse-fuzz replay x.pt"
     record.flags = [{"flag": "environment", "severity": "info", "message": "reads os.environ", "lines": [3]}]
     record.slow = [{"seconds": 2.5, "call": "lse(x)"}]
     record.result = {"status": "failed", "seconds": 1.0}

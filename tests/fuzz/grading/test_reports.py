@@ -13,7 +13,7 @@ from fuzz.outcomes import ExitCode, Verdict, batch_exit_code
 
 HEADLINE = ("UNSUPPORTED on the CPU: the kernel uses tl.inline_asm_elementwise, which the CPU's emulation of Triton "
             "cannot run as a GPU does (inline GPU assembly has no CPU meaning); run with --device cuda for a verdict")
-REPLAY = "python -m fuzz replay .lse-fuzz/lse-fuzz-error-847e2c9706.pt --impl asm.py:lse --device cuda"
+REPLAY = "lse-fuzz replay .lse-fuzz/lse-fuzz-error-847e2c9706.pt --impl asm.py:lse --device cuda"
 
 
 def _record(name: str, verdict: Verdict, **fields) -> GradeRecord:

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from fuzz import defaults
+from fuzz import defaults, option_table
 from fuzz.cli import main
-from fuzz.commands import mutate as command
 from fuzz.grading.parts import part_count
 from fuzz.mutation import MutationReport, discover
 from fuzz.mutation import runner
 from fuzz.mutation.report import budgets, markdown_report
-from fuzz.mutation.runner import CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET, default_thorough_budget
+from fuzz.mutation.runner import CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET, default_thorough_budget, mutation_options
 from fuzz.profiles import PROFILES
 
 TINY_DIR = Path(__file__).parents[2] / "implementations" / "mutate"
@@ -38,7 +37,8 @@ def test_the_gpu_rerun_is_the_thorough_profile_and_the_cpu_one_is_smaller():
 
 def test_the_command_line_repeats_the_runners_defaults():
     """--help imports nothing heavy, so the numbers are written twice: here they are kept in step."""
-    assert (command.CPU_THOROUGH_BUDGET, command.GPU_THOROUGH_BUDGET) == (CPU_THOROUGH_BUDGET, GPU_THOROUGH_BUDGET)
+    assert (f"{GPU_THOROUGH_BUDGET} on a GPU, {CPU_THOROUGH_BUDGET} on the CPU"
+            in option_table.option("thorough_budget").help_for("mutate"))
     assert runner.DEFAULT_BUDGET == defaults.MUTANT_BUDGET == 250  # both presets, every device
     assert runner.GATE_TIMEOUT == defaults.GRADE_TIMEOUT == 900.0
 
@@ -56,15 +56,17 @@ class _Stop(Exception):
 def test_the_command_line_leaves_the_default_to_the_runner(command_line, thorough, monkeypatch, tmp_path):
     seen = {}
 
-    def fake_run_mutation(target, **options):
-        seen.update(options, target=target)
+    def fake_run_mutation(target, **arguments):
+        seen.update(arguments, target=target)
         raise _Stop
 
     monkeypatch.setattr("fuzz.mutation.runner.run_mutation", fake_run_mutation)
     with pytest.raises(_Stop):
         main([*command_line, "-q", "--out-dir", str(tmp_path)])
-    assert seen["thorough_budget"] == thorough and seen["budget"] == runner.DEFAULT_BUDGET
-    assert seen["parts"] is None and seen["timeout_factor"] == defaults.MUTANT_TIMEOUT_FACTOR
+    options = seen["options"]
+    assert seen["thorough_budget"] == thorough and options.budget == runner.DEFAULT_BUDGET
+    assert options.parts is None and seen["timeout_factor"] == defaults.MUTANT_TIMEOUT_FACTOR
+    assert options.shrink_seconds == defaults.MUTANT_SHRINK_SECONDS
     bundled = command_line[0] == "mutants"
     assert (seen["source"], seen["exit_rule"].value, seen["target"]) == \
         (("catalog", "all-killed", None) if bundled else ("operators", "fail-under", command_line[1]))
@@ -125,10 +127,14 @@ def _options_of_a_run(monkeypatch, **kwargs) -> tuple:
     return seen["options"], seen["thorough"]
 
 
+def _options_of_a_run_on(monkeypatch, device: str, **kwargs) -> tuple:
+    return _options_of_a_run(monkeypatch, options=mutation_options(device=device), **kwargs)
+
+
 def test_a_mutants_examples_are_one_run(monkeypatch):
     """The CPU's default split of a check into parts would run a killed mutant's second part, and shrink
     there again; a mutant's examples are one run instead (the same count), on every device."""
-    options, thorough = _options_of_a_run(monkeypatch, device="cpu")
+    options, thorough = _options_of_a_run_on(monkeypatch, "cpu")
     assert part_count(options) == 1 and part_count(thorough) == 1
     assert options.budget == runner.DEFAULT_BUDGET
     assert part_count(replace(options, parts=None)) == 2  # what the CPU's default would have been
@@ -138,10 +144,10 @@ def test_a_mutants_examples_are_one_run(monkeypatch):
     (None, CPU_THOROUGH_BUDGET), (2000, 2000), (7, 7),
 ], ids=["cpu-default", "gpu-sized", "given"])
 def test_run_mutate_sizes_the_rerun_to_the_device_unless_given(given, expected, monkeypatch):
-    _, thorough = _options_of_a_run(monkeypatch, device="cpu", thorough_budget=given)
+    _, thorough = _options_of_a_run_on(monkeypatch, "cpu", thorough_budget=given)
     assert thorough.budget == expected and thorough.profile == "lse-thorough"
 
 
 def test_no_rerun_when_the_thorough_budget_is_zero(monkeypatch):
-    _, thorough = _options_of_a_run(monkeypatch, device="cpu", thorough_budget=0)
+    _, thorough = _options_of_a_run_on(monkeypatch, "cpu", thorough_budget=0)
     assert thorough is None

@@ -17,7 +17,7 @@ import pytest
 
 from fuzz import defaults
 from fuzz.cli import main
-from fuzz.mutation import Patch, catalog, discover, run_mutation, validate_report, write_reports
+from fuzz.mutation import Patch, catalog, discover, mutation_options, run_mutation, validate_report, write_reports
 from fuzz.mutation.report import stryker_report
 from fuzz.mutation.sites import from_patch
 from fuzz.outcomes import MutantStatus
@@ -57,7 +57,7 @@ def test_planted_patches_are_classified_and_reported(tmp_path):
     # equivalent mutant runs the whole budget, like the gate's baseline: twice the baseline leaves
     # room for a busy machine; the hang costs max(2 * baseline, 20 s), and once more after RETRY_FACTOR.
     chosen = [planted(name) for name in PLANTED] + ["no_max_added"]
-    report = run_mutation(source="catalog", mutants=chosen, jobs=2, budget=BUDGET, timeout_factor=2.0,
+    report = run_mutation(source="catalog", mutants=chosen, jobs=2, options=mutation_options(budget=BUDGET), timeout_factor=2.0,
                           timeout_floor=20.0, thorough_budget=0, cache=None, out_dir=tmp_path, exit_rule="all-killed")
     results = {r.name: r for r in report.results}
     statuses = {name: results[f"planted_{name}"].status for name in PLANTED}
@@ -110,8 +110,8 @@ def test_the_gate_refuses_to_score_when_the_kernel_fails_the_fuzzer(tmp_path):
     broken = tmp_path / "broken_lse.py"
     broken.write_text(source.replace("row_max + tl.log(row_sum)", "tl.log(row_sum)"))
     with pytest.raises(GateFailure) as failure:
-        run_mutation(f"{broken}:lse", operators=["cdiv_floored"], jobs=2, budget=BUDGET, contract="finite",
-                     output_dtype="float32", cache=None)
+        run_mutation(f"{broken}:lse", operators=["cdiv_floored"], jobs=2, cache=None,
+                     options=mutation_options(budget=BUDGET, contract="finite", output_dtype="float32"))
     text = str(failure.value)
     assert "no mutant was scored" in text
     assert f"FAILED: the unmutated kernel ({broken}:lse) must pass: caught by '" in text
@@ -119,8 +119,8 @@ def test_the_gate_refuses_to_score_when_the_kernel_fails_the_fuzzer(tmp_path):
 
 
 def test_in_parts_a_mutant_runs_its_parts_in_turn_and_stops_at_the_first_failure(tmp_path):
-    report = run_mutation(source="catalog", mutants=["no_max_added", "nan_ignored"], jobs=2, budget=2 * BUDGET,
-                          parts=2, cache=None, thorough_budget=0)
+    report = run_mutation(source="catalog", mutants=["no_max_added", "nan_ignored"], jobs=2,
+                          options=mutation_options(budget=2 * BUDGET, parts=2), cache=None, thorough_budget=0)
     assert report.config["parts"] == 2
     correct = report.gate[0]
     assert correct.ok and [p["verdict"] for p in correct.cell.record.parts] == ["pass", "pass"]
@@ -134,8 +134,8 @@ def test_in_parts_a_mutant_runs_its_parts_in_turn_and_stops_at_the_first_failure
 
 @pytest.mark.parametrize("seconds", [0.0, defaults.MUTANT_SHRINK_SECONDS])
 def test_a_killed_mutants_failure_is_shrunk_within_the_mutation_budget(seconds):
-    report = run_mutation(source="catalog", mutants=["no_max_added"], jobs=2, budget=BUDGET, cache=None,
-                          thorough_budget=0, shrink_seconds=seconds)
+    report = run_mutation(source="catalog", mutants=["no_max_added"], jobs=2, cache=None, thorough_budget=0,
+                          options=mutation_options(budget=BUDGET, shrink_seconds=seconds))
     (result,) = report.results
     assert result.status is MutantStatus.KILLED, result.reason[:300]
     record = result.cell.record
@@ -148,8 +148,8 @@ def test_a_killed_mutants_failure_is_shrunk_within_the_mutation_budget(seconds):
 
 def test_the_kill_matrix_runs_every_check_alone(tmp_path):
     chosen = ["agreement", "input_unchanged", "determinism"]
-    report = run_mutation(source="catalog", mutants=["input_as_scratch"], jobs=2, budget=8, matrix=True,
-                          checks=chosen, cache=tmp_path / "cache")
+    report = run_mutation(source="catalog", mutants=["input_as_scratch"], jobs=2, matrix=True,
+                          options=mutation_options(budget=8, checks=tuple(chosen)), cache=tmp_path / "cache")
     result = report.results[0]
     assert set(result.matrix) == set(chosen)
     assert "input_unchanged" in result.killed_by

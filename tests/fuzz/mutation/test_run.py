@@ -12,25 +12,27 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fuzz.cli import main
-from fuzz.mutation import discover, generate, run_mutation, validate_report
+from fuzz.mutation import discover, generate, mutation_options, run_mutation, validate_report
 from fuzz.mutation.report import LOOK_HERE, headline, html_report, markdown_report, stryker_report, write_reports
 from fuzz.outcomes import MutantStatus
 
 HERE = Path(__file__).parent
 TINY_DIR = HERE.parents[1] / "implementations" / "mutate"
-OPTIONS = dict(contract="finite", dtypes=["float32", "float16", "bfloat16"], output_dtype="float32",
-               max_elements=256, budget=10, thorough_budget=15, jobs=2, timeout_floor=60)
+OPTIONS = dict(options=mutation_options(contract="finite", dtypes=("float32", "float16", "bfloat16"),
+                                        output_dtype="float32", max_elements=256, budget=10),
+               thorough_budget=15, jobs=2, timeout_floor=60)
 CHOSEN = {
     "mask_off_by_one@tiny_lse.py:43:68": MutantStatus.KILLED,  # the tail tile reads one lane past the row
     "cdiv_floored@tiny_lse.py:56:13": MutantStatus.KILLED,  # the grid drops the last odd row (launcher)
     "int64_promotion_removed@tiny_lse.py:32:34": MutantStatus.SURVIVED,  # int32 wraps past 2**31: not drawn here
     # The max starts in float16 and the loop makes it float32: Triton's compiler refuses the loop-carried
-    # type change, and so does the interpreter with its front end (fuzz.interpreter_frontend).
+    # type change, and so does the interpreter with its front end (fuzz.interpreter.frontend).
     "accumulator_half@tiny_lse.py:33:53": MutantStatus.COMPILE_ERROR,
     "accumulator_half@tiny_lse.py:40:39": MutantStatus.COMPILE_ERROR,  # loop-carried float16 += float32
     "reduction_swapped@tiny_lse.py:45:35": MutantStatus.NO_COVERAGE,  # the WIDE branch never runs
@@ -286,7 +288,8 @@ def test_the_html_report_renders_counts_and_opens_a_mutants_diff(tmp_path):
 
 @pytest.mark.slow
 def test_every_operator_is_killed_somewhere(tmp_path):
-    full = run_mutation(str(TINY_DIR / "tiny_lse.py"), cache=None, **{**OPTIONS, "budget": 20, "thorough_budget": 40})
+    full = run_mutation(str(TINY_DIR / "tiny_lse.py"), cache=None, **{**OPTIONS, "options": replace(OPTIONS["options"], budget=20),
+                                                                      "thorough_budget": 40})
     killed = {r.mutant.operator for r in full.results if r.status is MutantStatus.KILLED}
     operators = {r.mutant.operator for r in full.results}
     assert operators == killed

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fuzz.mutation import discover, generate, run_mutation
+from fuzz.mutation import discover, generate, mutation_options, run_mutation
 from fuzz.mutation.judge import covered, no_coverage_cell
 
 TINY = Path(__file__).parents[2] / "implementations" / "mutate" / "tiny_lse.py"
-OPTIONS = dict(contract="finite", dtypes=["float32"], output_dtype="float32", max_elements=256, budget=5,
+OPTIONS = dict(options=mutation_options(contract="finite", dtypes=("float32",), output_dtype="float32",
+                                        max_elements=256, budget=5),
                thorough_budget=0, jobs=1, timeout_floor=60)
 
 

@@ -3,7 +3,7 @@
 The two passes of ``triton_two_pass.py`` (max, then the shifted sum, in float32), and the result
 passed through ``tl.inline_asm_elementwise`` running PTX's ``mov.b32``: a copy, so on a GPU the
 kernel is as right as without it. Triton's interpreter has no meaning for GPU assembly, so on the
-CPU the run is ``unsupported`` (fuzz.interpreter_unsupported), never an error of the kernel.
+CPU the run is ``unsupported`` (fuzz.interpreter.unsupported), never an error of the kernel.
 
 A standalone candidate: it does not import the project.
 

@@ -1,4 +1,4 @@
-"""Small autotuned LSE kernels for tests/fuzz/test_autotune.py: one file per way of decorating a
+"""Small autotuned LSE kernels for tests/fuzz/interpreter/test_autotune.py: one file per way of decorating a
 kernel (autotune over jit, heuristics over autotune, autotune over heuristics, pruning, hooks),
 plus one that is wrong for exactly one of its configs.
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 from fuzz.isolation import IsolatedImpl
 from fuzz.isolation.worker.compile_clock import CompileClock
 from fuzz.outcomes import ImplLost, Outcome
@@ -147,7 +147,8 @@ def test_a_hang_after_a_compile_names_the_compile_it_did_not_count():
 
 def test_the_fuzzer_passes_a_correct_candidate_that_compiles_per_dtype_past_its_deadline():
     with IsolatedImpl(compiling("slow_compile"), call_timeout=1.0) as impl:
-        result = fuzz.check(impl, budget=6, seed=1, device="cpu", dtypes=("float32", "float64"), reproducer_dir=None)
+        result = lse_fuzz.check(impl, budget=6, seed=1, device="cpu", dtypes=("float32", "float64"),
+                                reproducer_dir=None)
     assert result.passed, result.summary()
     assert result.compiles and all(c.kind == "torch.compile" for c in result.compiles)
     assert result.to_dict()["compile_count"] == len(result.compiles)
@@ -156,8 +157,8 @@ def test_the_fuzzer_passes_a_correct_candidate_that_compiles_per_dtype_past_its_
 
 
 def test_grading_passes_a_candidate_that_compiles_past_its_deadline_and_reports_the_compiles(tmp_path):
-    options = GradeOptions(budget=6, device="cpu", call_timeout=1.0, dtypes=("float32", "float64"), parts=1,
-                           fit_shapes=False).validated()
+    options = GradeOptions.of(budget=6, device="cpu", call_timeout=1.0, dtypes=("float32", "float64"), parts=1,
+                              fit_shapes=False).validated()
     record = evaluate(compiling("slow_compile"), options, reproducer_dir=tmp_path)
     assert record.verdict == "pass", format_record(record)
     # Two 3 s compiles, each timed by the parent from its receipt of the notices: a little short of
@@ -171,7 +172,7 @@ def test_a_real_torch_compile_on_the_cpu_is_not_a_hang():
     # Inductor's first compile takes 15-19 s here (a cold cache), each recompile about a second.
     target = f"{IMPLEMENTATIONS / 'correct' / 'torch_compiled.py'}:lse"
     with IsolatedImpl(target, call_timeout=0.5) as impl:
-        result = fuzz.check(impl, budget=20, seed=0, device="cpu", reproducer_dir=None)
+        result = lse_fuzz.check(impl, budget=20, seed=0, device="cpu", reproducer_dir=None)
     assert result.passed, result.summary()
 
 

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import fuzz
+import lse_fuzz
 from fuzz import defaults
 from fuzz.gpu_memory import MEMORY_WAIT
 from fuzz.isolation import CandidateRaised, IsolatedImpl, LoadFailed, worker_environment
@@ -319,14 +320,14 @@ def test_a_segfault_report_carries_the_candidate_frame():
 def test_a_crash_stops_the_fuzz_run_at_once_without_shrinking(tmp_path):
     impl = IsolatedImpl(target("segfault")).start()
     with pytest.raises(ImplLost):
-        fuzz.check(impl, budget=50, reproducer_dir=tmp_path, target=impl.target)
+        lse_fuzz.check(impl, budget=50, reproducer_dir=tmp_path, target=impl.target)
     assert impl.calls == 1
     impl.close()
 
 
 def test_an_isolated_correct_kernel_passes_the_fuzz_run(tmp_path):
     with IsolatedImpl(target("triton_two_pass")) as impl:
-        result = fuzz.check(impl, budget=8, seed=1, reproducer_dir=tmp_path, target=impl.target)
+        result = lse_fuzz.check(impl, budget=8, seed=1, reproducer_dir=tmp_path, target=impl.target)
     assert result.passed, result.summary()
 
 

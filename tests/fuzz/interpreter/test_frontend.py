@@ -1,4 +1,4 @@
-"""fuzz.interpreter_frontend: in the interpreter, a kernel Triton's compiler refuses is refused too.
+"""fuzz.interpreter.frontend: in the interpreter, a kernel Triton's compiler refuses is refused too.
 
 The fault that made the module: a float16 accumulator a float32 value is added to in a loop. Triton's
 code generator refuses the loop-carried type change (CompilationError on a GPU); Triton's interpreter
@@ -23,9 +23,9 @@ import torch
 
 from reference._device import ensure_interpreter, interpreting
 
-ensure_interpreter()  # before anything imports triton (fuzz.autotune does): Triton's library is built for it
+ensure_interpreter()  # before anything imports triton (fuzz.interpreter.autotune does): Triton's library is built for it
 
-from fuzz import autotune, interpreter_frontend  # noqa: E402
+from fuzz.interpreter import autotune, frontend  # noqa: E402
 from fuzz.failures import exception_chain  # noqa: E402
 from fuzz.outcomes import MutantStatus, Verdict, mutant_status  # noqa: E402
 from fuzz.target import load_target  # noqa: E402
@@ -34,14 +34,14 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.compiler.errors import CompilationError  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "implementations" / "correct"
 TRITON_CORPUS = sorted(path for path in CORPUS.glob("*.py") if "@triton.jit" in path.read_text())
 SLOW = {"reduce_combine"}  # the interpreter runs its custom combine once per element: a minute here
 
 # Installed at collection, before any test launches a kernel: the module records Triton's language
 # before the interpreter patches it.
-interpreter_frontend.install()
+frontend.install()
 pytestmark = pytest.mark.skipif(not interpreting(), reason="Triton's interpreter only (no GPU here)")
 
 
@@ -119,7 +119,7 @@ def _run_alone(path: Path, template: str, **fields) -> list[str]:
 
 
 @pytest.mark.parametrize("install, outcome", [("", "ran 4.0"),
-                                              ("from fuzz import interpreter_frontend; interpreter_frontend.install()",
+                                              ("from fuzz.interpreter import frontend; frontend.install()",
                                                "refused CompilationError")], ids=["interpreter-alone", "installed"])
 def test_triton_s_interpreter_alone_runs_the_kernel_its_compiler_refuses(install, outcome, tmp_path):
     lines = _run_alone(tmp_path / "kernel.py", _ALONE, install=install)
@@ -127,16 +127,16 @@ def test_triton_s_interpreter_alone_runs_the_kernel_its_compiler_refuses(install
 
 
 def test_a_correct_kernel_with_helpers_and_library_functions_compiles_and_runs():
-    before = interpreter_frontend.stats()
+    before = frontend.stats()
     assert torch.equal(_launch(_float_accumulator, n=96), _expected(96))
-    after = interpreter_frontend.stats()
+    after = frontend.stats()
     assert after["rejected"] == before["rejected"] and after["skipped"] == before["skipped"]
     # Triton's language is as the interpreter left it: the front end's swaps are undone.
     assert type(tl.max).__name__ == "InterpretedFunction"
 
 
 def test_the_front_end_runs_once_per_specialization():
-    runs = lambda: interpreter_frontend.stats()["runs"]  # noqa: E731
+    runs = lambda: frontend.stats()["runs"]  # noqa: E731
     start = runs()
     _launch(_float_accumulator, n=40, block=8)
     assert runs() == start + 1
@@ -157,10 +157,10 @@ def test_the_front_end_runs_once_per_specialization():
 def test_an_option_only_the_interpreter_accepts_skips_the_check(caplog):
     # A GPU launch refuses an unknown keyword (a KeyError, no compile error); the interpreter drops
     # it. Not the front end's question: it skips, and the kernel runs as before, though it is refused.
-    skipped = interpreter_frontend.stats()["skipped"]
-    with caplog.at_level(logging.DEBUG, logger="fuzz.interpreter_frontend"):
+    skipped = frontend.stats()["skipped"]
+    with caplog.at_level(logging.DEBUG, logger="fuzz.interpreter.frontend"):
         out = _launch(_half_accumulator, n=16, block=16, no_such_option=1)
-    assert out.dtype == torch.float32 and interpreter_frontend.stats()["skipped"] == skipped + 1
+    assert out.dtype == torch.float32 and frontend.stats()["skipped"] == skipped + 1
     assert "KeyError: 'Keyword argument no_such_option was specified but unrecognised'" in caplog.text
 
 
@@ -169,8 +169,8 @@ _LEFT_PATCHED = """
     os.environ["TRITON_INTERPRET"] = "1"
     sys.path.insert(0, {root!r})
     import torch, triton, triton.language as tl
-    from fuzz import interpreter_frontend
-    interpreter_frontend.install()
+    from fuzz.interpreter import frontend
+    frontend.install()
 
     @triton.jit
     def _add(a, b):
@@ -192,7 +192,7 @@ _LEFT_PATCHED = """
 
     helper_user[(1,)](torch.ones(64), torch.empty(16), 64, BLOCK=16)
     print("leaked", tl.core.load.__qualname__ == "_patch_attr.<locals>.<lambda>" and tl.core.range is not tl.range)
-    interpreter_frontend._state["pristine"] = {{}}  # no record of Triton's own, as after a late install
+    frontend._state["pristine"] = {{}}  # no record of Triton's own, as after a late install
     try:
         half_accumulator[(1,)](torch.ones(16), torch.empty(64), 16, BLOCK=64)
         print("ran")
@@ -219,11 +219,11 @@ def test_a_patched_language_it_cannot_restore_skips_the_check(monkeypatch, caplo
     _new_range.__module__ = "triton.runtime.interpreter"
     monkeypatch.setattr(tl, "static_range", _new_range)
     monkeypatch.setattr(tl.core, "static_range", _new_range)
-    monkeypatch.setitem(interpreter_frontend._state, "pristine", {})
-    skipped = interpreter_frontend.stats()["skipped"]
-    with caplog.at_level(logging.DEBUG, logger="fuzz.interpreter_frontend"):
+    monkeypatch.setitem(frontend._state, "pristine", {})
+    skipped = frontend.stats()["skipped"]
+    with caplog.at_level(logging.DEBUG, logger="fuzz.interpreter.frontend"):
         out = _launch(_half_accumulator, n=16, block=128)  # a new specialization, refused on a GPU: it runs
-    assert out.dtype == torch.float32 and interpreter_frontend.stats()["skipped"] == skipped + 1
+    assert out.dtype == torch.float32 and frontend.stats()["skipped"] == skipped + 1
     assert re.search(r"skipped: _Unknown: triton\.language(\.core)?\.static_range", caplog.text), caplog.text
 
 
@@ -239,12 +239,12 @@ def _compilation_error_raised_through(filename: str) -> CompilationError:
 
 
 def test_an_error_that_passed_through_the_interpreter_is_not_the_kernel_s():
-    from fuzz import specialization
+    from fuzz.interpreter import specialization
 
-    # Every run counts its launches through a wrapper of the interpreter's run (fuzz.specialization):
+    # Every run counts its launches through a wrapper of the interpreter's run (fuzz.interpreter.specialization):
     # a frame of fuzz above the front end's own call, which says nothing about the error.
     specialization.install()
-    from_emulation = interpreter_frontend._from_emulation
+    from_emulation = frontend._from_emulation
     assert from_emulation(_compilation_error_raised_through(str(Path(triton.__file__).parent / "runtime" /
                                                                  "interpreter.py")))
     assert not from_emulation(_compilation_error_raised_through(str(ROOT / "kernel.py")))
@@ -259,7 +259,7 @@ def test_install_is_idempotent():
     from triton.runtime.interpreter import InterpretedFunction
 
     run = InterpretedFunction.run
-    assert interpreter_frontend.install() and interpreter_frontend.installed()
+    assert frontend.install() and frontend.installed()
     assert InterpretedFunction.run is run
 
 
@@ -278,11 +278,11 @@ def test_every_correct_triton_kernel_passes_the_front_end(target):
     # of one element (Triton specializes an integer equal to 1) and rows past one tile.
     impl = load_target(target)
     autotune.install()  # the interpreter runs an autotuned kernel's first config, as a worker does
-    before = interpreter_frontend.stats()
+    before = frontend.stats()
     for x in _inputs(Path(target.partition(":")[0])):  # (the reference's path is no file: 2-D inputs)
         for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
             impl(x.to(dtype))
-    after = interpreter_frontend.stats()
+    after = frontend.stats()
     assert after["runs"] > before["runs"]
     assert (after["rejected"], after["skipped"]) == (before["rejected"], before["skipped"]), target
 
@@ -292,8 +292,8 @@ _HELPER_FAILS = """
     os.environ["TRITON_INTERPRET"] = "1"
     sys.path.insert(0, {root!r})
     import torch, triton, triton.language as tl
-    from fuzz import interpreter_frontend
-    interpreter_frontend.install()
+    from fuzz.interpreter import frontend
+    frontend.install()
 
     @triton.jit
     def helper(a):

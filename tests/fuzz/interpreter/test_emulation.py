@@ -1,4 +1,4 @@
-"""fuzz.emulation: only the emulator may say the CPU cannot run a construct. A refusal raised by its
+"""fuzz.interpreter.emulation: only the emulator may say the CPU cannot run a construct. A refusal raised by its
 code while a kernel runs in Triton's interpreter is recognised; one a candidate raises itself, one
 compiled under the emulator's file name, and the emulator's refusing function called outside a
 kernel are the candidate's own exceptions (an ``error`` verdict, never ``unsupported``)."""
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from fuzz import interpreter_unsupported
-from fuzz.emulation import EmulationUnsupported, raised_by_emulator
+from fuzz.interpreter import unsupported
+from fuzz.interpreter.emulation import EmulationUnsupported, raised_by_emulator
 from fuzz.target import load_target
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INLINE_ASM = ROOT / "tests" / "implementations" / "candidates" / "inline_asm.py"
 
 
@@ -39,7 +39,7 @@ def test_the_emulators_refusal_inside_a_kernel_is_recognised_through_the_interpr
     raised = _raised(lambda: lse(torch.zeros(2, 3)))
     assert type(raised).__name__ == "InterpreterError"  # Triton wraps what a kernel raised
     refusal = raised_by_emulator(raised)
-    assert refusal is not None and refusal.construct == interpreter_unsupported.INLINE_ASM
+    assert refusal is not None and refusal.construct == unsupported.INLINE_ASM
 
 
 def _own_raise():
@@ -47,12 +47,12 @@ def _own_raise():
 
 
 def _raise_compiled_under_the_emulators_name():
-    code = compile("raise EmulationUnsupported('libdevice.erfcinv')", interpreter_unsupported.__file__, "exec")
+    code = compile("raise EmulationUnsupported('libdevice.erfcinv')", unsupported.__file__, "exec")
     exec(code, {"EmulationUnsupported": EmulationUnsupported})
 
 
 def _emulators_function_outside_a_kernel():
-    interpreter_unsupported.install()
+    unsupported.install()
     from triton.runtime import interpreter
 
     interpreter.InterpreterBuilder.create_inline_asm(None, "", "", [], None, True, 1)

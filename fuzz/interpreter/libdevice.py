@@ -13,7 +13,7 @@ libdevice symbol with numpy. Triton's own ``extern_elementwise`` still runs firs
 (float32 and float64 only: a float16 argument is refused as the GPU's compiler refuses it), its
 broadcasting and its result types are the GPU's. The symbol's function is read from Triton's own
 source of CUDA's libdevice (``__nv_log1pf`` is ``log1p``), so a Triton upgrade that adds or
-renames one is named, not guessed. (:mod:`fuzz.interpreter_globals` makes every way a kernel
+renames one is named, not guessed. (:mod:`fuzz.interpreter.kernel_globals` makes every way a kernel
 reaches libdevice reach that module.)
 
 The values, per function (``SUPPORTED``):
@@ -34,10 +34,10 @@ The values, per function (``SUPPORTED``):
 - ``isnan``, ``isinf``, ``finitef``/``isfinited``, ``signbit``: 1 or 0, by the bits, never flushed.
 
 A libdevice function not in ``SUPPORTED`` (directed rounding, integer and conversion functions,
-Bessel functions, the fast sine and cosine) raises :class:`fuzz.emulation.EmulationUnsupported`
+Bessel functions, the fast sine and cosine) raises :class:`fuzz.interpreter.emulation.EmulationUnsupported`
 naming it: the CPU cannot say what the GPU computes, and the kernel is not to blame.
 
-Light on purpose, like :mod:`fuzz.bfloat16_interpreter`: the standard library, numpy and Triton,
+Light on purpose, like :mod:`fuzz.interpreter.bfloat16`: the standard library, numpy and Triton,
 because it runs in the isolated worker. On a GPU the interpreter is never called and nothing changes.
 """
 

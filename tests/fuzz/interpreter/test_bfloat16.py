@@ -1,4 +1,4 @@
-"""fuzz.bfloat16_interpreter: bfloat16 arithmetic in Triton's interpreter gives what a GPU gives.
+"""fuzz.interpreter.bfloat16: bfloat16 arithmetic in Triton's interpreter gives what a GPU gives.
 
 The expected values are torch's own bfloat16 arithmetic on the CPU (float32 compute, one
 round-to-nearest-even), the semantics of a GPU's bfloat16 instructions. Without the module the
@@ -19,16 +19,16 @@ import numpy as np
 import pytest
 import torch
 
-import fuzz
-from fuzz import bfloat16_interpreter
-from fuzz.bfloat16_interpreter import cast_to_bits, to_bits, to_float32
+import lse_fuzz
+from fuzz.interpreter import bfloat16
+from fuzz.interpreter.bfloat16 import cast_to_bits, to_bits, to_float32
 from fuzz.target import load_target
 from reference._device import interpreting
 
 import triton  # noqa: E402  (after reference: the interpreter is on where no GPU is)
 import triton.language as tl  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NATIVE_MAX = ROOT / "tests" / "implementations" / "correct" / "native_dtype_max.py"
 needs_interpreter = pytest.mark.skipif(not interpreting(), reason="Triton's interpreter only (no GPU here)")
 
@@ -159,11 +159,11 @@ def test_a_bfloat16_sum_rounds_its_partial_sums():
     # 1 + 2**-9 is halfway between two bfloat16 values and rounds to even, 1.0: so does each partial
     # sum holding it. Added in float32 and rounded once, the same four values give 1 + 2**-8.
     bits = _bits(torch.tensor([1.0, 2.0**-9, 2.0**-9, 0.0], dtype=torch.bfloat16))
-    assert to_float32(bfloat16_interpreter.tree_sum(bits, 0, False)) == 1.0
-    assert bfloat16_interpreter.tree_sum(bits, 0, False).shape == ()  # a scalar, as the compiled sum
-    assert to_float32(bfloat16_interpreter.tree_sum(bits[:3], None, True)).shape == (1,)
+    assert to_float32(bfloat16.tree_sum(bits, 0, False)) == 1.0
+    assert bfloat16.tree_sum(bits, 0, False).shape == ()  # a scalar, as the compiled sum
+    assert to_float32(bfloat16.tree_sum(bits[:3], None, True)).shape == (1,)
     rows = _bits(torch.arange(12, dtype=torch.bfloat16).reshape(3, 4))
-    assert to_float32(bfloat16_interpreter.tree_sum(rows, 1, True)).tolist() == [[6.0], [22.0], [38.0]]
+    assert to_float32(bfloat16.tree_sum(rows, 1, True)).tolist() == [[6.0], [22.0], [38.0]]
 
 
 @triton.jit
@@ -184,7 +184,7 @@ SUM_DTYPES = {"bfloat16": (torch.bfloat16, tl.bfloat16), "float16": (torch.float
 @needs_interpreter
 @pytest.mark.parametrize("name", list(SUM_DTYPES))
 def test_a_sum_with_a_dtype_is_a_scalar_of_that_dtype(name):
-    bfloat16_interpreter.install()
+    bfloat16.install()
     torch_dtype, triton_dtype = SUM_DTYPES[name]
     x = torch.linspace(0.0, 1.0, 64, dtype=torch.float32).to(torch_dtype)
     out, flag = torch.empty(1, dtype=torch_dtype), torch.empty(1)
@@ -207,7 +207,7 @@ def _scalar_flag_with_mask(x_ptr, out_ptr, BLOCK: tl.constexpr):
 def test_a_scalar_comparison_is_int1_when_broadcast_against_a_mask(name):
     # Triton's interpreter labelled a comparison's booleans with the operands' type: broadcast, they
     # became floats, and "| mask" raised TypeError (float32 too, not only bfloat16).
-    bfloat16_interpreter.install()
+    bfloat16.install()
     x = torch.tensor([float("inf")] + [1.0] * 15, dtype=SUM_DTYPES[name][0])
     out = torch.empty(16, dtype=torch.int8)
     _scalar_flag_with_mask[(1,)](x, out, BLOCK=16)
@@ -220,7 +220,7 @@ def test_a_scalar_comparison_is_int1_when_broadcast_against_a_mask(name):
 def test_a_float16_sum_rounds_its_partial_sums_to_float16():
     # The GPU adds float16 in float16 (Triton's tl.sum keeps the input's type); numpy's float16 sum
     # accumulates in float32 and rounds once, hiding what the partial sums lose.
-    bfloat16_interpreter.install()
+    bfloat16.install()
     x = torch.from_numpy(np.random.default_rng(1).uniform(0.0, 1.0, 4096).astype(np.float16))
     out, flag = torch.empty(1, dtype=torch.float16), torch.empty(1)
     _sum_in[(1,)](x, out, flag, BLOCK=4096, DTYPE=tl.float16)
@@ -234,7 +234,7 @@ OPS = ["sub", "add_mul", "neg", "maximum", "select_gt", "fma", "clamp", "sum", "
 @needs_interpreter
 @pytest.mark.parametrize("op", OPS)
 def test_bfloat16_arithmetic_in_the_interpreter_is_the_gpus(op):
-    bfloat16_interpreter.install()
+    bfloat16.install()
     torch.manual_seed(0)
     a = (torch.randn(64) * 3).to(torch.bfloat16)
     b = (torch.randn(64) * 3).to(torch.bfloat16)
@@ -278,7 +278,7 @@ COMPARISONS = {
 def test_bfloat16_comparisons_are_booleans_that_combine_with_masks(op):
     # A comparison of bfloat16 operands is int1, as Triton types it; it once kept the operands'
     # type here, and `& mask` widened the booleans as bfloat16: TypeError on the CPU only.
-    bfloat16_interpreter.install()
+    bfloat16.install()
     torch.manual_seed(2)
     a = (torch.randn(32) * 3).to(torch.bfloat16)
     b = (torch.randn(32) * 3).to(torch.bfloat16)
@@ -306,7 +306,7 @@ def _row_argmax(x_ptr, out_ptr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
 
 @needs_interpreter
 def test_a_custom_argmax_combine_compares_bfloat16_values():
-    bfloat16_interpreter.install()
+    bfloat16.install()
     torch.manual_seed(3)
     x = (torch.randn(4, 16) * 3).to(torch.bfloat16)
     x[0] = -x[0].abs() - 1  # all negative: the largest value has the smallest bit pattern
@@ -356,14 +356,14 @@ def _same_bfloat16(got: torch.Tensor, expected: torch.Tensor) -> bool:
 def test_float32_to_bfloat16_rounds_to_nearest_even(rounding):
     # Triton's interpreter truncated: 1.01171875 -> 1.0078125 (not 1.015625), 65504 -> 65280,
     # float32's largest -> bfloat16's largest (not +inf), a signalling NaN -> +inf.
-    bfloat16_interpreter.install()
+    bfloat16.install()
     x = _float32_edges()
     assert _same_bfloat16(_launch_convert(x, torch.bfloat16, rounding), x.to(torch.bfloat16))
 
 
 @needs_interpreter
 def test_float32_to_bfloat16_toward_zero_truncates_keeping_nan():
-    bfloat16_interpreter.install()
+    bfloat16.install()
     x = _float32_edges()
     truncated = (x.view(torch.int32) >> 16).to(torch.int16).view(torch.bfloat16)  # RTZ: exponents alike
     truncated[x.isnan()] = float("nan")  # not +inf, as a signalling NaN's truncated bits read
@@ -372,7 +372,7 @@ def test_float32_to_bfloat16_toward_zero_truncates_keeping_nan():
 
 @needs_interpreter
 def test_float16_and_float64_to_bfloat16_round_to_nearest_even():
-    bfloat16_interpreter.install()
+    bfloat16.install()
     every_half = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(torch.float16)
     assert _same_bfloat16(_launch_convert(every_half, torch.bfloat16), every_half.to(torch.bfloat16))
     # Triton's interpreter took a float64's integer part as the bits: 1.0 -> 9.18e-41, -1.0 -> NaN, inf -> 0.
@@ -385,7 +385,7 @@ def test_float16_and_float64_to_bfloat16_round_to_nearest_even():
 def test_bfloat16_subnormals_widen_exactly():
     # Triton's interpreter widened 2**-133 to 0 and 1.1663108e-38 to 1.1571273e-38, so a division
     # of two subnormals was NaN and a subnormal condition was false.
-    bfloat16_interpreter.install()
+    bfloat16.install()
     every = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
     for dtype in (torch.float32, torch.float64):
         widened = _launch_convert(every, dtype)
@@ -401,7 +401,7 @@ def test_bfloat16_subnormals_widen_exactly():
 @needs_interpreter
 def test_float32_to_float16_toward_zero_saturates():
     # Triton's interpreter turned 70000, 1e10 and float32's largest into NaN; rounding toward zero gives 65504.
-    bfloat16_interpreter.install()
+    bfloat16.install()
     x = torch.tensor([70000.0, 1e10, 3.4028235e38, -70000.0, 65519.0, 1 + 2.0**-10 - 2.0**-20, float("inf"),
                       float("nan")])
     expected = torch.tensor([65504.0, 65504.0, 65504.0, -65504.0, 65504.0, 1.0, float("inf"), 0.0],
@@ -413,27 +413,27 @@ def test_float32_to_float16_toward_zero_saturates():
 
 @needs_interpreter
 def test_installing_is_idempotent_and_loading_a_target_installs_it():
-    assert bfloat16_interpreter.install()
-    assert bfloat16_interpreter.install()
+    assert bfloat16.install()
+    assert bfloat16.install()
     from triton.runtime import interpreter
     assert not hasattr(interpreter.InterpreterBuilder.binary_op.__wrapped__, "__wrapped__")  # wrapped once
     load_target(f"{NATIVE_MAX}:lse")
-    assert bfloat16_interpreter.installed()
+    assert bfloat16.installed()
 
 
 @needs_interpreter
 @pytest.mark.parametrize("missing", ["cast_impl", "create_fp_to_fp", "binary_op"])
 def test_an_interpreter_of_another_layout_is_left_alone(monkeypatch, missing):
     from triton.runtime import interpreter
-    bfloat16_interpreter.install()
+    bfloat16.install()
     monkeypatch.delattr(interpreter.InterpreterBuilder, missing)  # restored, patched, after the test
-    assert not bfloat16_interpreter.install()
+    assert not bfloat16.install()
 
 
 @needs_interpreter
 def test_a_kernel_with_its_max_in_bfloat16_passes_the_fuzzer(tmp_path):
     impl = load_target(f"{NATIVE_MAX}:lse")
-    result = fuzz.check(impl, budget=20, seed=1, dtypes="bfloat16", reproducer_dir=tmp_path)
+    result = lse_fuzz.check(impl, budget=20, seed=1, dtypes="bfloat16", reproducer_dir=tmp_path)
     assert result.passed, result.summary()
 
 
@@ -453,8 +453,8 @@ _UNPATCHED = """
 """
 
 
-@pytest.mark.parametrize("install, outcome", [("", "wrong"), ("from fuzz import bfloat16_interpreter; "
-                                                               "bfloat16_interpreter.install()", "right")])
+@pytest.mark.parametrize("install, outcome", [("", "wrong"), ("from fuzz.interpreter import bfloat16; "
+                                                               "bfloat16.install()", "right")])
 def test_triton_s_interpreter_alone_gets_the_bfloat16_kernel_wrong(install, outcome):
     # A fresh process with no GPU in sight: the interpreter as Triton ships it, then with the module.
     code = textwrap.dedent(_UNPATCHED.format(root=str(ROOT), path=str(NATIVE_MAX), install=install))
@@ -489,8 +489,8 @@ _CASTS = """
 """
 
 
-@pytest.mark.parametrize("install, outcome", [("", "wrong"), ("from fuzz import bfloat16_interpreter; "
-                                                               "bfloat16_interpreter.install()", "right")])
+@pytest.mark.parametrize("install, outcome", [("", "wrong"), ("from fuzz.interpreter import bfloat16; "
+                                                               "bfloat16.install()", "right")])
 def test_triton_s_interpreter_alone_truncates_and_garbles_conversions(install, outcome):
     # float32 -> bfloat16 rounding, float64 -> bfloat16, bfloat16 subnormals widened, float16 "rtz".
     code = textwrap.dedent(_CASTS.format(root=str(ROOT), install=install))

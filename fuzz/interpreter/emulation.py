@@ -1,7 +1,7 @@
 """What the CPU's emulation of a GPU kernel cannot run faithfully: raised by the emulator, never the kernel's fault.
 
 On a CPU, Triton kernels run in Triton's interpreter with the fuzzer's corrections
-(:mod:`fuzz.interpreter_frontend`, :mod:`fuzz.bfloat16_interpreter`, ...). Where a kernel uses a
+(:mod:`fuzz.interpreter.frontend`, :mod:`fuzz.interpreter.bfloat16`, ...). Where a kernel uses a
 construct the emulation cannot run as the GPU would (a libdevice function with no faithful CPU
 version, a form of the language the interpreter does not model), the emulator raises
 :class:`EmulationUnsupported` naming the construct. The run then ends with a verdict of its own
@@ -33,7 +33,7 @@ from lse_fuzz._errors import LseFuzzError
 
 __all__ = ["EmulationUnsupported", "raised_by_emulator"]
 
-_PACKAGE = os.path.dirname(os.path.realpath(__file__))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # fuzz/, this file in fuzz/interpreter/
 _INTERPRETER = "triton.runtime.interpreter"
 
 

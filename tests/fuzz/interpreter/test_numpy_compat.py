@@ -1,4 +1,4 @@
-"""fuzz.interpreter_numpy: Triton 3.6's interpreter converts a scalar tensor with ``int()`` of a
+"""fuzz.interpreter.numpy_compat: Triton 3.6's interpreter converts a scalar tensor with ``int()`` of a
 one-element array, which NumPy 2.5 refuses; the wrapper converts through ``.item()``.
 
 Triton 3.9 (this machine's) converts through ``.squeeze()`` already, so the tests put Triton 3.6's
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 SCRIPT = """
 import os, sys
@@ -31,8 +31,8 @@ def triton_3_6(tensor, scope):  # Triton 3.6's line, on whatever Triton this is
 
 interpreter._patch_lang_tensor = triton_3_6
 if sys.argv[1] == "fixed":
-    from fuzz import interpreter_numpy
-    assert interpreter_numpy.install() and interpreter_numpy.installed() and interpreter_numpy.install()
+    from fuzz.interpreter import numpy_compat
+    assert numpy_compat.install() and numpy_compat.installed() and numpy_compat.install()
 
 @triton.jit
 def row_sum(x_ptr, out_ptr, N, BLOCK: tl.constexpr):

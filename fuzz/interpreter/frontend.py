@@ -40,7 +40,7 @@ logger, and the kernel runs in the interpreter as before. The front end is the i
 Cost: one front-end run per new specialization, 0.04 to 0.2 s for an LSE kernel (:func:`stats`);
 a launch of a known one costs Triton's binder and a dictionary lookup.
 
-Light on purpose, like :mod:`fuzz.autotune` and :mod:`fuzz.bfloat16_interpreter`: the standard
+Light on purpose, like :mod:`fuzz.interpreter.autotune` and :mod:`fuzz.interpreter.bfloat16`: the standard
 library and Triton only, because it runs in the isolated worker. On a GPU the interpreter is never
 called and nothing changes.
 """

@@ -1,4 +1,4 @@
-"""fuzz.interpreter_unsupported: Triton's interpreter refuses inline GPU assembly by name (an
+"""fuzz.interpreter.unsupported: Triton's interpreter refuses inline GPU assembly by name (an
 EmulationUnsupported naming ``tl.inline_asm_elementwise``), where it raised a NotImplementedError
 that read as the kernel's error."""
 
@@ -10,16 +10,16 @@ import pytest
 import torch
 from triton.runtime import interpreter
 
-from fuzz import interpreter_unsupported
-from fuzz.emulation import EmulationUnsupported
+from fuzz.interpreter import unsupported
+from fuzz.interpreter.emulation import EmulationUnsupported
 from fuzz.target import load_target
 
-INLINE_ASM = Path(__file__).resolve().parents[1] / "implementations" / "candidates" / "inline_asm.py"
+INLINE_ASM = Path(__file__).resolve().parents[2] / "implementations" / "candidates" / "inline_asm.py"
 
 
 def test_install_is_idempotent_and_seen():
-    assert interpreter_unsupported.install() and interpreter_unsupported.installed()
-    assert interpreter_unsupported.install() and interpreter_unsupported.installed()
+    assert unsupported.install() and unsupported.installed()
+    assert unsupported.install() and unsupported.installed()
 
 
 def test_a_kernel_with_inline_assembly_is_refused_by_name():

@@ -1,4 +1,4 @@
-"""fuzz.interpreter_globals: a kernel's globals mean in the interpreter what they mean to Triton's compiler.
+"""fuzz.interpreter.kernel_globals: a kernel's globals mean in the interpreter what they mean to Triton's compiler.
 
 Triton's code generator reads a kernel's globals by rules of its own: a module the backend maps
 (``triton.language.extra.libdevice`` is CUDA's libdevice on a GPU), a function of such a module
@@ -23,8 +23,8 @@ from reference._device import ensure_interpreter, interpreting
 
 ensure_interpreter()  # before anything imports triton: Triton's library is built for the mode
 
-from fuzz import interpreter_frontend, interpreter_globals, interpreter_libdevice, interpreter_pace  # noqa: E402
-from fuzz.autotune import discover, pinned  # noqa: E402
+from fuzz.interpreter import frontend, kernel_globals, libdevice as interpreter_libdevice, pace  # noqa: E402
+from fuzz.interpreter.autotune import discover, pinned  # noqa: E402
 
 import triton  # noqa: E402  (after reference: the interpreter is on where no GPU is)
 import triton.language as tl  # noqa: E402
@@ -36,10 +36,10 @@ from triton.language.extra.libdevice import expm1 as imported_expm1  # noqa: E40
 from triton.compiler.errors import CompilationError  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not interpreting(), reason="Triton's interpreter only (no GPU here)")
-interpreter_pace.install()  # in the order fuzz.target installs them
-interpreter_frontend.install()
+pace.install()  # in the order fuzz.target installs them
+frontend.install()
 interpreter_libdevice.install()
-interpreter_globals.install()
+kernel_globals.install()
 
 log1p = libdevice.log1p  # a function alias, as merge and cross-entropy kernels write them
 to_dtype = tl.cast  # a builtin under another name (a training library's triton_cast)
@@ -86,11 +86,11 @@ EXPECTED = {"module": torch.log1p, "module_alias": torch.log1p, "function_alias"
 
 @pytest.mark.parametrize("form", list(EXPECTED))
 def test_each_form_of_a_global_runs_as_the_compiler_reads_it(form):
-    before = interpreter_frontend.stats()
+    before = frontend.stats()
     out = torch.empty(8)
     _forms[(1,)](X, out, FORM=form, BLOCK=8)
     torch.testing.assert_close(out, EXPECTED[form](X.double()).float(), rtol=2e-7, atol=0)
-    after = interpreter_frontend.stats()
+    after = frontend.stats()
     assert (after["rejected"], after["skipped"]) == (before["rejected"], before["skipped"])  # the GPU compiles it
 
 
@@ -163,24 +163,24 @@ def test_an_alias_taken_while_the_language_was_patched_still_compiles(monkeypatc
     holder = type("Holder", (), {})()
     interpreter._patch_attr(holder, "cast", tl.cast, None, interpreter._LangPatchScope())
     monkeypatch.setitem(globals(), "to_dtype", holder.cast)
-    before = interpreter_frontend.stats()
+    before = frontend.stats()
     out = torch.empty(8, dtype=torch.float64)
     _cast_only[(1,)](X, out, BLOCK=8)
-    assert interpreter_frontend.stats()["rejected"] == before["rejected"]
-    assert interpreter_frontend.stats()["skipped"] == before["skipped"]
+    assert frontend.stats()["rejected"] == before["rejected"]
+    assert frontend.stats()["skipped"] == before["skipped"]
     torch.testing.assert_close(out, X.double() * 2)
 
 
 def test_install_is_idempotent():
-    assert interpreter_globals.install() and interpreter_globals.install()
-    assert interpreter_globals.installed()
+    assert kernel_globals.install() and kernel_globals.install()
+    assert kernel_globals.installed()
 
 
 def test_what_it_remembers_leads_autotune_s_discovery_to_no_other_module_s_kernels():
     # The interpreter copies its globals (this module's wrapper of _patch_lang among them) into a
-    # kernel's module; fuzz.autotune.discover walks what that module reaches. A cache that held
+    # kernel's module; fuzz.interpreter.autotune.discover walks what that module reaches. A cache that held
     # other modules' globals led it to their autotuners: two found where the module has one.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "implementations"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "implementations"))
     from tuned import autotuned, pruned
 
     for module in (pruned, autotuned):

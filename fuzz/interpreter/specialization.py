@@ -28,7 +28,7 @@ carries: a run's report counts its specializations); with :data:`ENV` set to a f
 appends one JSON line per such key. A key is computed by :func:`launch_key` from the kernel's Python signature, so it
 needs no GPU and no Triton internals; ``tests/bench`` checks its argument classes against the
 installed Triton's own specializer where that is importable. Light on purpose, like
-:mod:`fuzz.autotune`: the standard library and Triton only.
+:mod:`fuzz.interpreter.autotune`: the standard library and Triton only.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ combines, exact and associative on integers: :func:`install` reduces them with N
 flags with ``tl.reduce_or`` took 137 s for a default check on the 2-core CPU machine, 19 s after).
 A kernel's own combine function is still called per element, as Triton does.
 
-Installed wherever the fuzzer runs a kernel in the interpreter, with :mod:`fuzz.bfloat16_interpreter`.
+Installed wherever the fuzzer runs a kernel in the interpreter, with :mod:`fuzz.interpreter.bfloat16`.
 """
 
 from __future__ import annotations

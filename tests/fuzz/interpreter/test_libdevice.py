@@ -1,11 +1,11 @@
-"""fuzz.interpreter_libdevice: libdevice's functions in Triton's interpreter, with the GPU's values.
+"""fuzz.interpreter.libdevice: libdevice's functions in Triton's interpreter, with the GPU's values.
 
 Triton's interpreter has no libdevice: ``libdevice.log1p(x)`` in a kernel raised AttributeError
 ("'NoneType' object has no attribute 'dtype'") on the CPU, while the GPU compiles and runs it. The
 expected values here are torch's float64 functions rounded to the argument's type, with float32
 subnormals flushed to zero as Triton's libdevice (``enable_reflect_ftz``) flushes them; the fast
 functions are the hardware's formulas (``ex2.approx`` of ``x * log2(e)``). A function with no CPU
-version raises :class:`fuzz.emulation.EmulationUnsupported` naming it.
+version raises :class:`fuzz.interpreter.emulation.EmulationUnsupported` naming it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from reference._device import ensure_interpreter, interpreting
 
 ensure_interpreter()  # before anything imports triton: Triton's library is built for the mode
 
-from fuzz import interpreter_frontend, interpreter_globals, interpreter_libdevice  # noqa: E402
-from fuzz.emulation import EmulationUnsupported  # noqa: E402
+from fuzz.interpreter import frontend, kernel_globals, libdevice as interpreter_libdevice  # noqa: E402
+from fuzz.interpreter.emulation import EmulationUnsupported  # noqa: E402
 
 import triton  # noqa: E402  (after reference: the interpreter is on where no GPU is)
 import triton.language as tl  # noqa: E402
@@ -30,8 +30,8 @@ from triton.runtime.errors import InterpreterError  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not interpreting(), reason="Triton's interpreter only (no GPU here)")
 interpreter_libdevice.install()
-interpreter_globals.install()
-interpreter_frontend.install()
+kernel_globals.install()
+frontend.install()
 
 NAN, INF = math.nan, math.inf
 SMALLEST_NORMAL = 2.0**-126

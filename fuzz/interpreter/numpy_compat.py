@@ -11,7 +11,7 @@ re-attaches ``tensor.__index__`` at every launch (``_patch_lang_tensor``), so :f
 wraps that function and attaches a conversion through ``.item()``, which every NumPy accepts;
 anything that is not one element still raises as Triton's own would.
 
-Installed wherever the fuzzer runs a kernel in the interpreter, with :mod:`fuzz.bfloat16_interpreter`.
+Installed wherever the fuzzer runs a kernel in the interpreter, with :mod:`fuzz.interpreter.bfloat16`.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ reach CUDA's ``f``. For the length of each interpreted launch, in the interprete
 sees the module as written): in the globals of the kernel and of each ``@jit`` helper it calls, a
 function of a mapped module bound before :func:`install` is its mapped twin and a builtin under
 another name is wrapped. The module map is the NVIDIA backend's, for the front end's target
-(:mod:`fuzz.interpreter_frontend`), so a Triton release that maps more modules is followed, not
-copied. :mod:`fuzz.interpreter_libdevice` computes what CUDA's libdevice functions compute.
+(:mod:`fuzz.interpreter.frontend`), so a Triton release that maps more modules is followed, not
+copied. :mod:`fuzz.interpreter.libdevice` computes what CUDA's libdevice functions compute.
 
 What the code generator refuses is left to it: a plain global (``SCALE = 2.0``) still runs in the
 interpreter and is refused by the front end ("Cannot access global variable SCALE"), as on a GPU.
@@ -44,7 +44,7 @@ import sys
 import types
 import weakref
 
-from . import interpreter_frontend
+from . import frontend
 
 __all__ = ["install", "installed"]
 
@@ -136,7 +136,7 @@ def _to_rebind(fn, names: dict) -> dict:
         if member is not value or is_builtin(member):
             found[name] = value
     if module is not None and vars(module) is names:
-        # The module held weakly: fuzz.autotune's discovery walks what a kernel's module reaches,
+        # The module held weakly: fuzz.interpreter.autotune's discovery walks what a kernel's module reaches,
         # the interpreter's wrappers included, and must not find other modules' kernels here.
         _KNOWN[key] = (weakref.ref(module), len(names), found)
     return found
@@ -199,7 +199,7 @@ def install() -> bool:
     if executor is None or not all(hasattr(interpreter, name) for name in wanted):
         return False
     try:
-        module_map = make_backend(GPUTarget(*interpreter_frontend.TARGET)).get_module_map()
+        module_map = make_backend(GPUTarget(*frontend.TARGET)).get_module_map()
     except Exception:  # noqa: BLE001 (a backend that cannot say: nothing to map)
         return False
     _STATE.update(module_map=dict(module_map), interpreter=interpreter, language=tl)

@@ -1,4 +1,4 @@
-"""fuzz.autotune: autotuned kernels run in the interpreter, every config is reachable by a choice,
+"""fuzz.interpreter.autotune: autotuned kernels run in the interpreter, every config is reachable by a choice,
 the one buggy config is the one that fails, and pins never outlive their block.
 
 The kernels are in tests/implementations/tuned/; each writes the BLOCK_N it was compiled with into
@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import fuzz
+import lse_fuzz
 import reference
-from fuzz import autotune
-from fuzz.autotune import combinations, config_text, describe, discover, pinned
+from fuzz.interpreter import autotune
+from fuzz.interpreter.autotune import combinations, config_text, describe, discover, pinned
 from reference._device import interpreting
 
-_IMPLEMENTATIONS = Path(__file__).resolve().parents[1] / "implementations"
+_IMPLEMENTATIONS = Path(__file__).resolve().parents[2] / "implementations"
 if str(_IMPLEMENTATIONS) not in sys.path:
     sys.path.insert(0, str(_IMPLEMENTATIONS))
 
@@ -46,7 +46,7 @@ with warnings.catch_warnings():
     from tuned import hooks  # noqa: E402
 
 DEVICE = "cpu" if interpreting() else "cuda"
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[3]
 
 # Every kernel that is correct for all of its configs, by how it is decorated.
 CORRECT = {
@@ -99,7 +99,7 @@ def test_autotuned_kernel_raises_in_the_interpreter_until_installed():
             before = "ran"
         except RuntimeError as exc:
             before = str(exc)
-        from fuzz import autotune
+        from fuzz.interpreter import autotune
         autotune.install()
         out = autotuned.lse(x)
         print(json.dumps({"before": before, "after": _rows.launched_block_n(),
@@ -371,18 +371,17 @@ def test_the_fuzzer_passes_every_pinned_config_of_a_correct_kernel(choice, tmp_p
             return heuristics_over_autotune.lse(x)
 
     # Small inputs: the interpreter's cost is per program, and a BLOCK_M of 16 makes many.
-    result = fuzz.check(impl, budget=25, seed=choice or 0, reproducer_dir=tmp_path, max_elements=2048)
+    result = lse_fuzz.check(impl, budget=25, seed=choice or 0, reproducer_dir=tmp_path, max_elements=2048)
     assert result.passed, result.summary()
 
 
 def test_the_module_imports_nothing_from_reference_or_the_rest_of_fuzz():
-    script = ("import sys, fuzz.autotune; "
+    script = ("import sys, fuzz.interpreter.autotune; "
               "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('fuzz', 'reference')))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           check=False, cwd=_ROOT, env={**os.environ, "PYTHONPATH": str(_ROOT)})
     assert done.returncode == 0, done.stderr
-    # fuzz._lazy is the package's own start-up (its names imported on first use), standard library only.
-    assert done.stdout.split() == ["['fuzz',", "'fuzz._lazy',", "'fuzz.autotune']"]
+    assert done.stdout.split() == ["['fuzz',", "'fuzz.interpreter',", "'fuzz.interpreter.autotune']"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,14 +393,14 @@ def test_the_module_imports_nothing_from_reference_or_the_rest_of_fuzz():
 def test_the_runner_draws_a_config_per_example_and_the_report_names_the_one_that_failed(tmp_path):
     from tuned import autotuned, tail_bug_32
 
-    correct = fuzz.check(autotuned.lse, budget=40, seed=0, reproducer_dir=tmp_path, max_elements=2048)
+    correct = lse_fuzz.check(autotuned.lse, budget=40, seed=0, reproducer_dir=tmp_path, max_elements=2048)
     assert correct.passed, correct.summary()
     assert correct.tuning and "4 configs" in correct.tuning[0]
-    buggy = fuzz.check(tail_bug_32.lse, budget=200, seed=0, reproducer_dir=tmp_path, max_elements=2048)
-    assert buggy.status is fuzz.Status.FAILED, buggy.summary()
+    buggy = lse_fuzz.check(tail_bug_32.lse, budget=200, seed=0, reproducer_dir=tmp_path, max_elements=2048)
+    assert buggy.status is lse_fuzz.Status.FAILED, buggy.summary()
     assert "config:   _lse_kernel: BLOCK_N=32" in buggy.failure.message()
     assert buggy.plan.config is not None  # the reproducer pins the same config
-    assert fuzz.replay(buggy.reproducer, tail_bug_32.lse).status is fuzz.Status.FAILED
+    assert lse_fuzz.replay(buggy.reproducer, tail_bug_32.lse).status is lse_fuzz.Status.FAILED
 
 
 def test_an_isolated_autotuned_kernel_is_pinned_in_its_worker(tmp_path):
@@ -410,6 +409,6 @@ def test_an_isolated_autotuned_kernel_is_pinned_in_its_worker(tmp_path):
     with IsolatedImpl("tuned.tail_bug_32:lse") as impl:  # tests/implementations is on the import path
         combinations, description = impl.tuning()
         assert combinations == 4 and "BLOCK_N=32" in description[0]
-        result = fuzz.check(impl, budget=200, seed=0, reproducer_dir=tmp_path, max_elements=2048)
-    assert result.status is fuzz.Status.FAILED, result.summary()
+        result = lse_fuzz.check(impl, budget=200, seed=0, reproducer_dir=tmp_path, max_elements=2048)
+    assert result.status is lse_fuzz.Status.FAILED, result.summary()
     assert "config:   _lse_kernel: BLOCK_N=32" in result.failure.message()

@@ -41,7 +41,7 @@ NaN: 70000 gave NaN, not 65504). Only bfloat16 (and that float16 rounding) chang
 (also kept as bits), atomics on bfloat16 and the interpreter's other conversions are left as
 Triton has them.
 
-Light on purpose, like :mod:`fuzz.autotune`: standard library, numpy and Triton only, because it
+Light on purpose, like :mod:`fuzz.interpreter.autotune`: standard library, numpy and Triton only, because it
 runs in the isolated worker. It replaces methods on the interpreter's classes (idempotent), so it
 holds for kernels decorated before or after it runs; on a GPU the interpreter is never called and
 nothing changes.

@@ -1,4 +1,4 @@
-"""The interpreter patches the language once per launch (fuzz.interpreter_pace), and computes the same."""
+"""The interpreter patches the language once per launch (fuzz.interpreter.pace), and computes the same."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from fuzz import interpreter_pace
+from fuzz.interpreter import pace
 from reference._device import interpreting
 
 import triton  # noqa: E402  (after fuzz: the interpreter is on where no GPU is)
@@ -60,7 +60,7 @@ def _count_patches(monkeypatch) -> list[int]:
 
 
 def test_a_launch_patches_each_language_once_not_once_per_helper_call(monkeypatch):
-    assert interpreter_pace.install() and interpreter_pace.installed()
+    assert pace.install() and pace.installed()
     calls = _count_patches(monkeypatch)
     x = torch.randn(5, 37)
     _lse(x)
@@ -72,9 +72,9 @@ def test_a_launch_patches_each_language_once_not_once_per_helper_call(monkeypatc
 
 def test_without_it_each_helper_call_patches_again(monkeypatch):
     """What the module repairs (Triton 3.9's interpreter), shown with the wrapper bypassed."""
-    interpreter_pace.install()
+    pace.install()
     calls = _count_patches(monkeypatch)
-    # Every wrapper bypassed, down to Triton's own (fuzz.interpreter_globals may wrap this one).
+    # Every wrapper bypassed, down to Triton's own (fuzz.interpreter.kernel_globals may wrap this one).
     monkeypatch.setattr(interpreter.GridExecutor, "__call__", inspect.unwrap(interpreter.GridExecutor.__call__))
     _lse(torch.randn(5, 37))
     assert len(calls) > 10, len(calls)
@@ -82,19 +82,19 @@ def test_without_it_each_helper_call_patches_again(monkeypatch):
 
 def test_the_kernel_computes_what_it_computed_before():
     x = torch.randn(6, 100) * 10
-    interpreter_pace.install()
+    pace.install()
     torch.testing.assert_close(_lse(x), torch.logsumexp(x, dim=1), rtol=1e-5, atol=1e-5)
 
 
 def test_install_is_idempotent():
-    assert interpreter_pace.install()
+    assert pace.install()
     first = interpreter._patch_lang
-    assert interpreter_pace.install()
+    assert pace.install()
     assert interpreter._patch_lang is first
 
 
 def test_the_numpy_dtype_lookup_is_remembered_and_answers_as_before():
-    lookup = interpreter_pace._remembered(lambda dtype: (dtype, object()))
+    lookup = pace._remembered(lambda dtype: (dtype, object()))
     assert lookup(tl.float32) is lookup(tl.float32)
     assert lookup(tl.float16) != lookup(tl.float32)
 
@@ -109,7 +109,7 @@ def _flags_kernel(x_ptr, or_ptr, xor_ptr, N, BLOCK: tl.constexpr):
 
 
 def test_bitwise_reductions_give_the_per_element_answers_at_once(monkeypatch):
-    interpreter_pace.install()
+    pace.install()
     x = torch.randint(0, 2**20, (4, 37), dtype=torch.int32)
     ors, xors = torch.empty(4, dtype=torch.int32), torch.empty(4, dtype=torch.int32)
 
@@ -124,7 +124,7 @@ def test_bitwise_reductions_give_the_per_element_answers_at_once(monkeypatch):
 
 
 def test_a_kernels_own_combine_function_is_still_called_per_element(monkeypatch):
-    interpreter_pace.install()
+    pace.install()
     calls = []
     original = interpreter.ReduceOps.generic_reduce
 

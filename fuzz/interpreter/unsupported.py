@@ -4,10 +4,10 @@
 interpreter has no meaning for it and raises ``NotImplementedError("inline_asm not supported in
 interpreter mode")`` from its builder (``InterpreterBuilder.create_inline_asm``), which reached
 the report as the kernel's ``error``. A kernel that uses it may well be right on a GPU. :func:`install`
-makes the builder raise :class:`fuzz.emulation.EmulationUnsupported` instead, naming the construct:
+makes the builder raise :class:`fuzz.interpreter.emulation.EmulationUnsupported` instead, naming the construct:
 the run ends ``unsupported`` (run it with ``--device cuda`` for a verdict).
 
-Installed wherever the fuzzer runs a kernel in the interpreter, with :mod:`fuzz.bfloat16_interpreter`.
+Installed wherever the fuzzer runs a kernel in the interpreter, with :mod:`fuzz.interpreter.bfloat16`.
 Light on purpose: the standard library and Triton only, because it runs in the isolated worker.
 """
 
