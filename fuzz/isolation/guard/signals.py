@@ -277,13 +277,32 @@ class SignalGuard:
 
     def add(self, event: SignalEvent) -> None:
         """Keep ``event`` to be claimed (a stop the pool found: fuzz.isolation.guard.blame), from any thread.
-        One like an event kept already tells nothing new: a stopper found again and again, twice a
-        second, takes no room from the other candidates' events (:data:`MAX_EVENTS`)."""
+        One equal to an event kept already tells nothing new: a stopper found again and again, twice
+        a second, takes no room. Past :data:`MAX_EVENTS` an old event makes room (:meth:`_room`), never
+        the new one: the events of a suspect graded again alone, after a batch that filled the list
+        (an orphan signalling on each of its hundreds of calls), are what convict it."""
         if not self.active:  # nothing is ever claimed: it would only name suspects to no end
             return
         with self._lock:
-            if len(self.events) < MAX_EVENTS and event not in self.events:
-                self.events.append(event)
+            if event in self.events:
+                return
+            if len(self.events) >= MAX_EVENTS:
+                del self.events[self._room()]
+            self.events.append(event)
+
+    def _room(self) -> int:
+        """The index of the event to forget: the oldest of those alike to a later one (told apart by
+        the sender's pid alone, e.g. a double-forked orphan's: the later one names the same jobs
+        for the same deed), else the oldest."""
+        later: set[tuple] = set()
+        oldest_alike = None
+        for index in range(len(self.events) - 1, -1, -1):
+            event = self.events[index]
+            likeness = (event.kind, event.sender, event.in_flight, event.owner)
+            if likeness in later:
+                oldest_alike = index
+            later.add(likeness)
+        return 0 if oldest_alike is None else oldest_alike
 
     def _obey(self, signum: int) -> None:
         """What the signal would have done without the guard."""
@@ -341,12 +360,15 @@ class SignalGuard:
     def explained_by(self, key: str, like: Sequence[SignalEvent] | None = None) -> list[SignalEvent]:
         """Take off the list the unclaimed events that name ``key`` among their suspects, once it is
         convicted of an attack on the grading: they need no other culprit. With ``like`` (the
-        events it was convicted of), only the events of their kinds (the same signal, or a stop of
-        the same kind of process): one convicted of signalling the grader explains no stop."""
-        kinds = None if like is None else {event.kind for event in like}
+        events it was convicted of), only the events of the same deed: the same signal, or a stop
+        of any process of the run (one convicted of signalling the grader explains no stop). A stop
+        is one deed whatever it stopped: run again alone, a stopper finds no neighbour's worker to
+        stop, so it could never be convicted of that kind, and every neighbour such a stop named
+        would be graded again in full."""
+        deeds = None if like is None else {event.signum for event in like}
         with self._lock:
             explained = [event for event in self.events
-                         if key in event.suspects and (kinds is None or event.kind in kinds)]
+                         if key in event.suspects and (deeds is None or event.signum in deeds)]
             self.events = [event for event in self.events if event not in explained]
         return explained
 

@@ -202,7 +202,7 @@ def test_the_gate_run_in_shares_is_the_gate_run_whole(tmp_path, monkeypatch):
                           progress=lambda step, done, total: gates.append(total) if step == "gate" else None)
     assert gates and set(gates) == {4}  # three shares and the kernel + 1
     assert [r.status for r in shared.results] == [r.status for r in whole.results]
-    assert shared.gate[0].cell.record.examples == whole.gate[0].cell.record.examples == OPTIONS["budget"]
+    assert shared.gate[0].cell.record.examples == whole.gate[0].cell.record.examples == OPTIONS["options"].budget
     assert shared.baseline_seconds >= 0.5 * whole.baseline_seconds
 
 
