@@ -43,9 +43,6 @@ OUTPUT = ("output", None)
 IMPL = ("implementation under test", None)
 GROUPS = (IMPL, RUN, CONTRACT, CALL, LIMITS, BENCH, MUTATION_GROUP, EXECUTOR, OUTPUT)
 
-_UNSET = object()
-
-
 @dataclass(frozen=True)
 class Option:
     """One option. ``name`` is where its value lands (the argparse ``dest``, the field of
@@ -67,7 +64,7 @@ class Option:
     append: bool = False  # repeatable, the values collected in a list
     defaults: dict[str, object] = field(default_factory=dict)  # command (or "plugin") -> its own default
     helps: dict[str, str] = field(default_factory=dict)  # command (or "plugin") -> its own help
-    api: str | None = None  # the keyword of lse_fuzz.check (and lse_suite) it sets; None: none, or its name
+    api: str | None = None  # the keyword of lse_fuzz.check (and lse_suite) it sets; None: it sets none
 
     def default_for(self, command: str) -> object:
         return self.defaults.get(command, self.default)
