@@ -104,7 +104,9 @@ def targets(which: str) -> list[tuple[str, list[str]]]:
 def _environment(cache: str) -> dict[str, str]:
     """Cold: an empty Triton cache, and an empty lse-fuzz cache (the mutation runs' verdicts and files)."""
     return {**os.environ, "TRITON_CACHE_DIR": cache, "LSE_FUZZ_CACHE": cache + "-lse-fuzz",
-            "PYTHONPATH": f"{ROOT}:{IMPLEMENTATIONS}", "PYTHONUNBUFFERED": "1"}
+            # The caller's PYTHONPATH stays after ours: libraries installed to a folder of their own.
+            "PYTHONPATH": ":".join(filter(None, (str(ROOT), str(IMPLEMENTATIONS), os.environ.get("PYTHONPATH")))),
+            "PYTHONUNBUFFERED": "1"}
 
 
 def run_check(target: str, declared: list[str], device: str, section: str, timeout: float) -> Run:
@@ -145,8 +147,12 @@ def run_command(section: str, label: str, argv: list[str], timeout: float) -> Ru
         verdict = "timeout" if code == -1 else f"exit {code}"
         if report.is_file():
             files = json.loads(report.read_text()).get("files", {})
-            statuses = [m.get("status") for f in files.values() for m in f.get("mutants", [])]
-            verdict += f", {statuses.count('Killed')} of {len(statuses)} killed"
+            mutants = [m for f in files.values() for m in f.get("mutants", [])]
+            killed = sum(m.get("status") == "Killed" for m in mutants)
+            verdict += f", {killed} of {len(mutants)} killed"
+            # A run that kills fewer names each other mutant and why, so a flaky run explains itself.
+            verdict += "".join(f"; {m.get('id')} {m.get('status')}: {m.get('statusReason', '')}"[:300]
+                               for m in mutants if m.get("status") != "Killed")
         elif said:
             verdict += f": {said}"
         return Run(section, label, seconds, code, verdict)
