@@ -151,7 +151,8 @@ def run_command(section: str, label: str, argv: list[str], timeout: float) -> Ru
             killed = sum(m.get("status") == "Killed" for m in mutants)
             verdict += f", {killed} of {len(mutants)} killed"
             # A run that kills fewer names each other mutant and why, so a flaky run explains itself.
-            verdict += "".join(f"; {m.get('id')} {m.get('status')}: {m.get('statusReason', '')}"[:300]
+            verdict += "".join(f"; {m.get('id')} {m.get('status')}: {' '.join(str(m.get('statusReason', '')).split())}"[:300]
+                               .replace("|", "/")  # one line of a Markdown table cell
                                for m in mutants if m.get("status") != "Killed")
         elif said:
             verdict += f": {said}"
