@@ -81,6 +81,7 @@ def _unary_kernel(x_ptr, out_ptr, OP: tl.constexpr, BLOCK: tl.constexpr, ROUNDIN
          libdevice.exp2(x) if OP == "ld_exp2" else
          libdevice.log(x) if OP == "ld_log" else
          libdevice.log2(x) if OP == "ld_log2" else
+         libdevice.log10(x) if OP == "ld_log10" else
          libdevice.tanh(x) if OP == "ld_tanh" else
          libdevice.rsqrt(x) if OP == "ld_rsqrt" else
          libdevice.sqrt(x) if OP == "ld_sqrt" else
@@ -224,12 +225,13 @@ MATH = {"float32": ("exp", "exp2", "exp_via_exp2", "fast_expf", "log", "log2", "
         "float64": ("exp", "exp2", "log", "log2", "sqrt", "rsqrt")}
 SWEEPS = {"float32": ("exp", "exp2", "exp_via_exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt"),
           "float64": ("exp", "exp2", "log", "log2")}
-LIBDEVICE = {"float32": ("ld_log1p", "ld_expm1", "ld_exp", "ld_exp2", "ld_log", "ld_log2", "ld_tanh", "ld_rsqrt",
+LIBDEVICE = {"float32": ("ld_log1p", "ld_expm1", "ld_exp", "ld_exp2", "ld_log", "ld_log2", "ld_log10", "ld_tanh",
+                         "ld_rsqrt",
                          "ld_sqrt", "ld_fast_expf", "ld_fast_logf", "ld_isnan", "ld_isinf", "ld_signbit"),
              "float64": ("ld_log1p", "ld_expm1", "ld_exp", "ld_exp2", "ld_log", "ld_log2", "ld_tanh", "ld_rsqrt",
                          "ld_sqrt", "ld_isnan", "ld_isinf", "ld_signbit")}
-LIBDEVICE_SWEEPS = ("ld_log1p", "ld_expm1", "ld_exp", "ld_exp2", "ld_log", "ld_log2", "ld_tanh", "ld_fast_expf",
-                    "ld_fast_logf")
+LIBDEVICE_SWEEPS = ("ld_log1p", "ld_expm1", "ld_exp", "ld_exp2", "ld_log", "ld_log2", "ld_log10", "ld_tanh",
+                    "ld_fast_expf", "ld_fast_logf")
 NAMES = ("log1p_module_alias", "log1p_function_alias", "cast_alias")
 REFERENCE = {"exp_via_exp2": "exp", "sqrt_rn": "sqrt", "ld_fast_expf": "exp", "ld_fast_logf": "log"}
 # otherwise torch's function of the same name (without ld_)
@@ -245,7 +247,7 @@ OUT_DTYPE = {**dict.fromkeys(("is_nan", "gt_zero", "lt_and_mask", "lt", "gt", "e
              **dict.fromkeys(("argmax", "argmin", "reduce_argmax_fold"), "int32"), "mul_int64": "int64",
              **dict.fromkeys(("max", "min", "lse"), "float32")}  # tl.max and tl.min widen 16-bit floats
 APPROXIMATE = {"exp", "exp2", "exp_via_exp2", "fast_expf", "log", "log2", "sqrt", "rsqrt", "div", "fdiv", "lse",
-               "ld_exp", "ld_exp2", "ld_tanh", "ld_rsqrt", "ld_fast_expf", "ld_fast_logf"}  # CUDA's 2-ulp functions
+               "ld_exp", "ld_exp2", "ld_log10", "ld_tanh", "ld_rsqrt", "ld_fast_expf", "ld_fast_logf"}  # CUDA's 2-ulp functions
 # float32 values that overflow, tie or underflow when narrowed, and that leave int32's range.
 F32_CAST = [NAN, Bits(0x7F800001), INF, -INF, -0.0, 0.0, 2.0**-149, 2.0**-126, 3.4028234663852886e38, 3.4e38,
             3.3895313892515355e38, 1.0, -1.0, 70000.0, 65504.0, 65519.99609375, 65520.0, 2.0**-24, 2.0**-25,

@@ -124,6 +124,12 @@ def run(args: argparse.Namespace) -> int:
               "could be tied to", file=sys.stderr)
     if result.resumed:
         print(f"resumed: {result.resumed} candidates kept from the earlier report", file=sys.stderr)
+    if result.changed_while_graded:
+        changed = result.changed_while_graded
+        named = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        print(f"lse-fuzz: {len(changed)} candidate file(s) changed while an earlier run of this batch was grading "
+              f"(a candidate writing to its neighbours), graded as submitted: {named}; a file you edit after a "
+              "run ends is graded anew", file=sys.stderr)
     render_table(result.records)
     if args.markdown:
         atomic_write(Path(args.markdown), render_markdown(result.records, title="lse-fuzz grade"))

@@ -32,7 +32,7 @@ from .ray_executor import grade_on_ray
 from .record import GradeRecord
 from .reports import REPORT_JSONL, read_records, write_reports
 from .seal import seal, seal_key, sealed
-from .snapshot import encode
+from .snapshot import take
 
 __all__ = ["DEFAULT_GRADE_TIMEOUT", "DRIVER_GRACE", "GradeRun", "grade", "reproducer_dir_for"]
 
@@ -48,6 +48,7 @@ class GradeRun:
     resumed: int
     interrupted: bool
     stray_signals: list[SignalEvent] = field(default_factory=list)  # ignored, no candidate could be tied to them
+    changed_while_graded: list[str] = field(default_factory=list)  # files graded as submitted (grading.snapshot)
 
 
 def reproducer_dir_for(out: Path, candidate: Candidate) -> Path:
@@ -114,6 +115,9 @@ def grade(
     submitted at once, None for all); the report is the same.
     """
     out.mkdir(parents=True, exist_ok=True)
+    # Every file read now, as the batch starts: what is graded is what was submitted (grading.snapshot).
+    submission = take(candidates, out, resume=resume)
+    candidates = submission.candidates
     key = seal_key(options.private_seed)
     journal = Journal(out, options.key(), seal_with=key) if executor != "ray" else None
     kept, convicted, suspects, pending = _resumed(candidates, options, out, key, journal, resume=resume)
@@ -136,9 +140,10 @@ def grade(
     # Signals are told apart by sender only in the local executor: the tree is this machine's.
     guard = SignalGuard() if pending and executor != "ray" else None
     if executor == "ray":
-        records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address)
+        records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address, sources=submission.sources)
     else:
-        records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs, guard=guard,
+        records_of = _on_this_machine(pending, options, out=out, jobs=1 if jobs is None else jobs,
+                                      sources=submission.sources, guard=guard,
                                       journal=journal, alone={c.target for c in suspects},
                                       briefly={c.target for c in suspects} - (journal.checked() if journal else set()),
                                       withdraw=withdraw, restore=restore)
@@ -146,7 +151,7 @@ def grade(
     stray: list[SignalEvent] = []
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending else None
     try:
-        with guard if guard is not None else contextlib.nullcontext():
+        with submission.grading(), guard if guard is not None else contextlib.nullcontext():
             if pending:
                 with contextlib.closing(records_of()) as stream:  # closed at once on Ctrl-C: drivers or tasks go
                     for record in stream:
@@ -168,7 +173,8 @@ def grade(
         if journal is not None:
             journal.clear()  # the grader ended this run itself: nothing was in flight at its death
     return GradeRun(records=sorted(records.values(), key=lambda r: r.candidate), graded=graded,
-                    resumed=len(kept), interrupted=interrupted, stray_signals=stray)
+                    resumed=len(kept), interrupted=interrupted, stray_signals=stray,
+                    changed_while_graded=[c.name for c in submission.changed_while_graded])
 
 
 def _hard_limit(options: GradeOptions) -> float:
@@ -176,13 +182,13 @@ def _hard_limit(options: GradeOptions) -> float:
 
 
 def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs: int | None,
-            address: str | None) -> Callable[[], Iterator[GradeRecord]]:
+            address: str | None, sources: dict[str, str | None]) -> Callable[[], Iterator[GradeRecord]]:
     return lambda: grade_on_ray(pending, options, reproducer_dir=lambda c: reproducer_dir_for(out, c).resolve(),
-                                hard_limit=_hard_limit(options), address=address, in_flight=jobs)
+                                hard_limit=_hard_limit(options), address=address, in_flight=jobs, sources=sources)
 
 
 def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs: int,
-                     **settle) -> Callable[[], Iterator[GradeRecord]]:
+                     sources: dict[str, str | None], **settle) -> Callable[[], Iterator[GradeRecord]]:
     """The local executor (:class:`.local_executor.LocalBatch`: ``settle`` holds its guard, journal,
     suspects of the grader's death and report callbacks): each candidate a job of a pool of ``jobs``
     drivers."""
@@ -193,8 +199,8 @@ def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Pa
             baselines = measure_baselines(options)
         workers = max(1, min(jobs, len(pending)))
         lock_dir = str(out.resolve()) if options.device.startswith("cuda") and workers > 1 else None
-        # Every file read now, as the batch starts: what is graded is what was submitted (grading.snapshot).
-        work = [grading_job(c.target, c, options.to_wire(), reproducer_dir_for(out, c).resolve(), source=encode(c),
+        work = [grading_job(c.target, c, options.to_wire(), reproducer_dir_for(out, c).resolve(),
+                            source=sources[c.target],
                             lock_dir=lock_dir, baselines=baselines)
                 for c in pending]
         journal = settle.get("journal")

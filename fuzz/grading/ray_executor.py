@@ -106,13 +106,16 @@ def _failed(candidate: Candidate, options: GradeOptions, error: BaseException) -
 
 
 def grade_on_ray(pending: list[Candidate], options: GradeOptions, *, reproducer_dir, hard_limit: float,
-                 address: str | None = None, in_flight: int | None = None) -> Iterator[GradeRecord]:
+                 address: str | None = None, in_flight: int | None = None,
+                 sources: dict[str, str | None] | None = None) -> Iterator[GradeRecord]:
     """Grade ``pending`` as Ray tasks; yield each record as its task finishes.
 
     ``address`` is Ray's (``auto``, ``ray://host:10001``, ...; None: ``RAY_ADDRESS`` or a Ray
     started on this machine for the run). ``in_flight`` bounds the tasks submitted at once (None:
     all of them; the cluster's resources decide how many run). ``reproducer_dir(candidate)`` is
-    where a candidate's reproducers go. Closing the iterator (or Ctrl-C) cancels the tasks left.
+    where a candidate's reproducers go. ``sources`` holds each file's bytes as the batch took them
+    (:func:`.snapshot.take`; a file not in it is read when its task is submitted). Closing the
+    iterator (or Ctrl-C) cancels the tasks left.
     """
     ray = _ray()
     if not ray.is_initialized():
@@ -132,7 +135,7 @@ def grade_on_ray(pending: list[Candidate], options: GradeOptions, *, reproducer_
         while queue or running:
             while queue and (in_flight is None or len(running) < in_flight):
                 candidate = queue.pop(0)
-                running[task.remote({"candidate": asdict(candidate), "source": encode(candidate), "options": wire,
+                running[task.remote({"candidate": asdict(candidate), "source": sources[candidate.target] if candidate.target in (sources or {}) else encode(candidate), "options": wire,
                                      "hard_limit": hard_limit, "tool": __version__})] = candidate
             done, _ = ray.wait(list(running), num_returns=1)
             for future in done:

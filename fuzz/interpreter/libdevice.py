@@ -26,7 +26,11 @@ The values, per function (``SUPPORTED``):
   GPU's value is at most that far. float64 arguments are computed by numpy (C's libm, within 1 ulp).
 - float32 subnormals: Triton links libdevice with flush-to-zero on (``enable_reflect_ftz``, its
   NVIDIA backend's default), so a subnormal float32 argument counts as a zero of its sign and a
-  subnormal float32 result is flushed to one: ``log(2**-140)`` is -inf, ``exp(-100)`` is 0.
+  subnormal float32 result is flushed to one: ``exp2(-140)`` is 0, ``tanh(-2**-149)`` is -0. Some
+  functions' own code keeps them, as measured on an H200 (bench/results/interpreter-diff.md):
+  ``log``, ``log2`` and ``log10`` scale a subnormal argument up (``log(2**-149)`` is -103.28, of a
+  negative one NaN), ``exp`` keeps a subnormal result (``exp(-100)`` is 3.7e-44), and ``log1p`` and
+  ``expm1`` give +0 for a subnormal argument of either sign.
 - the fast functions are the hardware's approximations, as CUDA defines them: ``fast_expf(x)``
   is ``ex2.approx(x * log2(e))`` with the product rounded to float32 (tens of ulp from exp(x)
   where the result is tiny, as on the GPU), ``fast_logf(x)`` is ``lg2.approx(x) * ln(2)``, and
@@ -97,6 +101,12 @@ _CLASSIFY = {"isnan": np.isnan, "isinf": np.isinf, "finitef": np.isfinite, "isfi
              "signbit": np.signbit}
 
 
+# float32 subnormals, per function, where libdevice's code parts from plain ftz (measured on an H200).
+_KEEPS_SUBNORMAL_ARGUMENT = frozenset({"log", "log2", "log10"})  # scaled up first: log(2**-149) = -149 ln 2
+_KEEPS_SUBNORMAL_RESULT = frozenset({"exp"})  # exp(-100) = 3.7e-44, not 0
+_SUBNORMAL_ARGUMENT_IS_PLUS_ZERO = frozenset({"log1p", "expm1"})  # log1p(-2**-149) = +0 (log1p(-0) = -0)
+
+
 def _ftz(values: np.ndarray) -> np.ndarray:
     """float32 subnormals to a zero of their sign, as a GPU's ftz instructions (NaN stays)."""
     return np.where(np.abs(values) < _SMALLEST_NORMAL, np.copysign(np.float32(0.0), values), values).astype(np.float32)
@@ -104,6 +114,18 @@ def _ftz(values: np.ndarray) -> np.ndarray:
 
 def _rounded(values) -> np.ndarray:
     return _ftz(np.asarray(values, dtype=np.float64).astype(np.float32))
+
+
+def _exact_float32(name: str, args: list[np.ndarray]) -> np.ndarray:
+    """A math function of float32 arguments: computed in float64, rounded once, subnormals as the GPU's."""
+    if name in _KEEPS_SUBNORMAL_ARGUMENT:
+        wide = [a.astype(np.float64) for a in args]
+    elif name in _SUBNORMAL_ARGUMENT_IS_PLUS_ZERO:
+        wide = [np.where((np.abs(a) < _SMALLEST_NORMAL) & (a != 0), 0.0, a.astype(np.float64)) for a in args]
+    else:
+        wide = [_ftz(a).astype(np.float64) for a in args]
+    result = np.asarray(_EXACT[name](*wide), dtype=np.float64).astype(np.float32)
+    return result if name in _KEEPS_SUBNORMAL_RESULT else _ftz(result)
 
 
 def _fast_exp2(power):  # ex2.approx.ftz.f32
@@ -148,7 +170,7 @@ def evaluate(name: str, args: list[np.ndarray]) -> np.ndarray:
         if name in _EXACT:
             if not float32:
                 return _EXACT[name](*args).astype(np.float64)
-            return _rounded(_EXACT[name](*(_ftz(a).astype(np.float64) for a in args)))
+            return _exact_float32(name, args)
     precision = "float32" if float32 else "float64"
     raise EmulationUnsupported(f"libdevice.{name}", f"no CPU version of its {precision} form computes the GPU's value")
 

@@ -231,6 +231,39 @@ def test_a_suspect_that_kills_the_grader_when_graded_again_alone_is_convicted(tm
     assert "the grader died while it ran alone" in records["a_sneak"]["reason"]
 
 
+# Appends a failing line to every other file of its batch folder as it is imported, then kills the
+# grader as kills_the_grader.py does.
+TAMPERS = '''import os
+
+for name in os.listdir({folder!r}):
+    if name.endswith(".py") and name != "a_tamperer.py":
+        with open(os.path.join({folder!r}, name), "ab") as f:
+            f.write(b"\\nraise ImportError('sabotaged by a neighbour')\\n")
+'''
+
+
+def test_a_neighbour_tampered_with_before_the_grader_was_killed_is_graded_as_submitted_on_resume(tmp_path):
+    # The tamperer appends a failing line to its neighbour's file as it is imported, then kills the
+    # grader. Each run reads the files when it starts; --resume used to read them again, tampered,
+    # and graded the neighbour load_error. It keeps the bytes submitted (grading.snapshot).
+    batch_dir = batch(tmp_path / "batch", {"b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
+    killer = (IMPLEMENTATIONS / "hostile" / "kills_the_grader.py").read_text()
+    (batch_dir / "a_tamperer.py").write_text(TAMPERS.format(folder=str(batch_dir)) + killer)
+    out = tmp_path / "out"
+    codes, errors = [], []
+    while not codes or codes[-1] == -signal.SIGKILL and len(codes) < 4:
+        process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "1", "--out-dir", str(out),
+                           *(["--resume"] if codes else []), cwd=tmp_path)
+        errors.append(process.communicate(timeout=300)[1])
+        codes.append(process.returncode)
+    assert codes[-1] == 1 and -signal.SIGKILL in codes, (codes, errors)
+    assert b"sabotaged by a neighbour" in (batch_dir / "b_neighbour.py").read_bytes()  # the attack happened
+    records = records_of(out)
+    assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
+    assert records["a_tamperer"]["verdict"] == "crash", records["a_tamperer"]["reason"]
+    assert any("graded as submitted:" in err and "b_neighbour.py" in err for err in errors), errors
+
+
 def test_a_stopper_whose_run_died_before_the_suspects_were_graded_is_graded_alone_on_resume(tmp_path):
     # The stopper and its neighbour run side by side (both suspects of its stops); the grader-killer
     # then ends the run before the suspects are graded again alone. Their records were written, but
