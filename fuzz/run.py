@@ -32,7 +32,7 @@ from .gpu_memory import HugeInputSlots, with_memory_retry
 from .outcomes import HarnessError, ImplLost, run_status
 from .reproducer import replay_command, save_reproducer
 from .result import CheckResult
-from .shrinking import ShrinkClock, ShrinkStore, launch_class, shrink_limit
+from .shrinking import ShrinkClock, ShrinkStore, final_run, launch_class, same_example, shrink_limit
 from .strategies import Contract, LseInput
 from .timing import SlowCall
 
@@ -124,6 +124,15 @@ class _RunState:
     costs: Costs = field(default_factory=Costs)  # calls and their seconds (the checks' Context adds them)
     body_seconds: float = 0.0  # in examples' bodies: calls, compiles, the oracle and the checks
     stopped: bool = False  # another part failed first (RunStop)
+    failing: list = field(default_factory=list)  # the last few failing (example, plan): Hypothesis replays them
+
+    def failed(self, falsified: _Falsified) -> None:
+        self.last = falsified
+        self.failing = [*self.failing[-7:], (falsified.example, falsified.plan)]
+
+    def replays(self, example: LseInput, plan: Plan) -> bool:
+        """Whether ``example`` with ``plan`` failed before in this run (Hypothesis runs it again)."""
+        return any(p == plan and same_example(e, example) for e, p in self.failing)
 
     def note_slow(self, call: SlowCall) -> None:
         key = (call.call, call.shape, call.dtype, call.layout)
@@ -165,13 +174,18 @@ class Run:
 
     def one(self, example: LseInput, plan: Plan) -> None:
         clock = self.shrink
+        # Hypothesis runs a failing example again (to confirm it, and its final run of the smallest
+        # one) and calls a different outcome flaky: such a replay is never skipped, or a shrink that
+        # ran out of time would turn the failure it stopped at into "did not reproduce".
         if clock.shrinking:
-            clock.steps += 1
-            if clock.out_of_time():
-                reject()  # Hypothesis stops at its own limit after this candidate: no call for it
-            if self.restricted and launch_class(example) not in clock.classes:
-                clock.deferred += 1
-                reject()
+            if not final_run():
+                clock.steps += 1
+                if not self.state.replays(example, plan):
+                    if clock.out_of_time():
+                        reject()  # Hypothesis stops at its own limit after this candidate: no call for it
+                    if self.restricted and launch_class(example) not in clock.classes:
+                        clock.deferred += 1
+                        reject()
         elif self.stop is not None and self.stop.others_failed():
             self.state.stopped = True
             raise _Stopped
@@ -253,7 +267,7 @@ class Run:
                 pending.unlink(missing_ok=True)
         if failure is not None:  # raised outside the except block: no __context__, one origin
             self._failed()
-            self.state.last = _Falsified(failure, example, plan)
+            self.state.failed(_Falsified(failure, example, plan))
             raise self.state.last
 
     def _failed(self) -> None:

@@ -29,13 +29,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import torch
+from hypothesis.control import current_build_context
 from hypothesis.database import ExampleDatabase
 from hypothesis.internal.conjecture import engine as _engine
 
 from .strategies import LseInput
 
-__all__ = ["DEFAULT_SHRINK_SECONDS", "ShrinkClock", "ShrinkStore", "default_shrink_seconds", "launch_class",
-           "shrink_limit"]
+__all__ = ["DEFAULT_SHRINK_SECONDS", "ShrinkClock", "ShrinkStore", "default_shrink_seconds", "final_run",
+           "launch_class", "same_example", "shrink_limit"]
 
 DEFAULT_SHRINK_SECONDS = {"cpu": 10.0, "cuda": 10.0}
 """Seconds of shrinking a run allows by default, per device type (``--shrink-seconds``)."""
@@ -144,3 +145,23 @@ class ShrinkStore(ExampleDatabase):
         """Every failing example of a primary corpus moved to its secondary one."""
         for key in [key for key in self._data if b"." not in key]:
             self._data.setdefault(key + self._SECONDARY, set()).update(self._data.pop(key))
+
+
+def same_example(a: LseInput, b: LseInput) -> bool:
+    """Whether two examples are the same input: values (bit for bit), layout and batch. Hypothesis
+    runs a failing example again (to confirm it); a shrink out of time must not skip that run."""
+    return (a.values.shape == b.values.shape and a.values.dtype == b.values.dtype and a.layout == b.layout
+            and a.batch == b.batch and a.values.device == b.values.device
+            and torch.equal(a.values.view(_SAME_WIDTH[a.values.element_size()]),
+                            b.values.view(_SAME_WIDTH[b.values.element_size()])))
+
+
+_SAME_WIDTH = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def final_run() -> bool:
+    """Whether Hypothesis is running the example it reports (its final run of the smallest failure)."""
+    try:
+        return bool(current_build_context().is_final)
+    except Exception:  # no build context: not inside Hypothesis' test
+        return False

@@ -79,6 +79,14 @@ _CHECK_LIST = (
         first_call.check_bounds,
     ),
     Check(
+        "memory_bounds",
+        "on the CPU, every lane a load, store or atomic lets through addresses the launch's tensor arguments",
+        "a kernel that reads past its row and discards the lanes, or stores past its output, returns the right "
+        "numbers on a GPU (the read lands in the allocator's slack) until the memory there is another tensor's "
+        "or unmapped; Triton's interpreter checks each access before it happens",
+        first_call.check_memory_bounds,
+    ),
+    Check(
         "determinism",
         "two calls on the same input return identical bits",
         "nondeterministic results make training runs irreproducible and hide races between programs",
@@ -174,6 +182,7 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
         plan = Plan(next((n for n in names if n in METAMORPHIC), None))
     ctx = Context(impl, example, plan, Contract.parse(contract), time_limit=time_limit, on_slow=on_slow, pin=pin,
                   gradient_impl=gradient_impl, costs=costs)
+    ctx.judge_memory = "memory_bounds" in names
     try:
         ctx.out = ctx.call(example.x, "the first call")
         for name in names:

@@ -17,6 +17,8 @@ from reference import compare
 from ..calls import CallMismatch
 from ..contract import Contract
 from ..costs import Costs
+from ..interpreter import bounds
+from ..interpreter.bounds import OutOfBounds, violation_in
 from ..interpreter.emulation import EmulationUnsupported, raised_by_emulator
 from ..failures import CheckFailure, ImplError, Unsupported
 from ..gradient import NotDifferentiable
@@ -90,6 +92,26 @@ def _refusal(exc: Exception, impl: Impl, example: LseInput) -> EmulationUnsuppor
     return relayed if isinstance(relayed, EmulationUnsupported) else raised_by_emulator(exc)
 
 
+def _violation(exc: Exception, impl: Impl, example: LseInput) -> OutOfBounds | None:
+    """The out-of-bounds access the CPU's bounds checker stopped during the call (in this process,
+    or as an isolated worker relays it), or None."""
+    if example.device.type != "cpu":
+        return None
+    relayed = getattr(exc, "memory", None) if getattr(impl, "relays_refusals", False) else None
+    return relayed if isinstance(relayed, OutOfBounds) else violation_in(exc)
+
+
+def memory_failure(call: str, violation: OutOfBounds) -> CheckFailure:
+    """The ``memory_bounds`` failure of a call whose kernel addressed memory outside its launch's tensors."""
+    return CheckFailure("memory_bounds", f"{violation.access} out of bounds during {call}", details=[
+        f"access:   {violation.where}" + (f" ({violation.lanes} lanes out of bounds, the first shown)"
+                                         if violation.lanes > 1 else ""),
+        f"kernel:   {violation.kernel} at {violation.line}",
+        f"program:  {violation.program}",
+        "stopped:  by the CPU's bounds checker, before the access (Triton's interpreter would have "
+        "read or written that memory of the fuzzer's own process)"])
+
+
 def hex_bits(value: int, width: int) -> str:
     return f"0x{value & ((1 << (8 * width)) - 1):0{2 * width}x}"
 
@@ -112,6 +134,7 @@ class Context:
         self.pin = pin
         self.configs: list[str] = []  # the autotune configs the last call ran (for the failure report)
         self.snapshot = Snapshot(example.x)
+        self.judge_memory = True  # an access out of bounds fails memory_bounds (else it is the call's error)
         self.out: object = None
         self._comparison = None
 
@@ -123,10 +146,12 @@ class Context:
         pinning = self.pin(self.plan.config) if self.pin is not None else contextlib.nullcontext()
         pinned = None
         convention = self.contract.call
+        if hasattr(impl, "memory_bounds"):  # an isolated worker: it checks its kernels' accesses itself
+            impl.memory_bounds = self.judge_memory
         try:
             # Triton's interpreter evaluates masked lanes with numpy and warns about inf - inf;
             # those warnings say nothing about the implementation.
-            with warnings.catch_warnings(), pinning as pinned:
+            with warnings.catch_warnings(), pinning as pinned, bounds.judging(self.judge_memory):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 # The gradient (--backward) is a call of its own: x -> dx, with the default convention.
                 out = convention.invoke(self.impl, x) if impl is self.impl else impl(x)
@@ -139,6 +164,9 @@ class Context:
             refusal = _refusal(exc, impl, self.example)
             if refusal is not None:  # the emulator's, not the implementation's: no verdict on this device
                 raise Unsupported(call, refusal) from None
+            violation = _violation(exc, impl, self.example)
+            if violation is not None and self.judge_memory:
+                raise memory_failure(call, violation) from None
             raise ImplError(call, exc) from None
         self.configs = _lines(pinned)
         elapsed = time.perf_counter() - started - (_compile_seconds(impl) - compiled)

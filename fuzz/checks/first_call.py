@@ -47,6 +47,12 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
 
 
+def check_memory_bounds(impl: Impl, example: LseInput, ctx: Context) -> None:
+    """Judged during every call, not after it: on the CPU, Triton's interpreter checks each access
+    of the kernel before it happens (:mod:`fuzz.interpreter.bounds`), and :meth:`Context.call` turns
+    an access it stopped into this check's failure. Nothing is left to judge once a call returned."""
+
+
 def check_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
     raise_if_input_changed("input_unchanged", example, ctx, "the call")
 

@@ -5,7 +5,8 @@ grader ends the run, and ``--resume`` would grade it again, which ends the run a
 is the grader's memory across that death: each candidate is written down as it starts, and the
 journal is removed whenever the grader ends a run itself (finished, interrupted, or failed with
 an exception). So entries found by ``--resume`` are the candidates in flight when the grader died
-without getting a word in.
+without getting a word in (a candidate run beside others is over once its record is in the report:
+``--resume`` keeps that record, and looks at the entries of the pending candidates only).
 
 ``--resume`` then grades those suspects first, each alone (written down as alone), the one that
 started last first (a killer kills with its first calls); one that was already in flight alone
@@ -19,6 +20,19 @@ again alone (a suspect of a stop or of an orphan's signal, :mod:`fuzz.grading.ba
 down as in doubt until it is: should the grader die first, ``--resume`` grades it alone too,
 whatever its record says. Entries hold the candidate's file hash and the options' key: a
 changed file or other options start afresh.
+
+What is written when (a JSON object a line, each on disk before anything goes on):
+
+* ``{"run": ...}`` as a run begins (:meth:`Journal.begin`): the entries after it are that run's;
+* ``{"alone": false}`` as a candidate is handed to a driver beside others, ``{"alone": true}``
+  (with ``"short": true`` for a short run) as it is handed one with nothing else in flight
+  (:meth:`Journal.started`);
+* ``{"ended": true}`` once a run alone is over and no longer counts as in flight, the grader
+  alive, whatever came of it: a verdict, an attack shown, a short run that showed none
+  (:meth:`Journal.ended`). A run alone with no such entry after it is one the grader died during:
+  a death caused later, by another candidate, convicts no one that had run alone before it;
+* ``{"doubted": true}`` as a record still to be settled is written, ``{"doubted": false}`` once it
+  is (:meth:`Journal.doubted`).
 """
 
 from __future__ import annotations
@@ -92,11 +106,12 @@ class Journal:
         return entries
 
     def suspects(self, pending: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
-        """(Convicted, suspects) among ``pending``: in flight alone when the grader died, and in
-        flight beside others when it died, the one started last first (an attack comes with a
-        candidate's first calls); convicted in ``pending``'s order. A candidate in flight beside
-        others only in runs whose death a convicted one explains (it was in flight then too) is
-        neither: it needs no run alone, and is graded as any other."""
+        """(Convicted, suspects) among ``pending``: in flight alone when the grader died (started
+        alone, and no :meth:`ended` after), and in flight beside others when it died, the one
+        started last first (an attack comes with a candidate's first calls); convicted in
+        ``pending``'s order. A candidate in flight beside others only in runs whose death a
+        convicted one explains (it was in flight then too) is neither: it needs no run alone, and
+        is graded as any other."""
         alone, deaths = set(), []  # each dead run's candidates in the order they started
         for entry in self._entries():
             if "run" in entry:
@@ -105,8 +120,8 @@ class Journal:
             if "doubted" in entry:
                 continue
             ident = (entry.get("target"), entry.get("sha256"))
-            if entry.get("cleared") is True:  # its short run alone ended and the grader lived
-                alone.discard(ident)
+            if entry.get("ended") is True or entry.get("cleared") is True:  # its run alone ended, the grader
+                alone.discard(ident)  # alive ("cleared": what an earlier version wrote after a short run)
                 continue
             if entry.get("alone") is True:
                 alone.add(ident)
@@ -141,10 +156,11 @@ class Journal:
         entry = {"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "alone": alone}
         self._append(dict(entry, short=True) if short else entry)
 
-    def cleared(self, candidate: Candidate) -> None:
-        """``candidate``'s short run alone ended, and the grader lived: it killed nothing (it is
-        graded beside the others next)."""
-        self._append({"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "cleared": True})
+    def ended(self, candidate: Candidate) -> None:
+        """``candidate``'s run alone (:meth:`started` with ``alone``, short or not) ended, and the
+        grader lived, whatever its outcome: a later death is not its doing, even where
+        ``--resume`` grades it again (a record of a short run has options other than the batch's)."""
+        self._append({"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "ended": True})
 
     def checked(self) -> set[str]:
         """The targets that had a short run alone already (:meth:`started`): suspected of a death

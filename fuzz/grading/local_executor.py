@@ -17,7 +17,10 @@ and those suspects are settled after the batch so that no bad candidate holds th
 The suspects of the grader's own death (``alone``, from :mod:`.journal`) run first, each alone;
 suspected for the first time (``briefly``), only a short run alone, which shows a killer: one
 that survives it is graded beside the others. Every start is written to the journal, and so is
-every written record still to be settled (in doubt), for ``--resume`` should the grader die first.
+every written record still to be settled (in doubt), for ``--resume`` should the grader die first;
+so is the end of every run alone (short or full, after a death or after the batch, whatever its
+outcome), once it no longer counts as in flight: only a candidate whose run alone had not ended
+was in flight alone when the grader died.
 """
 
 from __future__ import annotations
@@ -93,8 +96,6 @@ class LocalBatch:
                         yield record
                     else:
                         survivors.append(job)
-                        if self.journal is not None:
-                            self.journal.cleared(self.by_key[job.key])
             if self.journal is not None:  # a record a dead run left in doubt: decided now, or graded anew
                 self.journal.doubted(self.by_key[job.key], doubt=False)
         return survivors
@@ -141,16 +142,23 @@ class LocalBatch:
             yield job
 
     def _by_itself(self, job: Job) -> Iterator[GradeRecord]:
-        self.pool.wait_until_quiet()  # nothing else counts as in flight: what happens now is its doing
-        for result in self.pool.run(self._written_down([job], alone=True)):
+        for result in self._alone(job):
             yield self._judged(result)
 
-    def _briefly_alone(self, job: Job) -> list[JobResult]:
+    def _briefly_alone(self, job: Job) -> Iterator[JobResult]:
         """The result of a short run of ``job`` alone (:data:`CHECK_BUDGET`), not a verdict."""
         options = replace(self.options, budget=min(self.options.budget, CHECK_BUDGET), max_elements=CHECK_MAX_ELEMENTS)
-        self.pool.wait_until_quiet()
-        short = Job(job.key, job.entry, dict(job.payload, options=options.to_wire()))
-        return list(self.pool.run(self._written_down([short], alone=True, short=True)))
+        return self._alone(Job(job.key, job.entry, dict(job.payload, options=options.to_wire())), short=True)
+
+    def _alone(self, job: Job, *, short: bool = False) -> Iterator[JobResult]:
+        """``job`` run with nothing else in flight: written down as alone as it starts, and as ended
+        (the grader alive, whatever its outcome) once it no longer counts as in flight, after the
+        caller has taken its result (what it left behind may act for a moment yet)."""
+        self.pool.wait_until_quiet()  # nothing else counts as in flight: what happens now is its doing
+        yield from self.pool.run(self._written_down([job], alone=True, short=short))
+        if self.journal is not None:
+            self.pool.wait_until_quiet()
+            self.journal.ended(self.by_key[job.key])
 
     def _checked(self, job: Job, first: GradeRecord) -> Iterator[GradeRecord]:
         """``job`` run briefly alone: ``first`` blamed for what it did then, or restored."""

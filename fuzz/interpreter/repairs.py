@@ -7,7 +7,7 @@ refuses. Each module named below corrects one of these; each install is idempote
 
 from __future__ import annotations
 
-from . import bfloat16, frontend, kernel_globals, libdevice, numpy_compat, pace, unsupported
+from . import bfloat16, bounds, frontend, kernel_globals, libdevice, numpy_compat, pace, unsupported
 
 __all__ = ["install"]
 
@@ -21,3 +21,4 @@ def install() -> None:
     libdevice.install()  # libdevice computed with the GPU's values
     kernel_globals.install()  # a kernel's globals read as the GPU's compiler reads them
     unsupported.install()  # what it cannot run at all (inline GPU assembly) is refused by name
+    bounds.install()  # an access outside the launch's tensors fails memory_bounds before it happens

@@ -37,6 +37,7 @@ def catalog(kernel: Kernel | None = None) -> dict[str, Mutant]:
         pitfall, documented = _described(module.__doc__)
         found[name] = from_patch(kernel, name, Patch(module.PATH, module.ANCHOR, module.REPLACEMENT),
                                  pitfall=pitfall, documented=documented, expected_check=module.EXPECTED_CHECK,
+                                 cpu_check=getattr(module, "CPU_CHECK", ""),
                                  target=f"{mutants.__name__}.patched:{name}", module=module.__name__)
     return found
 

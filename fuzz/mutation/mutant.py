@@ -26,7 +26,8 @@ class Mutant:
     a kernel it lies in: (a ``tl.constexpr`` parameter, the truth value it must have), from
     ``if NAME:``, ``if not NAME:`` and their ``else`` (a compiled kernel has no line coverage; the
     constexprs of its launches say whether such a branch ran). ``expected_check``: the check that
-    should kill it ("" for any). ``target``: the TARGET a worker loads it by, when it has a name of
+    should kill it ("" for any); ``cpu_check``: the one that kills it first on the CPU, where it is
+    another ("memory_bounds" for a mutant that reads out of bounds: the interpreter sees the access). ``target``: the TARGET a worker loads it by, when it has a name of
     its own (``mutants.patched:<name>``); otherwise a file written to the cache.
     """
 
@@ -44,6 +45,7 @@ class Mutant:
     statement: tuple[int, int] = (0, 0)
     guards: tuple[tuple[str, bool], ...] = ()
     expected_check: str = ""
+    cpu_check: str = ""
     target: str | None = None
     module: str | None = None  # a catalog mutant's module (its docstring and minimal input)
 

@@ -12,15 +12,19 @@ import math
 import doubles
 import pytest
 import torch
-from doubles import exp2, lanes, two_pass
+from doubles import exp2, lanes, reads_past, two_pass
 
 import reference
 from fuzz.checks import CHECKS, METAMORPHIC, CheckFailure, ImplError, Plan, run_checks, validate_checks
+from fuzz.interpreter import bounds
+from reference._device import interpreting
 from fuzz.layouts import Layout, LayoutKind
 from fuzz.strategies import LseInput, RowSpec
 from reference.errors import InvalidArgument
 
 INF = math.inf
+if interpreting():
+    bounds.install()  # as every run on the CPU does (fuzz.interpreter.repairs): memory_bounds judges the calls
 
 
 def example(values, layout: Layout = Layout(), recipe: str = "small") -> LseInput:
@@ -69,6 +73,10 @@ CASES = {
     "fresh_values": (doubles.caches_by_object, lambda: example(torch.randn(3, 4)),
                      ["the answer after new values were written into the same input tensor is wrong",
                       "bit for bit the ones returned for the previous contents: a stale cached result?"]),
+    "memory_bounds": (reads_past.lse, lambda: example(torch.randn(3, 5)),
+                      ["load out of bounds during the first call",
+                       "access:   x_ptr[15]: 1 element past the end of a 15-element tensor (3 lanes out of bounds",
+                       "kernel:   _reads_past_kernel at reads_past.py:", "program:  (2, 0, 0)"]),
 }
 
 
@@ -77,8 +85,9 @@ def test_every_check_has_a_double():
 
 
 def test_check_names_are_the_documented_ones():
-    assert list(CHECKS) == ["output_contract", "input_unchanged", "agreement", "bounds", "determinism",
-                            "shift_invariance", "permutation_invariance", "row_independence", "fresh_values"]
+    assert list(CHECKS) == ["output_contract", "input_unchanged", "agreement", "bounds", "memory_bounds",
+                            "determinism", "shift_invariance", "permutation_invariance", "row_independence",
+                            "fresh_values"]
     assert all(CHECKS[name].summary and CHECKS[name].why for name in CHECKS)
 
 
@@ -104,6 +113,7 @@ ONLY = {
     "agreement": doubles.nan_for_neg_inf_rows,
     "determinism": doubles.alternates_rounding,
     "fresh_values": doubles.caches_by_object,
+    "memory_bounds": reads_past.lse,
 }
 ONLY_INPUTS = {
     "input_unchanged": lambda: example(torch.tensor([[-0.0, 1.0], [2.0, -0.0]])),

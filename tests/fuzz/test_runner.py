@@ -14,7 +14,7 @@ from pathlib import Path
 import doubles
 import pytest
 import torch
-from doubles import exp2, lanes, two_pass
+from doubles import exp2, lanes, reads_past, two_pass
 
 import lse_fuzz
 import reference
@@ -62,6 +62,7 @@ ALONE = [
     ("row_independence", doubles.batch_max_shift),
     ("fresh_values", doubles.caches_by_object),
     ("fresh_values", doubles.caches_by_shape),
+    ("memory_bounds", reads_past.lse),
 ]
 
 
@@ -76,7 +77,7 @@ def test_each_check_alone_finds_its_double(run, check, impl):
     assert result.status is Status.FAILED, result.summary()
     assert result.check == check
     assert result.reproducer is not None and result.reproducer.is_file()
-    assert f"lse-fuzz replay {result.reproducer} --impl doubles:{impl.__name__}" in result.summary()
+    assert f"lse-fuzz replay {result.reproducer} --impl {impl.__module__}:{impl.__name__}" in result.summary()
 
 
 # Doubles with one defect that only one check sees: a run of all checks names that check.

@@ -69,6 +69,9 @@ def test_no_shrink_budget_reports_the_failure_as_found_and_says_so(run):
     found = run(doubles.first_entry_shift, seed=11, shrink_seconds=0)
     shrunk = run(doubles.first_entry_shift, seed=11)
     assert found.check == shrunk.check == "agreement"
+    # Hypothesis runs the failing example again to confirm it: that run is never skipped for want of
+    # time (it was, and every failure whose shrink ran out of time came out flaky).
+    assert found.status is shrunk.status is lse_fuzz.Status.FAILED, found.summary()
     assert found.costs.shrink_stopped and found.costs.shrink_steps <= 2
     assert any("shrinking stopped after its budget of 0 s" in note for note in found.notes)
     assert found.counterexample.values.numel() > shrunk.counterexample.values.numel()
@@ -82,6 +85,7 @@ def test_a_slow_shrink_stops_near_its_budget(run):
     started = time.perf_counter()
     result = run(slow_and_wrong, seed=3, shrink_seconds=0.5, checks=["agreement"])
     assert result.check == "agreement" and result.costs.shrink_stopped
+    assert result.status is lse_fuzz.Status.FAILED, result.summary()
     # One candidate may be under way when the budget runs out: at most a call past it.
     assert result.costs.shrink_seconds < 0.5 + 1.0 and time.perf_counter() - started < 10
 

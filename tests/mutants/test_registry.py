@@ -47,6 +47,8 @@ def test_every_mutant_file_is_registered_and_every_entry_has_a_file():
         assert (mutant.patch.path, mutant.patch.anchor, mutant.patch.replacement) == \
             (data.PATH, data.ANCHOR, data.REPLACEMENT)
         assert mutant.expected_check == data.EXPECTED_CHECK
+        assert mutant.cpu_check == getattr(data, "CPU_CHECK", "")
+        assert mutant.cpu_check in ("", *CHECKS) and mutant.expected_check in CHECKS
         assert data.__doc__.startswith(f"Mutant: {mutant.pitfall}")
         assert mutant.documented and " ".join(mutant.documented.split()[:3]) in " ".join(data.__doc__.split())
 
@@ -88,10 +90,12 @@ def test_each_file_is_only_data_and_a_minimal_input(name):
     modules |= {("." * node.level) + (node.module or "") for node in imports if isinstance(node, ast.ImportFrom)}
     assert modules <= {"__future__", "torch"}, f"{name}: data imports no kernel, no launcher and no engine"
     rest = [node for node in body if node not in imports]
-    assert [type(node) for node in rest] == [ast.Assign] * len(DATA) + [ast.FunctionDef], \
-        f"{name}: {', '.join(DATA)} and minimal_input"
     *data, function = rest
-    assert [ast.unparse(node.targets[0]) for node in data] == DATA
+    names = [ast.unparse(node.targets[0]) for node in data if isinstance(node, ast.Assign)]
+    assert names in (DATA, DATA[:1] + ["CPU_CHECK"] + DATA[1:]) and len(names) == len(data) \
+        and isinstance(function, ast.FunctionDef), \
+        f"{name}: {', '.join(DATA)} (CPU_CHECK after EXPECTED_CHECK, where the CPU kills it first by another) and " \
+        "minimal_input"
     assert all(isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) for node in data), \
         f"{name}: the data is literal text"
     assert function.name == "minimal_input" and [a.arg for a in function.args.args] == ["device"]

@@ -1,8 +1,9 @@
 """How the parent is to treat what a candidate raised in its worker (the ``kind`` of a ``raised``
 reply, which :func:`fuzz.outcomes.call_outcome` maps to an outcome): a resource limit (a write past
 the output-file-size limit, an allocation past the address-space limit or the GPU's memory), a
-CUDA error (the context is unusable after it), or an exception like any other; and whether it was
-the CPU emulator's refusal of a construct (the reply's ``emulation``: no verdict on the CPU)."""
+CUDA error (the context is unusable after it), or an exception like any other; whether it was
+the CPU emulator's refusal of a construct (the reply's ``emulation``: no verdict on the CPU); and
+whether the CPU's bounds checker stopped an out-of-bounds access (the reply's ``memory``)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,19 @@ import os
 
 import torch
 
+from ...interpreter.bounds import violation_in
 from ...interpreter.emulation import raised_by_emulator
 
-__all__ = ["emulator_refusal", "error_kind"]
+__all__ = ["emulator_refusal", "error_kind", "memory_violation"]
+
+
+def memory_violation(exc: BaseException) -> dict | None:
+    """The out-of-bounds access the CPU's bounds checker stopped (:mod:`fuzz.interpreter.bounds`), as
+    the reply's ``memory``, when this worker runs Triton's interpreter; None otherwise."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return None
+    violation = violation_in(exc)
+    return None if violation is None else violation.to_dict()
 
 
 def emulator_refusal(exc: BaseException) -> dict | None:

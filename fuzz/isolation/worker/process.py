@@ -18,8 +18,10 @@ Replies (worker -> parent):
   {"op": "returned", "output": {..., "id": n}, "held": [ids], "ops": {flag: [operators]}, "input_changed": bool}
                                       + output frame, + each held output's bytes now, + input frame if changed
   {"op": "raised", "kind": "exception" | "out_of_memory" | "file_size_limit" | "cuda_error" | "harness", "type",
-   "message", "traceback", "chain", "emulation": {"construct", "reason"} | null}   emulation: on the CPU, the
-                                      emulator refused a construct (fuzz.interpreter.emulation.raised_by_emulator)
+   "message", "traceback", "chain", "emulation": {"construct", "reason"} | null, "memory": {...} | null}
+                                      emulation: on the CPU, the emulator refused a construct
+                                      (fuzz.interpreter.emulation.raised_by_emulator); memory: on the CPU, the
+                                      bounds checker stopped an access (fuzz.interpreter.bounds.OutOfBounds)
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
   {"op": "compiling", ...} / {"op": "compiled", ...}   before a reply: a compiler ran (compile_watch)
 """
@@ -40,14 +42,14 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from ...interpreter import autotune, specialization
+from ...interpreter import autotune, bounds, specialization
 from ...failures import exception_chain
 from ...gpu_memory import MEMORY_WAIT, huge_storage, sparse_huge_inputs, with_memory_retry
 from ..wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes
 from . import compile_watch
 from .appearance import look_ordinary
 from .bench_input import seeded_input
-from .error_kind import emulator_refusal, error_kind
+from .error_kind import emulator_refusal, error_kind, memory_violation
 from .op_record import OpRecord, recording
 from .shared_input import receive_descriptor
 
@@ -338,7 +340,8 @@ class _WorkerState:
         removed = [False]
         try:
             with warnings.catch_warnings(), autotune.pinned(self.tuners, spec.get("config")) as pinning, \
-                    recording(self.record, input_dtype=x.dtype, removed=removed):
+                    recording(self.record, input_dtype=x.dtype, removed=removed), \
+                    bounds.judging(spec.get("memory_bounds", True) is not False):
                 # The interpreter evaluates masked lanes with numpy and warns about inf - inf,
                 # as the in-process runner ignores it: not the candidate's noise.
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -486,6 +489,7 @@ def _reply_raised(conn: Connection, exc: BaseException, *, during: str = "", sec
         "traceback": text[-20000:],
         "chain": exception_chain(exc),
         "emulation": emulator_refusal(exc),
+        "memory": memory_violation(exc),
         "during": during,
         "seconds": seconds,
         "configs": configs or [],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from reference.errors import InvalidArgument
 
+from ...interpreter.bounds import OutOfBounds
 from ...interpreter.emulation import EmulationUnsupported
 
 __all__ = ["CandidateRaised", "LoadFailed", "raised_from"]
@@ -26,6 +27,7 @@ class CandidateRaised(Exception):
 
     remote_type = "Exception"
     emulation: EmulationUnsupported | None = None  # the worker found it the CPU emulator's refusal (fuzz.interpreter.emulation)
+    memory: OutOfBounds | None = None  # the CPU's bounds checker stopped an access (fuzz.interpreter.bounds)
 
     def __init__(self, message: str, traceback_text: str = "", chain: list[dict] | None = None) -> None:
         super().__init__(message)
@@ -49,11 +51,14 @@ def _raised_class(name: str) -> type[CandidateRaised]:
 def raised_from(header: dict, *, emulated: bool = False) -> CandidateRaised:
     """The worker's "raised" reply as an exception of the same type name. ``emulated``: the worker
     runs Triton's interpreter (the CPU), so what it says the emulator refused (its ``emulation``:
-    construct and reason, see :mod:`fuzz.interpreter.emulation`) is kept as the exception's ``emulation``."""
+    construct and reason, see :mod:`fuzz.interpreter.emulation`) is kept as the exception's ``emulation``,
+    and the access its bounds checker stopped (``memory``, :mod:`fuzz.interpreter.bounds`) as ``memory``."""
     raised = _raised_class(header.get("type", "Exception"))(header.get("message", ""), header.get("traceback", ""),
                                                             header.get("chain"))
     said = header.get("emulation")
     if emulated and isinstance(said, dict) and isinstance(said.get("construct"), str) and said["construct"] \
             and isinstance(said.get("reason", ""), str):
         raised.emulation = EmulationUnsupported(said["construct"][:200], said.get("reason", "")[:400])
+    if emulated:
+        raised.memory = OutOfBounds.from_dict(header.get("memory"))
     return raised

@@ -24,6 +24,7 @@ class RestartingImpl:
         self.target = target
         self._options = options
         self._impl: IsolatedImpl | None = None
+        self.memory_bounds = True  # passed to each worker's calls (IsolatedImpl.memory_bounds)
 
     def start(self) -> RestartingImpl:
         if self._impl is None or self._impl.lost is not None:
@@ -34,6 +35,7 @@ class RestartingImpl:
     def __call__(self, x: torch.Tensor) -> object:
         self.start()
         assert self._impl is not None
+        self._impl.memory_bounds = self.memory_bounds
         return self._impl(x)
 
     def tuning(self) -> tuple[int, list[str]]:

@@ -204,3 +204,49 @@ def test_the_command_line_exits_2_with_one_line_end_to_end(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.startswith("lse-fuzz: error: target='missing.py': no such file") and bad.stderr.count("\n") == 1
+
+
+READS_PAST_ITS_ROW = '''
+import os
+import torch
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _reads_past(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols).to(tl.float32)  # every lane, discarded below: right values
+    x = tl.where(cols < N, x, -float("inf"))
+    m = tl.max(x, 0)
+    shift = tl.where((m == float("inf")) | (m == -float("inf")), 0.0, m)
+    s = tl.where((m == float("inf")) | (m == -float("inf")), m, shift + tl.log(tl.sum(tl.exp(x - shift), 0)))
+    tl.store(out_ptr + row, tl.where(tl.max((x != x).to(tl.int32), 0) > 0, float("nan"), s))
+
+
+def lse(x):
+    x = x.contiguous()
+    out = torch.full((x.shape[0],), -float("inf"), dtype=torch.float32, device=x.device)
+    if x.numel():
+        _reads_past[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+'''
+
+
+def test_a_kernel_that_reads_past_its_row_fails_memory_bounds_on_the_cpu_and_its_replay_too(check, tmp_path,
+                                                                                            capsys):
+    # Right values (the lanes read are discarded), so no other check can see it: the read itself fails.
+    kernel = tmp_path / "reads_past.py"
+    kernel.write_text(READS_PAST_ITS_ROW)
+    code, out, _ = check(str(kernel), "--budget", "60", "--device", "cpu")
+    assert code == 1 and f"FAIL {kernel}:lse: check 'memory_bounds'" in out, out
+    assert "load out of bounds during the first call" in out
+    assert "element past the end of a" in out and "kernel:   _reads_past at reads_past.py:" in out
+    replay = next(line.split("replay:", 1)[1].split() for line in out.splitlines() if "replay:" in line)
+    assert replay[:2] == ["lse-fuzz", "replay"] and main(replay[1:]) == 1
+    assert "check 'memory_bounds' failed" in capsys.readouterr().out
+    code, out, _ = check(str(kernel), "--budget", "60", "--device", "cpu", "--checks", "agreement,bounds,determinism")
+    assert code == 0, out  # without memory_bounds the read happens, as Triton's interpreter does it: right values

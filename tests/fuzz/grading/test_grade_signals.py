@@ -46,6 +46,19 @@ def batch(directory: Path, files: dict[str, Path]) -> Path:
     return directory
 
 
+def graded_until_it_lives(batch_dir: Path, out: Path, cwd: Path, *, jobs: str = "2",
+                          runs: int = 4) -> tuple[list[int], list[str]]:
+    """``grade`` the batch, then ``--resume`` while a candidate kills the grader (at most ``runs``
+    runs): (the exit codes, each run's stderr)."""
+    codes, errors = [], []
+    while not codes or codes[-1] == -signal.SIGKILL and len(codes) < runs:
+        process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out-dir", str(out),
+                           *(["--resume"] if codes else []), cwd=cwd)
+        errors.append(process.communicate(timeout=300)[1])
+        codes.append(process.returncode)
+    return codes, errors
+
+
 @pytest.mark.parametrize("attack, jobs", [
     ("signals_the_grader", "2"),
     ("signals_the_grader_from_a_new_session", "2"),
@@ -250,12 +263,7 @@ def test_a_neighbour_tampered_with_before_the_grader_was_killed_is_graded_as_sub
     killer = (IMPLEMENTATIONS / "hostile" / "kills_the_grader.py").read_text()
     (batch_dir / "a_tamperer.py").write_text(TAMPERS.format(folder=str(batch_dir)) + killer)
     out = tmp_path / "out"
-    codes, errors = [], []
-    while not codes or codes[-1] == -signal.SIGKILL and len(codes) < 4:
-        process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "1", "--out-dir", str(out),
-                           *(["--resume"] if codes else []), cwd=tmp_path)
-        errors.append(process.communicate(timeout=300)[1])
-        codes.append(process.returncode)
+    codes, errors = graded_until_it_lives(batch_dir, out, tmp_path, jobs="1")
     assert codes[-1] == 1 and -signal.SIGKILL in codes, (codes, errors)
     assert b"sabotaged by a neighbour" in (batch_dir / "b_neighbour.py").read_bytes()  # the attack happened
     records = records_of(out)
@@ -272,12 +280,8 @@ def test_a_stopper_whose_run_died_before_the_suspects_were_graded_is_graded_alon
                                            "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py",
                                            "c_killer": IMPLEMENTATIONS / "hostile" / "kills_the_grader.py"})
     out = tmp_path / "out"
-    codes = []
-    while not codes or codes[-1] == -signal.SIGKILL and len(codes) < 4:
-        process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out-dir", str(out),
-                           *(["--resume"] if codes else []), cwd=tmp_path)
-        _, err = process.communicate(timeout=300)
-        codes.append(process.returncode)
+    codes, errors = graded_until_it_lives(batch_dir, out, tmp_path)
+    err = errors[-1]
     assert codes[-1] == 1 and -signal.SIGKILL in codes, (codes, err)
     records = records_of(out)
     assert records["c_killer"]["verdict"] == "crash", records["c_killer"]["reason"]
@@ -301,3 +305,24 @@ def test_a_suspect_that_did_not_pass_keeps_its_record_and_costs_no_second_run(tm
     records = records_of(out)
     assert records["b_hang"]["verdict"] == "timeout", records["b_hang"]["reason"]
     assert records["a_stopper"]["verdict"] == "crash", records["a_stopper"]["reason"]
+
+
+def test_a_stopper_graded_alone_before_the_killer_killed_the_grader_again_keeps_its_own_reason(tmp_path):
+    # The killer and the stopper start side by side; the killer ends the run. On --resume the
+    # stopper, started last, runs briefly alone first and stops the fork server (crash); then the
+    # killer's short run kills the grader again. The stopper's run ended with the grader alive: the
+    # next --resume convicts the killer of the deaths, and the stopper only of its stops.
+    batch_dir = batch(tmp_path / "batch", {"a_killer": IMPLEMENTATIONS / "hostile" / "kills_the_grader.py",
+                                           "b_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_fork_server.py",
+                                           "c_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
+    out = tmp_path / "out"
+    codes, errors = graded_until_it_lives(batch_dir, out, tmp_path)
+    err = errors[-1]
+    assert codes == [-signal.SIGKILL, -signal.SIGKILL, 1], (codes, err)
+    records = records_of(out)
+    assert records["c_neighbour"]["verdict"] == "pass", records["c_neighbour"]["reason"]
+    assert records["a_killer"]["verdict"] == "crash", records["a_killer"]["reason"]
+    assert "the grader died while it ran alone" in records["a_killer"]["reason"]
+    assert records["b_stopper"]["verdict"] == "crash", records["b_stopper"]["reason"]
+    assert records["b_stopper"]["reason"].startswith("it attacked the grader: it stopped the fork server (SIGSTOP)"), \
+        records["b_stopper"]["reason"]

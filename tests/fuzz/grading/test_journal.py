@@ -80,15 +80,130 @@ def test_a_record_left_in_doubt_by_a_dead_run_is_graded_alone_first_unless_it_wa
 
 def test_a_suspect_whose_short_run_alone_ended_is_not_convicted_by_a_later_death(tmp_path):
     # On --resume the suspects of a death run briefly alone, the newest first: b's ended and the
-    # grader lived (cleared); then the killer's killed it again. b is no killer; the killer is.
+    # grader lived (ended); then the killer's killed it again. b is no killer; the killer is.
     c = candidates(tmp_path, "a", "b", "killer")
     journal = Journal(tmp_path / "out", "key")
     (tmp_path / "out").mkdir()
     died(journal, (c["a"], False), (c["killer"], False), (c["b"], False))
     journal.begin()
     journal.started(c["b"], alone=True, short=True)
-    journal.cleared(c["b"])
+    journal.ended(c["b"])
     journal.started(c["killer"], alone=True, short=True)
     convicted, suspects = journal.suspects(list(c.values()))
     assert names(convicted) == ["killer"] and suspects == []  # a and b go on beside the others
     assert journal.checked() == {c["b"].target, c["killer"].target}
+
+
+# -- what the local executor writes (fuzz.grading.local_executor) ---------------------------------
+
+
+class GraderKilled(Exception):
+    """The grader SIGKILLed: nothing more is written."""
+
+
+class Pool:
+    """Runs each job at once, as ``outcomes[key]`` says: "attack" (found in its run: it crashes),
+    "pass", or "kills" (the grader dies as it starts)."""
+
+    def __init__(self, outcomes: dict[str, str], by_key: dict[str, Candidate], options) -> None:
+        self.outcomes, self.by_key, self.options = outcomes, by_key, options
+
+    def wait_until_quiet(self) -> None:
+        pass
+
+    def in_flight(self, since=None) -> tuple[str, ...]:
+        return ()
+
+    def run(self, jobs):
+        from fuzz.grading.evaluate import base_record
+        from fuzz.isolation import JobResult
+        from fuzz.outcomes import Outcome, Verdict
+
+        for job in jobs:
+            outcome = self.outcomes[job.key]
+            if outcome == "kills":
+                raise GraderKilled(job.key)
+            if outcome == "attack":
+                yield JobResult(job, Outcome.CRASHED, None, 1.0, detail="it killed the fork server",
+                                killed_fork_server=True)
+            else:
+                record = base_record(self.by_key[job.key], self.options)
+                record.verdict, record.reason = Verdict.PASS, "passed"
+                yield JobResult(job, Outcome.RETURNED, record.to_json(), 1.0)
+
+
+def resumed(out: Path, c: dict[str, Candidate], outcomes: dict[str, str], *, alone: list[str],
+            briefly: list[str]) -> list[str]:
+    """A --resume run of the local executor over ``c`` (``alone``: the suspects of a death, the
+    order they run in; ``briefly``: those run only briefly alone) until the grader dies; the names
+    of the records it yielded."""
+    from fuzz.grading.local_executor import LocalBatch
+    from fuzz.grading.options import GradeOptions
+    from fuzz.isolation import Job
+
+    options = GradeOptions()
+    by_key = {candidate.target: candidate for candidate in c.values()}
+    order = alone + [name for name in c if name not in alone]
+    work = [Job(c[name].target, "m:f") for name in order]
+    journal = Journal(out, "key")
+    journal.begin()
+    pool = Pool({c[name].target: outcome for name, outcome in outcomes.items()}, by_key, options)
+    batch = LocalBatch(work, by_key, options, pool, journal=journal, alone={c[name].target for name in alone},
+                       briefly={c[name].target for name in briefly})
+    yielded = []
+    try:
+        for record in batch.records():
+            yielded.append(Path(record.target.rpartition(":")[0]).stem)
+    except GraderKilled:
+        return yielded
+    raise AssertionError("the grader was not killed")
+
+
+def test_a_suspect_whose_short_run_alone_showed_an_attack_is_not_convicted_by_a_later_death(tmp_path):
+    # The hostile batch at -j 8 (issue: stoppers convicted of the grader's death): the stopper was
+    # in flight beside the killer when the killer ended the run. On --resume the stopper, started
+    # last, ran briefly alone first and attacked (crash: that record stands); then the killer's short
+    # run killed the grader again. The stopper's run ended with the grader alive: on the next
+    # --resume only the killer was in flight alone when it died. (The stopper is pending there: its
+    # record is a short run's, whose options are not the batch's, so --resume grades it again.)
+    c = candidates(tmp_path, "killer", "stopper", "neighbour")
+    out = tmp_path / "out"
+    out.mkdir()
+    journal = Journal(out, "key")
+    died(journal, (c["killer"], False), (c["stopper"], False))
+    yielded = resumed(out, c, {"stopper": "attack", "killer": "kills", "neighbour": "pass"},
+                      alone=["stopper", "killer"], briefly=["stopper", "killer"])
+    assert yielded == ["stopper"]
+    convicted, suspects = Journal(out, "key").suspects(list(c.values()))
+    assert names(convicted) == ["killer"]
+    assert "neighbour" not in names(suspects)
+
+
+def test_a_suspect_graded_alone_in_full_is_not_convicted_by_a_later_death(tmp_path):
+    # Both had a short run alone already (checked), so both are graded alone in full: the first
+    # passes, the grader alive; the second kills it. Only the second was in flight alone then.
+    c = candidates(tmp_path, "killer", "innocent", "neighbour")
+    out = tmp_path / "out"
+    out.mkdir()
+    journal = Journal(out, "key")
+    died(journal, (c["killer"], False), (c["innocent"], False))
+    yielded = resumed(out, c, {"innocent": "pass", "killer": "kills", "neighbour": "pass"},
+                      alone=["innocent", "killer"], briefly=[])
+    assert yielded == ["innocent"]
+    convicted, _ = Journal(out, "key").suspects(list(c.values()))
+    assert names(convicted) == ["killer"]
+
+
+def test_a_suspect_in_flight_alone_when_the_grader_died_is_still_convicted(tmp_path):
+    # Its short run alone killed the grader: the neighbours cleared before it are no killers.
+    c = candidates(tmp_path, "a", "killer", "b")
+    out = tmp_path / "out"
+    out.mkdir()
+    journal = Journal(out, "key")
+    died(journal, (c["a"], False), (c["killer"], False), (c["b"], False))
+    yielded = resumed(out, c, {"a": "pass", "b": "pass", "killer": "kills"},
+                      alone=["b", "killer", "a"], briefly=["b", "killer", "a"])
+    assert yielded == []
+    convicted, suspects = Journal(out, "key").suspects(list(c.values()))
+    assert names(convicted) == ["killer"] and suspects == []
+    assert Journal(out, "key").checked() == {c["b"].target, c["killer"].target}
