@@ -1,7 +1,8 @@
 """Verdicts kept between runs, so a re-run judges only the mutants whose inputs changed.
 
 A verdict's key hashes everything that decides it: the mutant's edit, the text of every file of the
-kernel, the tool's version and the options (the fuzzer's for a fuzz verdict; the command for a
+kernel, the tool's version and its own source (a checkout between releases changes its checks, not
+its version number), and the options (the fuzzer's for a fuzz verdict; the command for a
 ``--tests`` verdict). Editing the kernel changes its files' text, so every mutant of that kernel is
 judged again; another kernel's verdicts, and the fuzz verdicts when only ``--tests`` changed, are
 reused. One small JSON file per verdict under ``<dir>/<key[:2]>/<key>.json``, written atomically,
@@ -10,6 +11,7 @@ so parallel runs never see half a verdict; a file that does not parse is a miss.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,9 +24,21 @@ __all__ = ["VerdictCache", "verdict_key"]
 
 
 def verdict_key(*parts: object) -> str:
-    """The key of a verdict decided by ``parts`` (JSON-able) and this tool's version."""
-    text = json.dumps([__version__, *parts], sort_keys=True, default=str)
+    """The key of a verdict decided by ``parts`` (JSON-able) and this tool: its version and source."""
+    text = json.dumps([__version__, tool_digest(), *parts], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.cache
+def tool_digest() -> str:
+    """A hash of the fuzzer's own source (every ``.py`` of this package, by path and text): a change
+    of a check judges every mutant again, where a cached verdict would report what the old checks
+    found (a cache kept between CI runs would let a regression through)."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 class VerdictCache:

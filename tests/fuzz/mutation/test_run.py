@@ -293,3 +293,14 @@ def test_every_operator_is_killed_somewhere(tmp_path):
     killed = {r.mutant.operator for r in full.results if r.status is MutantStatus.KILLED}
     operators = {r.mutant.operator for r in full.results}
     assert operators == killed
+
+
+def test_a_verdict_s_key_changes_with_the_fuzzer_s_own_source(monkeypatch):
+    # A checkout between releases keeps its version number while its checks change: a verdict the
+    # old checks decided must not be reused (a cache kept between CI runs would hide a regression).
+    from fuzz.mutation import cache
+
+    assert len(cache.tool_digest()) == 64 and cache.tool_digest() == cache.tool_digest()
+    before = cache.verdict_key("verdict", "mutant", "kernel", "options")
+    monkeypatch.setattr(cache, "tool_digest", lambda: "another source")
+    assert cache.verdict_key("verdict", "mutant", "kernel", "options") != before
