@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fuzz.checks import CHECKS
 from fuzz.cli import main
 from fuzz.mutation import discover, generate, mutation_options, run_mutation, validate_report
 from fuzz.mutation.report import LOOK_HERE, headline, html_report, markdown_report, stryker_report, write_reports
@@ -24,8 +25,12 @@ from fuzz.outcomes import MutantStatus
 
 HERE = Path(__file__).parent
 TINY_DIR = HERE.parents[1] / "implementations" / "mutate"
+# The value checks only: these tests are about the engine and need a survivor. The one they use,
+# int64_promotion_removed, wraps its row offset past 2**31 in the thorough run's huge-offset views,
+# and memory_bounds (the CPU's bounds checker) kills it there: its wrapped read lies before the view.
+VALUE_CHECKS = tuple(name for name in CHECKS if name != "memory_bounds")
 OPTIONS = dict(options=mutation_options(contract="finite", dtypes=("float32", "float16", "bfloat16"),
-                                        output_dtype="float32", max_elements=256, budget=10),
+                                        output_dtype="float32", max_elements=256, budget=10, checks=VALUE_CHECKS),
                thorough_budget=15, jobs=2, timeout_floor=60)
 CHOSEN = {
     "mask_off_by_one@tiny_lse.py:43:68": MutantStatus.KILLED,  # the tail tile reads one lane past the row
