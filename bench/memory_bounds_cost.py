@@ -1,11 +1,13 @@
-"""What checking every access costs on the CPU: Triton kernels in the interpreter, memory_bounds on and off.
+"""What checking every access costs on the CPU: Triton kernels in the interpreter, the memory checks on and off.
 
     python bench/memory_bounds_cost.py [--calls 60] [--repeats 3] [--seed 0] [KERNEL.py ...]
 
 ``fuzz.interpreter.bounds`` checks each lane of every load, store and atomic of an interpreted
-kernel against the launch's tensor arguments. This times the same calls (a fixed set of shapes
-like the fuzzer's: 1 to 63 rows, 1 to 4096 columns) with the check on and off
-(``bounds.judging``), best of ``--repeats``, for each kernel (default: the Triton kernels of the
+kernel against the launch's tensor arguments (``memory_bounds``), and ``fuzz.interpreter.initialized``
+tracks the bytes of the call's ``torch.empty`` allocations (``uninitialized_read``). This times the
+same calls (a fixed set of shapes like the fuzzer's: 1 to 63 rows, 1 to 4096 columns) with both
+checks on, with ``memory_bounds`` alone and with neither (``bounds.judging``), best of ``--repeats``,
+for each kernel (default: the Triton kernels of the
 correct corpus but the autotuned, the N-D and the very slow ones, and ``reference.lse``), and prints
 a Markdown table. The kernel time is what the
 check adds to; a fuzzing run spends the rest generating inputs and judging outputs, so its share
@@ -57,24 +59,24 @@ def _triton_kernels() -> list[Path]:
                   and p.name not in n_d and p.stem not in SLOW)
 
 
-def _seconds(fn, inputs) -> float:
+def _seconds(fn, inputs, *, bounded: bool = False, initialized: bool = False) -> float:
     started = time.perf_counter()
     with np.errstate(all="ignore"):  # the interpreter evaluates both sides of a tl.where: inf - inf, log(0)
         for x in inputs:
-            fn(x)
+            with bounds.judging(bounded, initialized=initialized):  # as each call of a run is judged
+                bounds.judge_result(fn(x))
     return time.perf_counter() - started
 
 
-def _best_of(fn, inputs, repeats: int) -> tuple[float, float]:
-    """(checked, unchecked): the best of ``repeats`` rounds, the two alternating within each round
-    so that a machine's changing load falls on both alike."""
-    checked = unchecked = float("inf")
+def _best_of(fn, inputs, repeats: int) -> tuple[float, float, float]:
+    """(both checks, memory_bounds alone, unchecked): the best of ``repeats`` rounds, the three
+    alternating within each round so that a machine's changing load falls on all alike."""
+    both = alone = unchecked = float("inf")
     for _ in range(repeats):
-        with bounds.judging(True):
-            checked = min(checked, _seconds(fn, inputs))
-        with bounds.judging(False):
-            unchecked = min(unchecked, _seconds(fn, inputs))
-    return checked, unchecked
+        both = min(both, _seconds(fn, inputs, bounded=True, initialized=True))
+        alone = min(alone, _seconds(fn, inputs, bounded=True))
+        unchecked = min(unchecked, _seconds(fn, inputs))
+    return both, alone, unchecked
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,17 +96,22 @@ def main(argv: list[str] | None = None) -> int:
         ([("reference.lse", reference.lse)] if not args.kernels else [])
     print(run_header("cpu"))
     print(f"`python bench/memory_bounds_cost.py --calls {args.calls} --repeats {args.repeats} --seed {args.seed}`\n")
-    print("| kernel | checked s | unchecked s | overhead |")
-    print("|---|---|---|---|")
-    ratios = []
+    print("| kernel | checked s | bounds only s | unchecked s | overhead | bounds only |")
+    print("|---|---|---|---|---|---|")
+    ratios, alone_ratios = [], []
     for name, fn in targets:
         _seconds(fn, inputs[:3])  # imports and first launches out of the timing
-        checked, unchecked = _best_of(fn, inputs, args.repeats)
+        checked, alone, unchecked = _best_of(fn, inputs, args.repeats)
         ratios.append(checked / unchecked)
-        print(f"| {name} | {checked:.2f} | {unchecked:.2f} | {100 * (checked / unchecked - 1):+.1f}% |", flush=True)
+        alone_ratios.append(alone / unchecked)
+        print(f"| {name} | {checked:.2f} | {alone:.2f} | {unchecked:.2f} | {100 * (checked / unchecked - 1):+.1f}% "
+              f"| {100 * (alone / unchecked - 1):+.1f}% |", flush=True)
     ratios.sort()
+    alone_ratios.sort()
     print(f"\n{len(ratios)} kernels, {args.calls} calls each: median overhead "
-          f"{100 * (ratios[len(ratios) // 2] - 1):+.1f}%, largest {100 * (ratios[-1] - 1):+.1f}%")
+          f"{100 * (ratios[len(ratios) // 2] - 1):+.1f}%, largest {100 * (ratios[-1] - 1):+.1f}% "
+          f"(memory_bounds and uninitialized_read); memory_bounds alone: median "
+          f"{100 * (alone_ratios[len(alone_ratios) // 2] - 1):+.1f}%, largest {100 * (alone_ratios[-1] - 1):+.1f}%")
     return 0
 
 

@@ -41,6 +41,10 @@ NAMES = (
     "max_only",
     "max_plus_log_n",
     "finite_sentinel",
+    "unmasked_tail_load",
+    "grid_without_row_guard",
+    "store_past_output",
+    "skipped_empty_partial",
 )
 """Every mutant's module name, in the order reports list them."""
 

@@ -33,6 +33,7 @@ LAYERS = [
     ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.timing",
      "fuzz.shrinking"),
     ("fuzz.checks",),
+    ("fuzz.memory",),  # the GPU's memory phase: the probes, compute-sanitizer, the CPU's checks as fallback
     # fuzz.isolation from the bottom up: what its subpackages share, then the guard (which the fork
     # server's client tells of every child), the fork server, the worker and the pool (both forked
     # from it), and last its face, the package itself.
@@ -62,6 +63,7 @@ DELIBERATE = {
     "fuzz.isolation.worker.process": "the target loader imports the kernels only after the worker set its device mode",
     "fuzz.mutation.report": "jsonschema is an optional dependency: only validating a report needs it",
     "fuzz.mutation.bundled": "listing the catalog must not define the reference kernels (Triton's mode is fixed then)",
+    "fuzz.memory.probe": "with --interpreter, Triton's mode is set before the target (and Triton) are imported",
 }
 
 

@@ -87,6 +87,14 @@ _CHECK_LIST = (
         first_call.check_memory_bounds,
     ),
     Check(
+        "uninitialized_read",
+        "on the CPU, no kernel reads, and no result holds, bytes the call allocated with torch.empty and nothing "
+        "wrote",
+        "a scratch buffer read before a program wrote it (a partial skipped, an accumulator assumed zero) holds "
+        "what the allocator left there: zeros on a fresh page, and the right answer, until the memory is reused",
+        first_call.check_uninitialized_read,
+    ),
+    Check(
         "determinism",
         "two calls on the same input return identical bits",
         "nondeterministic results make training runs irreproducible and hide races between programs",
@@ -183,6 +191,7 @@ def run_checks(impl: Impl, example: LseInput, *, checks: Iterable[str] | None = 
     ctx = Context(impl, example, plan, Contract.parse(contract), time_limit=time_limit, on_slow=on_slow, pin=pin,
                   gradient_impl=gradient_impl, costs=costs)
     ctx.judge_memory = "memory_bounds" in names
+    ctx.judge_init = "uninitialized_read" in names
     try:
         ctx.out = ctx.call(example.x, "the first call")
         for name in names:

@@ -18,7 +18,7 @@ from ..calls import CallMismatch
 from ..contract import Contract
 from ..costs import Costs
 from ..interpreter import bounds
-from ..interpreter.bounds import OutOfBounds, violation_in
+from ..interpreter.bounds import OutOfBounds, UninitializedRead, violation_in
 from ..interpreter.emulation import EmulationUnsupported, raised_by_emulator
 from ..failures import CheckFailure, ImplError, Unsupported
 from ..gradient import NotDifferentiable
@@ -102,14 +102,28 @@ def _violation(exc: Exception, impl: Impl, example: LseInput) -> OutOfBounds | N
 
 
 def memory_failure(call: str, violation: OutOfBounds) -> CheckFailure:
-    """The ``memory_bounds`` failure of a call whose kernel addressed memory outside its launch's tensors."""
-    return CheckFailure("memory_bounds", f"{violation.access} out of bounds during {call}", details=[
-        f"access:   {violation.where}" + (f" ({violation.lanes} lanes out of bounds, the first shown)"
-                                         if violation.lanes > 1 else ""),
-        f"kernel:   {violation.kernel} at {violation.line}",
-        f"program:  {violation.program}",
-        "stopped:  by the CPU's bounds checker, before the access (Triton's interpreter would have "
-        "read or written that memory of the fuzzer's own process)"])
+    """The ``memory_bounds`` failure of a call whose kernel addressed memory outside its launch's tensors,
+    or the ``uninitialized_read`` one of a call that read (or returned) memory it allocated and nothing wrote."""
+    if isinstance(violation, UninitializedRead):
+        if violation.access == "return":
+            return CheckFailure("uninitialized_read", f"{call} returned memory nothing wrote", details=[
+                f"result:   {violation.where}",
+                "seen:     by the CPU's tracking of the call's torch.empty allocations (no kernel store, "
+                "no PyTorch write reached those bytes)"])
+        return CheckFailure("uninitialized_read", f"{violation.access} of memory nothing wrote during {call}",
+                            details=_access_lines(violation, "stopped:  by the CPU's tracking of the call's "
+                                                  "torch.empty allocations, before the access (the values are "
+                                                  "whatever the allocator left there: often zeros, and right, "
+                                                  "until they are not)"))
+    return CheckFailure("memory_bounds", f"{violation.access} out of bounds during {call}", details=_access_lines(
+        violation, "stopped:  by the CPU's bounds checker, before the access (Triton's interpreter would have "
+                   "read or written that memory of the fuzzer's own process)"))
+
+
+def _access_lines(violation: OutOfBounds, stopped: str) -> list[str]:
+    more = f" ({violation.lanes} lanes {violation.what}, the first shown)" if violation.lanes > 1 else ""
+    return [f"access:   {violation.where}{more}", f"kernel:   {violation.kernel} at {violation.line}",
+            f"program:  {violation.program}", stopped]
 
 
 def hex_bits(value: int, width: int) -> str:
@@ -135,6 +149,7 @@ class Context:
         self.configs: list[str] = []  # the autotune configs the last call ran (for the failure report)
         self.snapshot = Snapshot(example.x)
         self.judge_memory = True  # an access out of bounds fails memory_bounds (else it is the call's error)
+        self.judge_init = True  # a read of memory the call allocated and nothing wrote fails uninitialized_read
         self.out: object = None
         self._comparison = None
 
@@ -148,13 +163,19 @@ class Context:
         convention = self.contract.call
         if hasattr(impl, "memory_bounds"):  # an isolated worker: it checks its kernels' accesses itself
             impl.memory_bounds = self.judge_memory
+            impl.uninitialized_read = self.judge_init
         try:
             # Triton's interpreter evaluates masked lanes with numpy and warns about inf - inf;
             # those warnings say nothing about the implementation.
-            with warnings.catch_warnings(), pinning as pinned, bounds.judging(self.judge_memory):
+            # In this process only when the call runs here: an isolated worker tracks its own, and the
+            # copies this process decodes its results into are not the candidate's allocations.
+            judging_init = self.judge_init and self.example.device.type == "cpu" and not hasattr(impl, "memory_bounds")
+            with warnings.catch_warnings(), pinning as pinned, \
+                    bounds.judging(self.judge_memory, initialized=judging_init):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 # The gradient (--backward) is a call of its own: x -> dx, with the default convention.
                 out = convention.invoke(self.impl, x) if impl is self.impl else impl(x)
+                bounds.judge_result(out)
         except (HarnessError, NotDifferentiable):  # no verdict on the implementation: ours, or bad input
             raise
         except Exception as exc:  # anything the implementation raises is its error, not ours
@@ -165,7 +186,8 @@ class Context:
             if refusal is not None:  # the emulator's, not the implementation's: no verdict on this device
                 raise Unsupported(call, refusal) from None
             violation = _violation(exc, impl, self.example)
-            if violation is not None and self.judge_memory:
+            if violation is not None and (self.judge_init if isinstance(violation, UninitializedRead)
+                                          else self.judge_memory):
                 raise memory_failure(call, violation) from None
             raise ImplError(call, exc) from None
         self.configs = _lines(pinned)

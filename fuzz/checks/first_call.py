@@ -53,6 +53,13 @@ def check_memory_bounds(impl: Impl, example: LseInput, ctx: Context) -> None:
     an access it stopped into this check's failure. Nothing is left to judge once a call returned."""
 
 
+def check_uninitialized_read(impl: Impl, example: LseInput, ctx: Context) -> None:
+    """Judged during every call, like ``memory_bounds``: on the CPU the call's ``torch.empty`` allocations
+    are tracked byte by byte (:mod:`fuzz.interpreter.initialized`), a kernel's read of an unwritten byte
+    is stopped before it happens and a result holding one is refused as the call returns; :meth:`Context.call`
+    turns either into this check's failure."""
+
+
 def check_input_unchanged(impl: Impl, example: LseInput, ctx: Context) -> None:
     raise_if_input_changed("input_unchanged", example, ctx, "the call")
 

@@ -23,8 +23,7 @@ from ..gpu_memory import gpu_name, sparse_huge_inputs
 from ..calls import ConventionError
 from ..costs import Costs
 from ..failures import headline, traceback_headline
-from ..isolation import (IsolatedImpl, Job, JobResult, LoadFailed, Pool, SignalEvent, default_memory_limit,
-                         describe_signals, describe_stops)
+from ..isolation import IsolatedImpl, Job, JobResult, LoadFailed, Pool, default_memory_limit
 from ..outcomes import HarnessError, ImplLost, Outcome, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
 from .static_scan import Severity
@@ -32,7 +31,9 @@ from ..timing import compile_summary
 from .bench import bench_candidate
 from .candidates import Candidate
 from .fit import fitted
+from .blame import blame_signals
 from .gpu_lock import GpuLock
+from .memory_phase import memory_phase
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
 from . import cpu_slots
 from .parts import PartSignal, decided, decides, merge_parts, part_count, split
@@ -178,6 +179,7 @@ def evaluate(
     if len(slots) > 1:
         with slots:
             merge_parts(record, decided(_side_by_side(candidate, each, len(slots), reproducer_dir, on_loaded)))
+        record.verdict = memory_phase(candidate, options, record, record.verdict)
         if record.verdict is Verdict.PASS and _benches(options):
             _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
         record.seconds = round(time.monotonic() - started, 3)
@@ -198,9 +200,7 @@ def evaluate(
         else:
             verdict = _record_result(record, _fuzz(impl, candidate, options, max_elements, reproducer_dir))
     except ImplLost as lost:
-        _record_lost(record, lost)
-        _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))
-        return record
+        return _lost(record, lost, started, impl, candidate, options)
     except HarnessError as exc:  # no verdict on the candidate: the run could not go on
         _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, **_harness_failed(exc))
         return record
@@ -210,9 +210,21 @@ def evaluate(
     except BaseException:  # Ctrl-C, or a bug here: do not leave the worker behind
         impl.close()
         raise
+    verdict = memory_phase(candidate, options, record, verdict)
     if verdict is Verdict.PASS and _benches(options):
         _bench(impl, options, record, exclusive=exclusive, baselines=baselines)
     _finish(record, started, impl, verdict=verdict)
+    return record
+
+
+def _lost(record: GradeRecord, lost: ImplLost, started: float, impl: IsolatedImpl, candidate: Candidate,
+          options: GradeOptions) -> GradeRecord:
+    """The worker was lost: its crash (or hang, or exit) is the verdict, unless the GPU reported a
+    kernel's fault and the memory phase names the stray access behind it."""
+    _record_lost(record, lost)
+    _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))
+    record.verdict = memory_phase(candidate, options, record, record.verdict)
+    record.seconds = round(time.monotonic() - started, 3)
     return record
 
 
@@ -353,28 +365,6 @@ def _harness_failed(exc: HarnessError) -> dict[str, str]:
     """The reason (one line naming the cause) and details of a run the harness could not finish."""
     return {"reason": f"the harness failed: {headline(exc).partition(': ')[2]}",
             "details": "".join(traceback.format_exception(exc)).rstrip()}
-
-
-def blame_signals(record: GradeRecord, events: list[SignalEvent]) -> GradeRecord:
-    """A candidate whose processes signalled the grader (SIGTERM, SIGINT, ...; ignored) or stopped
-    the grading processes (continued; see :mod:`fuzz.isolation.guard`) crashes, whatever its
-    checks said: it attacked the grading."""
-    if events:
-        graded = f"{record.verdict.value}: {record.reason}"
-        what, first = _what_it_did(events), graded.splitlines()[0] if graded else ""
-        record.verdict, record.check = Verdict.CRASH, None
-        record.reason = f"it attacked the grader: it {what} (graded anyway: {first})"
-        record.details = f"{what}; graded anyway: {graded}\n{record.details or ''}".rstrip()
-    return record
-
-
-def _what_it_did(events: list[SignalEvent]) -> str:
-    """'sent SIGTERM to the grader (from pid 7), which ignored it, and stopped the fork server
-    (SIGSTOP), which was continued'."""
-    sent = [event for event in events if event.stopped is None]
-    stops = [event for event in events if event.stopped is not None]
-    parts = ([f"{describe_signals(sent)}, which ignored it"] if sent else []) + ([describe_stops(stops)] if stops else [])
-    return ", and ".join(parts)
 
 
 def _record_lost(record: GradeRecord, lost: ImplLost) -> None:

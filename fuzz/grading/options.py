@@ -72,6 +72,8 @@ class GradeOptions:
     # apart (the mutation gate on a GPU host spreads its compiles so; fuzz.run.Run.skips). Not an option.
     share: tuple[int, int] | None = field(default=None, repr=False)
     bench: bool = False
+    # A part of a run (grading.parts.split): the run probes memory once, after its parts (fuzz.memory).
+    part: bool = field(default=False, repr=False)
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
     bench_dtype: str = "float32"
 
@@ -201,6 +203,7 @@ class GradeOptions:
         derived = data.pop("derived_seed")
         data.pop("stop_dir")
         data.pop("share")
+        data.pop("part")
         data["private_seed"] = self.private_seed is not None or derived is not None
         contract = data.pop("contract")
         # The contract flat, by its options' names, as the reports always gave it.

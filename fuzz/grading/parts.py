@@ -69,11 +69,11 @@ def _part_seed(seed: int, index: int) -> int:
 def split(options: GradeOptions, parts: int, *, max_elements: int | None) -> list[GradeOptions]:
     """The options of each part: its share of the budget (the first ones take the remainder), its
     derived seed, and the run's element cap decided once for all of them (``max_elements``). No
-    part measures bandwidth: the run does that once, after all passed."""
+    part measures bandwidth or probes memory: the run does that once, after its parts."""
     share, extra = divmod(options.budget, parts)
     seed = options.effective_seed
     return [replace(options, budget=share + (index < extra), private_seed=None, derived_seed=_part_seed(seed, index),
-                    parts=1, max_elements=max_elements, fit_shapes=False, bench=False)
+                    parts=1, max_elements=max_elements, fit_shapes=False, bench=False, part=True)
             for index in range(parts)]
 
 

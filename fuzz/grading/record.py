@@ -64,6 +64,7 @@ class GradeRecord:
     result: dict | None = None  # the fuzz run (CheckResult.to_dict); absent from the JSON when there was none
     parts: list | None = None  # a run in parts: each part's verdict, check, examples and time; absent if not
     costs: dict | None = None  # where the run's time went, and its counters (fuzz.costs.Costs); absent if no run
+    memory: dict | None = None  # the GPU's memory phase (fuzz.memory.MemoryReport.to_dict); absent if it did not run
     extra: dict = field(default_factory=dict)  # every other key of the JSON, kept as read
 
     def to_json(self) -> dict[str, object]:
@@ -112,9 +113,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "candidate_seconds": _NUMBER, "flags": (list,), "slow": (list,), "counterexample": (dict, _NONE),
     "noise": (dict, _NONE), "bench": (dict, _NONE), "exception": (list, _NONE), "shape_fit": (dict, _NONE),
     "compiles": (dict, _NONE), "seed": (int, _NONE), "seed_id": (str, _NONE), "options": (dict,), "tool": (str,),
-    "result": (dict,), "parts": (list,), "costs": (dict,),
+    "result": (dict,), "parts": (list,), "costs": (dict,), "memory": (dict,),
 }
-_WHEN_GIVEN = ("result", "parts", "costs")  # written only when not None
+_WHEN_GIVEN = ("result", "parts", "costs", "memory")  # written only when not None
 # Present in every record the grader has written (the others default when an older report lacks them).
 _REQUIRED = {"candidate", "target", "sha256", "verdict", "key", "reason", "details", "check", "replay", "reproducer",
              "examples", "calls", "seconds", "candidate_seconds", "flags", "slow", "counterexample", "noise",

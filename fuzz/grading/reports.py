@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..memory.phase import describe as describe_memory
 from ..outcomes import Verdict
 from ..timing import describe_compile_summary
 from .record import GradeRecord, MalformedRecord
@@ -240,6 +241,8 @@ def format_record(record: GradeRecord) -> str:
             lines += ["    " + line for line in tail]
         if record.replay and verdict is not Verdict.PASS:
             lines.append(f"  replay:   {record.replay}")
+    if isinstance(record.memory, dict) and verdict is Verdict.PASS:
+        lines.append("  " + describe_memory(record.memory))
     for flag in record.flags:
         lines.append(f"  flag:     {flag['flag']} ({flag['severity']}): {flag['message']}")
     slow = record.slow

@@ -38,7 +38,9 @@ import numpy as np
 
 from lse_fuzz._errors import LseFuzzError
 
-__all__ = ["OutOfBounds", "install", "installed", "judging", "violation_in"]
+from . import initialized as fresh
+
+__all__ = ["OutOfBounds", "UninitializedRead", "install", "installed", "judge_result", "judging", "violation_in"]
 
 _PATCHED = "_lse_fuzz_bounds"
 _HERE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # fuzz/
@@ -48,17 +50,22 @@ class OutOfBounds(LseFuzzError):
     """A lane of a load, store or atomic of an interpreted kernel addressed memory outside every
     tensor argument of its launch. ``where`` says which lane and tensor, as a person reads it."""
 
+    check = "memory_bounds"  # the check it fails
+    what = "out of bounds"
+
     def __init__(self, access: str, kernel: str, line: str, program: tuple, where: str, lanes: int) -> None:
         self.access, self.kernel, self.line, self.program, self.where, self.lanes = \
             access, kernel, line, tuple(program), where, lanes
-        more = f" ({lanes} lanes out of bounds, the first shown)" if lanes > 1 else ""
-        super().__init__(f"out-of-bounds {access} in {kernel} at {line}, program {self.program}: {where}{more}")
+        more = f" ({lanes} lanes {self.what}, the first shown)" if lanes > 1 else ""
+        super().__init__(f"{self.title} {access} in {kernel} at {line}, program {self.program}: {where}{more}")
+
+    title = "out-of-bounds"
 
     def __reduce__(self):  # crosses the worker's pipe as itself
         return (type(self), (self.access, self.kernel, self.line, self.program, self.where, self.lanes))
 
     def to_dict(self) -> dict:
-        return {"access": self.access, "kernel": self.kernel, "line": self.line, "program": list(self.program),
+        return {"check": self.check, "access": self.access, "kernel": self.kernel, "line": self.line, "program": list(self.program),
                 "where": self.where, "lanes": self.lanes}
 
     @classmethod
@@ -72,7 +79,18 @@ class OutOfBounds(LseFuzzError):
                 or not isinstance(program, list) or not all(isinstance(p, int) for p in program):
             return None
         access, kernel, line, where = (t[:300] for t in texts)
-        return cls(access, kernel, line, tuple(program[:3]), where, lanes)
+        kind = UninitializedRead if said.get("check") == UninitializedRead.check else OutOfBounds
+        return kind(access, kernel, line, tuple(program[:3]), where, lanes)
+
+
+class UninitializedRead(OutOfBounds):
+    """A lane of a load or atomic of an interpreted kernel read bytes of a ``torch.empty`` allocation of
+    the call that nothing wrote (or the call handed such bytes back as its result): see
+    :mod:`fuzz.interpreter.initialized`."""
+
+    check = "uninitialized_read"
+    what = "unwritten"
+    title = "uninitialized"
 
 
 def violation_in(exc: BaseException | None) -> OutOfBounds | None:
@@ -101,14 +119,29 @@ _JUDGING = [True]  # off while a run that did not select memory_bounds calls (ju
 
 
 @contextlib.contextmanager
-def judging(enabled: bool):
+def judging(enabled: bool, *, initialized: bool = False):
     """Check the accesses of the launches within (``enabled``), or let them happen unchecked, as
-    Triton's interpreter does (a run whose checks leave ``memory_bounds`` out)."""
+    Triton's interpreter does (a run whose checks leave ``memory_bounds`` out); with
+    ``initialized``, also the reads of memory the call allocated and nothing wrote
+    (``uninitialized_read``, :mod:`fuzz.interpreter.initialized`; only where the interpreter runs)."""
     previous, _JUDGING[0] = _JUDGING[0], bool(enabled)
     try:
-        yield
+        with fresh.tracking(initialized and installed()):
+            yield
     finally:
         _JUDGING[0] = previous
+
+
+def judge_result(out) -> None:
+    """Raise :class:`UninitializedRead` when the call's result holds bytes of an allocation it made
+    that nothing wrote (a kernel that skipped storing some rows): the caller reads them next."""
+    unwritten = fresh.check_result(out)
+    if unwritten is None:
+        return
+    which, index, count, site = unwritten
+    more = f" ({count} elements never written, the first shown)" if count > 1 else ""
+    where = f"{which}[{index}] was never written since {site} allocated it{more}"
+    raise UninitializedRead("return", "the call", "its return", (0, 0, 0), where, 1)
 
 
 def _regions_of(names, values) -> list[_Region]:
@@ -164,8 +197,8 @@ def _kernel_frame():
     return None
 
 
-def _check(access: str, builder, ptrs, mask) -> None:
-    if not _JUDGING[0]:
+def _check(access: str, builder, ptrs, mask, *, reads: bool = True, writes: bool = False) -> None:
+    if not _JUDGING[0] and not fresh.judged():
         return
     addresses = np.asarray(ptrs.data).astype(np.uint64, copy=False)
     live = np.ones(addresses.shape, dtype=bool) if mask is None else np.broadcast_to(
@@ -175,12 +208,27 @@ def _check(access: str, builder, ptrs, mask) -> None:
     element = ptrs.get_element_ty()
     size = max(1, getattr(element, "primitive_bitwidth", 8) // 8)
     wanted = addresses[live]
-    inside = np.zeros(wanted.shape, dtype=bool)
-    for region in _REGIONS:
-        inside |= (wanted >= np.uint64(region.start)) & (wanted + np.uint64(size) <= np.uint64(region.end))
-    if inside.all():
+    if _JUDGING[0]:
+        inside = np.zeros(wanted.shape, dtype=bool)
+        for region in _REGIONS:
+            inside |= (wanted >= np.uint64(region.start)) & (wanted + np.uint64(size) <= np.uint64(region.end))
+        if not inside.all():
+            outside = wanted[~inside]
+            raise OutOfBounds(access, *_site(builder), _describe(int(outside[0]), size), int(outside.size))
+    if not fresh.judged():
         return
-    outside = wanted[~inside]
+    if reads:
+        unread = fresh.unwritten(wanted, size)
+        if unread is not None:
+            address, lanes, allocated = unread
+            where = f"{_describe(address, size).split(':')[0]}: never written since {allocated} allocated it"
+            raise UninitializedRead(access, *_site(builder), where, lanes)
+    if writes:
+        fresh.stored(wanted, size)
+
+
+def _site(builder) -> tuple[str, str, tuple]:
+    """(the kernel, its source line, the program id) of the access being made."""
     frame = _kernel_frame()
     kernel = frame.f_code.co_name if frame is not None else "the kernel"
     line = "an unknown line"
@@ -189,7 +237,7 @@ def _check(access: str, builder, ptrs, mask) -> None:
         text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
         line = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" + (f" `{text}`" if text else "")
     program = tuple(int(i) for i in getattr(builder, "grid_idx", (0, 0, 0)))
-    raise OutOfBounds(access, kernel, line, program, _describe(int(outside[0]), size), int(outside.size))
+    return kernel, line, program
 
 
 def install() -> bool:
@@ -215,19 +263,21 @@ def install() -> bool:
         return load(self, ptrs, mask, other, *args, **kwargs)
 
     def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
-        _check("store", self, ptrs, mask)
+        _check("store", self, ptrs, mask, reads=False, writes=True)
         return store(self, ptrs, value, mask, *args, **kwargs)
 
     def create_atomic_rmw(self, op, ptr, val, mask, *args, **kwargs):
-        _check("atomic", self, ptr, mask)
+        # An exchange writes without reading what was there; every other atomic combines with it.
+        _check("atomic", self, ptr, mask, reads="XCHG" not in str(op).upper(), writes=True)
         return rmw(self, op, ptr, val, mask, *args, **kwargs)
 
     def create_atomic_cas(self, ptr, cmp, val, *args, **kwargs):
-        _check("atomic", self, ptr, None)
+        _check("atomic", self, ptr, None, writes=True)
         return cas(self, ptr, cmp, val, *args, **kwargs)
 
     def _init_args_hst(self, args_dev, kwargs, *rest, **more):
-        args_hst, kwargs_hst = init(self, args_dev, kwargs, *rest, **more)
+        with fresh.paused():  # the host copies it makes (new_empty, set_) are not the candidate's writes
+            args_hst, kwargs_hst = init(self, args_dev, kwargs, *rest, **more)
         names = list(getattr(self, "arg_names", None) or [f"argument {i}" for i in range(len(args_hst))])
         _REGIONS[:] = _regions_of(names, args_hst) + _regions_of(list(kwargs_hst), list(kwargs_hst.values()))
         return args_hst, kwargs_hst
@@ -238,6 +288,13 @@ def install() -> bool:
         setattr(builder, name, function)
     setattr(_init_args_hst, _PATCHED, True)
     executor._init_args_hst = _init_args_hst
+    restore = getattr(executor, "_restore_args_dev", None)
+    if callable(restore):
+        def _restore_args_dev(self, *args, **kwargs):
+            with fresh.paused():  # copying the host copies back is the interpreter's, not a write of the call
+                return restore(self, *args, **kwargs)
+
+        executor._restore_args_dev = _restore_args_dev
     return True
 
 

@@ -12,7 +12,7 @@ import math
 import doubles
 import pytest
 import torch
-from doubles import exp2, lanes, reads_past, two_pass
+from doubles import exp2, lanes, reads_past, reads_unwritten, two_pass
 
 import reference
 from fuzz.checks import CHECKS, METAMORPHIC, CheckFailure, ImplError, Plan, run_checks, validate_checks
@@ -77,6 +77,10 @@ CASES = {
                       ["load out of bounds during the first call",
                        "access:   x_ptr[15]: 1 element past the end of a 15-element tensor (3 lanes out of bounds",
                        "kernel:   _reads_past_kernel at reads_past.py:", "program:  (2, 0, 0)"]),
+    "uninitialized_read": (reads_unwritten.lse, lambda: example([[0.0, 1.0], [-math.inf, -math.inf]]),
+                           ["load of memory nothing wrote during the first call",
+                            "access:   scratch_ptr[1]: never written since torch.empty at reads_unwritten.py:",
+                            "kernel:   _reads_unwritten_kernel at reads_unwritten.py:", "program:  (1, 0, 0)"]),
 }
 
 
@@ -86,7 +90,7 @@ def test_every_check_has_a_double():
 
 def test_check_names_are_the_documented_ones():
     assert list(CHECKS) == ["output_contract", "input_unchanged", "agreement", "bounds", "memory_bounds",
-                            "determinism", "shift_invariance", "permutation_invariance", "row_independence",
+                            "uninitialized_read", "determinism", "shift_invariance", "permutation_invariance", "row_independence",
                             "fresh_values"]
     assert all(CHECKS[name].summary and CHECKS[name].why for name in CHECKS)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import doubles
 import pytest
 import torch
-from doubles import exp2, lanes, reads_past, two_pass
+from doubles import exp2, lanes, reads_past, reads_unwritten, two_pass
 
 import lse_fuzz
 import reference
@@ -63,6 +63,7 @@ ALONE = [
     ("fresh_values", doubles.caches_by_object),
     ("fresh_values", doubles.caches_by_shape),
     ("memory_bounds", reads_past.lse),
+    ("uninitialized_read", reads_unwritten.lse),
 ]
 
 

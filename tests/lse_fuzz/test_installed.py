@@ -107,7 +107,7 @@ def test_the_documented_ci_commands_are_the_workflows_and_pass_a_correct_kernel(
     assert "lse-fuzz" in summary.read_text() and summary.read_text() == (project / "lse-fuzz.md").read_text()
     cases = ElementTree.parse(project / "lse-fuzz.xml").getroot().iter("testcase")
     names = sorted(case.get("name") for case in cases)
-    assert len(names) == 11 and "test_lse_suite[agreement]" in names and "test_lse_suite[all]" in names
+    assert len(names) == 12 and "test_lse_suite[agreement]" in names and "test_lse_suite[all]" in names
     assert all((project / path).exists() for path in artifacts if path != ".lse-fuzz/")  # none fails: no reproducer
 
 
@@ -131,14 +131,14 @@ def test_the_documented_pytest_commands_and_own_tests_snippets_pass_as_written(i
     suite, own_tests = [c for c in commands("bash") if c.startswith("python -m pytest")]
     done = installed.run(suite, project)
     assert done.returncode == 0, done.stdout
-    assert "11 passed" in done.stdout  # -n auto: the suite's items spread over the workers
+    assert "12 passed" in done.stdout  # -n auto: the suite's items spread over the workers
 
     (project / "tests").mkdir()
     for name in ("tests/test_mylse.py", "tests/test_mylse_properties.py"):
         (project / name).write_text(block_named(name))
     done = installed.run(own_tests, project)
     assert done.returncode == 0, done.stdout
-    assert "13 passed" in done.stdout  # lse_suite's 11 items, the property, the fixture's test; not the suite
+    assert "14 passed" in done.stdout  # lse_suite's 12 items, the property, the fixture's test; not the suite
 
 
 def test_the_pre_commit_hook_blocks_a_buggy_kernel_and_lets_a_correct_one_through(installed, project, tmp_path_factory):

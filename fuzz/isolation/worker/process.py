@@ -21,7 +21,7 @@ Replies (worker -> parent):
    "message", "traceback", "chain", "emulation": {"construct", "reason"} | null, "memory": {...} | null}
                                       emulation: on the CPU, the emulator refused a construct
                                       (fuzz.interpreter.emulation.raised_by_emulator); memory: on the CPU, the
-                                      bounds checker stopped an access (fuzz.interpreter.bounds.OutOfBounds)
+                                      bounds checker stopped an access (fuzz.interpreter.bounds.OutOfBounds, or its UninitializedRead)
   {"op": "exit", "code": n, "detail": ...}                                 the candidate called sys.exit
   {"op": "compiling", ...} / {"op": "compiled", ...}   before a reply: a compiler ran (compile_watch)
 """
@@ -341,11 +341,13 @@ class _WorkerState:
         try:
             with warnings.catch_warnings(), autotune.pinned(self.tuners, spec.get("config")) as pinning, \
                     recording(self.record, input_dtype=x.dtype, removed=removed), \
-                    bounds.judging(spec.get("memory_bounds", True) is not False):
+                    bounds.judging(spec.get("memory_bounds", True) is not False,
+                                   initialized=spec.get("uninitialized_read", True) is not False):
                 # The interpreter evaluates masked lanes with numpy and warns about inf - inf,
                 # as the in-process runner ignores it: not the candidate's noise.
                 warnings.simplefilter("ignore", RuntimeWarning)
                 out = self.impl(x)
+                bounds.judge_result(out)
             self._sync()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -154,6 +154,7 @@ class IsolatedImpl(BenchRequests):
         self._tuning: dict = {"combinations": 0, "description": []}  # the worker's autotuned kernels
         self._config: int | None = None  # the configuration pinned for the calls in progress
         self.memory_bounds = True  # the CPU's bounds checker on in the worker (off: the run left memory_bounds out)
+        self.uninitialized_read = True  # and its reads of unwritten allocations (off: left uninitialized_read out)
         self._pinning: _Pinned | None = None
         self.guard = None  # optional: a context manager factory each call runs inside (a GPU lock)
         self.calls = 0
@@ -404,6 +405,7 @@ class IsolatedImpl(BenchRequests):
         spec, frame = encode_input(x)
         spec["config"] = self._config
         spec["memory_bounds"] = self.memory_bounds
+        spec["uninitialized_read"] = self.uninitialized_read
         # A CPU input lives in memory this process maps too: whether the call changed it is
         # decided here, not by the candidate's process (see shared_input).
         shared = self.device == "cpu" and self._shared.place(spec, frame)

@@ -25,6 +25,7 @@ class RestartingImpl:
         self._options = options
         self._impl: IsolatedImpl | None = None
         self.memory_bounds = True  # passed to each worker's calls (IsolatedImpl.memory_bounds)
+        self.uninitialized_read = True  # likewise (IsolatedImpl.uninitialized_read)
 
     def start(self) -> RestartingImpl:
         if self._impl is None or self._impl.lost is not None:
@@ -36,6 +37,7 @@ class RestartingImpl:
         self.start()
         assert self._impl is not None
         self._impl.memory_bounds = self.memory_bounds
+        self._impl.uninitialized_read = self.uninitialized_read
         return self._impl(x)
 
     def tuning(self) -> tuple[int, list[str]]:

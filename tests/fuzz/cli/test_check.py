@@ -250,3 +250,16 @@ def test_a_kernel_that_reads_past_its_row_fails_memory_bounds_on_the_cpu_and_its
     assert "check 'memory_bounds' failed" in capsys.readouterr().out
     code, out, _ = check(str(kernel), "--budget", "60", "--device", "cpu", "--checks", "agreement,bounds,determinism")
     assert code == 0, out  # without memory_bounds the read happens, as Triton's interpreter does it: right values
+
+
+def test_a_kernel_that_reads_scratch_it_skipped_writing_fails_uninitialized_read_in_its_worker(check, capsys):
+    # A row of -inf skips storing its max to a torch.empty scratch buffer, then reads it back: the
+    # isolated worker tracks the call's allocations and stops the read before it happens.
+    kernel = ROOT / "tests" / "implementations" / "doubles" / "reads_unwritten.py"
+    code, out, _ = check(str(kernel), "--budget", "100", "--device", "cpu")
+    assert code == 1 and f"FAIL {kernel}:lse: check 'uninitialized_read'" in out, out
+    assert "load of memory nothing wrote during the first call" in out
+    assert "never written since torch.empty at reads_unwritten.py:" in out
+    assert "kernel:   _reads_unwritten_kernel at reads_unwritten.py:" in out
+    replay = next(line.split("replay:", 1)[1].split() for line in out.splitlines() if "replay:" in line)
+    assert main(replay[1:]) == 1 and "check 'uninitialized_read' failed" in capsys.readouterr().out

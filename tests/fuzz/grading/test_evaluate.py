@@ -12,6 +12,8 @@ from datetime import timedelta
 import pytest
 
 evaluate = importlib.import_module("fuzz.grading.evaluate")  # the module (the package exports the function)
+memory_phase_module = importlib.import_module("fuzz.grading.memory_phase")
+memory_phase = memory_phase_module.memory_phase
 
 
 def test_on_a_gpu_the_graders_cuda_context_opens_while_the_worker_starts(monkeypatch):
@@ -202,3 +204,88 @@ def test_an_import_that_hangs_is_a_load_error_after_the_load_deadline(tmp_path, 
     assert record.verdict.value == "load_error"
     assert record.reason == ("loading the target failed: the worker timed out: no answer within 2 s while loading "
                              "the target (a hang, or far too slow)")
+
+
+def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the_check(monkeypatch):
+    from fuzz.grading import GradeOptions
+    from fuzz.grading.candidates import Candidate
+    from fuzz.grading.reports import format_record
+    from fuzz.memory import MemoryReport
+    from fuzz.memory.sanitizer import Finding
+    from fuzz.outcomes import Verdict
+
+    asked = []
+    finding = Finding("memory_bounds", "memcheck", "Invalid __global__ write of size 4 bytes",
+                      ["at _k+0x10 in k.py:12", "by thread (0,0,0) in block (0,0,0)",
+                       "Access to 0x7f0000000c is out of bounds"], probe="3 x 5", errors=3)
+
+    def run(target, **options):
+        asked.append((target, options))
+        return MemoryReport("compute-sanitizer memcheck, initcheck", 9.5, 8, finding, [], "REPLAY")
+
+    monkeypatch.setattr(memory_phase_module.memory, "run", run)
+    candidate = Candidate(name="k.py", path="", target="k.py:lse")
+    options = GradeOptions(device="cuda")
+    record = evaluate.base_record(candidate, options)
+    record.check = "memory_bounds"  # found already (on the CPU, or by the phase): nothing to add
+    assert memory_phase(candidate, options, record, Verdict.FAIL) is Verdict.FAIL and not asked
+    record.check = None
+    assert memory_phase(candidate, GradeOptions(), record, Verdict.PASS) is Verdict.PASS and not asked
+    part = GradeOptions(device="cuda", part=True)  # a part of a run: the run probes once, after its parts
+    assert memory_phase(candidate, part, record, Verdict.PASS) is Verdict.PASS and not asked
+    record.reason = "crashed: RuntimeError: CUDA error: out of memory"
+    assert memory_phase(candidate, options, record, Verdict.CRASH) is Verdict.CRASH and not asked
+    assert memory_phase(candidate, options, record, Verdict.PASS) is Verdict.FAIL
+    assert asked == [("k.py:lse", {"checks": tuple(memory_phase_module.CHECKS), "dtype": "float32", "device": "cuda",
+                                   "max_n": None, "contiguous": False})]
+    assert record.check == "memory_bounds" and record.replay == "REPLAY" and record.memory["finding"]["probe"] == "3 x 5"
+    record.verdict = Verdict.FAIL
+    printed = format_record(record)
+    assert "FAIL k.py:lse: check 'memory_bounds'" in printed
+    assert "  probe:    3 x 5" in printed and "  at:       _k+0x10 in k.py:12" in printed
+    assert "  access:   Access to 0x7f0000000c is out of bounds" in printed and "  replay:   REPLAY" in printed
+
+    monkeypatch.setattr(memory_phase_module.memory, "run", lambda target, **options: MemoryReport(
+        "compute-sanitizer memcheck, initcheck", 9.5, 8, None, [], ""))
+    clean = evaluate.base_record(candidate, options)
+    assert memory_phase(candidate, options, clean, Verdict.PASS) is Verdict.PASS
+    clean.verdict, clean.reason = Verdict.PASS, "200 examples passed every check"
+    assert ("  memory:   compute-sanitizer memcheck, initcheck on 8 probes, caching allocator off: clean (9.5 s)"
+            in format_record(clean))
+
+
+def test_on_a_gpu_a_value_failure_or_an_illegal_address_is_named_by_the_memory_phase_when_it_finds_the_access(
+        monkeypatch):
+    # The CPU stops a bad access before the values are judged; the GPU's phase comes after the fuzzing,
+    # so a kernel whose stray read also spoiled its values fails the same check on both devices.
+    from fuzz.grading import GradeOptions
+    from fuzz.grading.candidates import Candidate
+    from fuzz.memory import MemoryReport
+    from fuzz.memory.sanitizer import Finding
+    from fuzz.outcomes import Verdict
+
+    finding = Finding("uninitialized_read", "initcheck", "Uninitialized __global__ memory read of size 4 bytes",
+                      ["at _combine+0x110 in k.py:51", "Address 0x7f09a48a4008"], probe="3 x 8192", errors=12)
+    found = [finding]
+    monkeypatch.setattr(memory_phase_module.memory, "run", lambda target, **options: MemoryReport(
+        "compute-sanitizer memcheck, initcheck", 7.0, 8, found[0], [], "REPLAY"))
+    candidate = Candidate(name="k.py", path="", target="k.py:lse")
+    options = GradeOptions(device="cuda")
+    record = evaluate.base_record(candidate, options)
+    record.check, record.reason = "agreement", "check 'agreement' failed: row 0 differs from the float64 reference"
+    record.details = "check 'agreement' failed: row 0 differs from the float64 reference\n  expected: -inf\n  got: nan"
+    assert memory_phase(candidate, options, record, Verdict.FAIL) is Verdict.FAIL
+    assert record.check == "uninitialized_read"
+    assert record.details.splitlines()[0].startswith("check 'uninitialized_read' failed: Uninitialized __global__")
+    assert "  before it: FAIL by the fuzzing: check 'agreement' failed: row 0 differs" in record.details
+    assert "    got: nan" in record.details
+
+    crashed = evaluate.base_record(candidate, options)
+    crashed.reason = "crashed: AcceleratorError: CUDA error: an illegal memory access was encountered"
+    assert memory_phase(candidate, options, crashed, Verdict.CRASH) is Verdict.FAIL
+    assert crashed.check == "uninitialized_read" and "before it: CRASH by the fuzzing: crashed:" in crashed.details
+    found[0] = None  # the probes do not reach it (a huge offset did): the crash stands, the phase is on record
+    again = evaluate.base_record(candidate, options)
+    again.reason = "crashed: RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert memory_phase(candidate, options, again, Verdict.CRASH) is Verdict.CRASH
+    assert again.check is None and again.memory["finding"] is None

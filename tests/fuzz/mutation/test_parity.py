@@ -75,7 +75,7 @@ CATALOG_KILLS = {
     "nan_ignored": "agreement",
     "pos_inf_nan": "agreement",
     "column_stride_ignored": "agreement",
-    "tail_mask_off_by_one": "memory_bounds",  # the last row's extra lane lies past the view (CPU_CHECK)
+    "tail_mask_off_by_one": "memory_bounds",  # the last row's extra lane lies past the view
     "split_no_rescale": "agreement",
     "input_as_scratch": "input_unchanged",
     "empty_rows_wrong_shape": "output_contract",
@@ -83,6 +83,10 @@ CATALOG_KILLS = {
     "max_only": "agreement",
     "max_plus_log_n": "agreement",
     "finite_sentinel": "agreement",
+    "unmasked_tail_load": "memory_bounds",
+    "grid_without_row_guard": "memory_bounds",
+    "store_past_output": "memory_bounds",
+    "skipped_empty_partial": "uninitialized_read",
 }
 
 

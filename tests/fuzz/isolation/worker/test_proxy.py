@@ -208,9 +208,19 @@ def test_the_same_tensor_object_maps_to_the_same_object_in_the_worker():
 def test_returned_outputs_are_poisoned_so_unwritten_rows_cannot_reuse_a_stale_answer():
     x = torch.randn(4, 6)
     with IsolatedImpl(target("skips_last_row")) as impl:
+        impl.uninitialized_read = False  # the values the row ends up with, as a GPU returns them
         impl(x)
         second = impl(x)
     assert not torch.equal(second[-1], expected(x)[-1])
+
+
+def test_on_the_cpu_the_worker_refuses_a_result_with_rows_nothing_wrote():
+    with IsolatedImpl(target("skips_last_row")) as impl:
+        with pytest.raises(CandidateRaised) as info:
+            impl(torch.randn(4, 6))
+    assert type(info.value).__name__ == "UninitializedRead"
+    assert info.value.memory is not None and info.value.memory.check == "uninitialized_read"
+    assert info.value.memory.where.startswith("the result[3] was never written since torch.empty at skips_last_row.py:")
 
 
 @pytest.mark.parametrize(("name", "type_name", "check"), [

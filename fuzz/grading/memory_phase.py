@@ -1,0 +1,66 @@
+"""The memory phase of a grading on a GPU (:mod:`fuzz.memory`): when it runs, and how a finding
+becomes the record's verdict."""
+
+from __future__ import annotations
+
+from .. import memory
+from ..checks import CHECKS
+from ..contract import Layouts, dtype_name
+from ..outcomes import Verdict
+from .candidates import Candidate
+from .options import GradeOptions
+from .record import GradeRecord
+
+__all__ = ["memory_phase"]
+
+# A crash the GPU reported as an error of a kernel (an illegal address, an address in the wrong
+# space, a launch failure): often a stray access, which the phase then names; if it finds none, the
+# crash stands.
+_KERNEL_FAULT = ("illegal memory access", "cudaErrorIllegalAddress", "cudaErrorInvalidAddressSpace",
+                 "misaligned address", "cudaErrorMisalignedAddress", "unspecified launch failure",
+                 "cudaErrorLaunchFailure")
+
+
+def _probes_memory(options: GradeOptions, record: GradeRecord, verdict: Verdict) -> bool:
+    """Whether the run's verdict can still be a memory check's. The CPU stops an access before the
+    values are judged, so a kernel whose bad read also spoils its values fails the memory check there;
+    on a GPU the phase comes after the fuzzing, so it runs after a pass, after a value check's failure
+    and after a crash the GPU reported as a kernel's fault, and names the access the same way."""
+    if not options.device.startswith("cuda") or options.part:
+        return False
+    if verdict is Verdict.PASS:
+        return True
+    if verdict is Verdict.FAIL:
+        return record.check not in ("memory_bounds", "uninitialized_read", "time_limit")
+    return verdict is Verdict.CRASH and any(s in f"{record.reason}\n{record.details}" for s in _KERNEL_FAULT)
+
+
+def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecord, verdict: Verdict) -> Verdict:
+    """On a GPU: the probes under compute-sanitizer (:mod:`fuzz.memory`, see :func:`_probes_memory` for
+    when); a finding fails its check (``memory_bounds``, ``uninitialized_read``), and what the fuzzing
+    found before is kept below it. On the CPU those checks judged every call already."""
+    if not _probes_memory(options, record, verdict):
+        return verdict
+    contract = options.declared()
+    report = memory.run(options.worker_target(candidate.target), checks=options.checks or tuple(CHECKS),
+                        dtype=dtype_name(contract.dtypes[0]), device=options.device, max_n=contract.max_n,
+                        contiguous=contract.layouts is Layouts.CONTIGUOUS)
+    record.memory = report.to_dict()
+    finding = report.finding
+    if finding is None:
+        return verdict
+    before = [] if verdict is Verdict.PASS else [
+        f"  before it: {verdict.label} by the fuzzing: {record.reason.splitlines()[0] if record.reason else ''}",
+        *(f"  {line}" for line in (record.details or "").splitlines()[:12])]
+    record.check = finding.check
+    record.reason = (f"check {finding.check!r} failed: {finding.what} in {finding.kernel}, on the memory phase's "
+                     f"probe {finding.probe}")
+    record.details = "\n".join([
+        f"check {finding.check!r} failed: {finding.what} ({report.ran}, after the fuzzing)",
+        f"  probe:    {finding.probe}",
+        *(f"  {'access:' if i else 'at:':<9} {line.removeprefix('at ')}" for i, line in enumerate(finding.lines)),
+        f"  errors:   {finding.errors} reported in this run",
+        f"  why it matters: {CHECKS[finding.check].why}",
+        f"  replay:   {report.replay}", *before])
+    record.replay = report.replay
+    return Verdict.FAIL

@@ -1,0 +1,9 @@
+"""Memory safety on a GPU: the memory phase (:mod:`.phase`), its probes (:mod:`.probe`) and
+compute-sanitizer's reports (:mod:`.sanitizer`). On the CPU the same checks run inside every call
+(:mod:`fuzz.interpreter.bounds`, :mod:`fuzz.interpreter.initialized`)."""
+
+from __future__ import annotations
+
+from .phase import MemoryReport, run
+
+__all__ = ["MemoryReport", "run"]

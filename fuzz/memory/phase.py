@@ -1,0 +1,197 @@
+"""The memory phase of a GPU run: the probes under compute-sanitizer, after the fuzzing passed.
+
+On a GPU a kernel that reads past its row and discards the lanes, stores one element past its
+output or reads a partial nobody stored returns the right numbers: the value checks pass it, and
+PyTorch's caching allocator hides the access from any memory checker (a read past a tensor lands
+in the allocator's slack). This phase runs the implementation on fixed probes (:mod:`.probe`)
+under compute-sanitizer's memcheck (fails ``memory_bounds``) and initcheck (fails
+``uninitialized_read``), each in a process of its own with the caching allocator off
+(``PYTORCH_NO_CUDA_MEMORY_CACHING=1``: every tensor an allocation of its own), both at once, each
+within :data:`TOOL_SECONDS`. Where compute-sanitizer is absent, the same probes run on the CPU in
+Triton's interpreter, judged by the CPU's checks of the same names; the report says which ran.
+
+It judges ``lse(x)`` of 2-D inputs only (a call convention's carrier is not probed) and runs only
+for the checks the run selected. A probe that raises, a tool that times out or cannot start is a
+note, never a verdict: the fuzzing already judged the values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from ..interpreter.bounds import OutOfBounds
+from . import sanitizer
+from .sanitizer import TOOLS, Finding
+
+__all__ = ["MemoryReport", "TOOL_SECONDS", "describe", "replay_command", "run"]
+
+TOOL_SECONDS = 90.0
+"""The most one tool's run may take (measured on an H200: about 10 s each, CUDA 13's
+compute-sanitizer 2025.3, the eight probes; a kernel that autotunes benchmarks every config under
+the tool). Past it the tool is stopped and the report says so."""
+
+_PROBE_MODULE = "fuzz.memory.probe"
+
+
+@dataclass
+class MemoryReport:
+    """What the phase ran and found (``finding``: the first, memcheck's before initcheck's)."""
+
+    ran: str  # "compute-sanitizer memcheck, initcheck" | "the CPU interpreter's memory checks" | ""
+    seconds: float = 0.0
+    probes: int = 0  # the probes the contract admitted (as the probe process said)
+    finding: Finding | None = None
+    notes: list[str] = field(default_factory=list)
+    replay: str = ""
+
+    def describe(self) -> str:
+        """One line: what ran, on how many probes, and what it found."""
+        return describe(self.to_dict())
+
+    def to_dict(self) -> dict:
+        return {"ran": self.ran, "seconds": round(self.seconds, 3), "probes": self.probes,
+                "finding": None if self.finding is None else self.finding.to_dict(), "notes": list(self.notes),
+                "replay": self.replay}
+
+
+def describe(memory: dict) -> str:
+    """One line for a record's ``memory`` (:meth:`MemoryReport.to_dict`)."""
+    notes = [str(note) for note in memory.get("notes") or []]
+    ran = str(memory.get("ran") or "")
+    if not ran:
+        return "memory:   not checked on the GPU (" + "; ".join(notes) + ")"
+    finding = memory.get("finding")
+    found = "clean" if not isinstance(finding, dict) else f"{finding.get('what')} ({finding.get('tool')})"
+    allocator = ", caching allocator off" if ran.startswith("compute-sanitizer") else ""
+    seconds = memory.get("seconds") if isinstance(memory.get("seconds"), (int, float)) else 0.0
+    return f"memory:   {ran} on {memory.get('probes', 0)} probes{allocator}: {found} ({seconds:.1f} s)" + \
+        "".join(f"; {note}" for note in notes)
+
+
+def _probes_in(output: str) -> int:
+    """How many probes the probe process said it would run."""
+    counts = [int(line.split()[2]) for line in output.splitlines()
+              if line.startswith("lse-fuzz-probe probes ") and line.split()[2].isdigit()]
+    return max(counts, default=0)
+
+
+def replay_command(target: str, tool: str, options: list[str], executable: str = "compute-sanitizer") -> str:
+    """The shell command that shows ``tool``'s whole report on the probes."""
+    return (f"PYTORCH_NO_CUDA_MEMORY_CACHING=1 {executable} --tool {tool} "
+            f"python -m {_PROBE_MODULE} {target} {' '.join(options)}")
+
+
+def run(target: str, *, checks: tuple[str, ...], dtype: str = "float32", device: str = "cuda",
+        max_n: int | None = None, contiguous: bool = False, executable: str | None = None,
+        seconds: float = TOOL_SECONDS) -> MemoryReport:
+    """Probe ``target`` (a TARGET loadable by a fresh process) for the memory ``checks`` selected,
+    with the probes its contract admits (``max_n`` columns at most; ``contiguous`` inputs only)."""
+    tools = [tool for tool, check in TOOLS.items() if check in checks]
+    if not tools:
+        return MemoryReport("", notes=["the run's checks leave memory_bounds and uninitialized_read out"])
+    if "@" in target:
+        return MemoryReport("", notes=["the probes call lse(x) of 2-D inputs; this run declared a call convention"])
+    started = time.monotonic()
+    executable = executable or sanitizer.find()
+    within = [*(["--max-n", str(max_n)] if max_n is not None else []), *(["--contiguous"] if contiguous else [])]
+    if executable is None:
+        report = _interpreted(target, [*within, "--dtype", dtype], tools, seconds)
+    else:
+        report = _sanitized(target, [*within, "--dtype", dtype], device, tools, executable, seconds)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _environment(**more: str) -> dict[str, str]:
+    env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1", PYTHONUNBUFFERED="1", **more)
+    # The probe imports the fuzzer as this process does, wherever it was installed or run from.
+    path = os.pathsep.join(p for p in sys.path if p)
+    env["PYTHONPATH"] = path + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _start(command: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=env, text=True, errors="replace", start_new_session=True)
+
+
+def _finish(process: subprocess.Popen, deadline: float) -> tuple[str, bool]:
+    """(its output, whether it finished in time); a late one is stopped with its whole session."""
+    try:
+        output, _ = process.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        return output, True
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        output, _ = process.communicate()
+        return output, False
+
+
+def _notes_of(tool: str, output: str, finished: bool, limit: float) -> list[str]:
+    notes = []
+    if not finished:
+        notes.append(f"{tool} stopped at its limit of {limit:g} s")
+    raised = [line.split(" raised ", 1)[1] for line in output.splitlines()
+              if line.startswith("lse-fuzz-probe ") and " raised " in line]
+    if raised:
+        notes.append(f"a probe raised under {tool}: {raised[0][:200]}")
+    elif finished and "lse-fuzz-probe" not in output:
+        tail = " ".join(output.strip().splitlines()[-2:])[:200]
+        notes.append(f"{tool} did not run the probes: {tail or 'no output'}")
+    return notes
+
+
+def _sanitized(target: str, options: list[str], device: str, tools: list[str], executable: str,
+               seconds: float) -> MemoryReport:
+    env = _environment()
+    deadline = time.monotonic() + seconds
+    running = {tool: _start([executable, "--tool", tool, "--print-limit", "3", "--error-exitcode", "86",
+                             sys.executable, "-m", _PROBE_MODULE, target, "--device", device, *options], env)
+               for tool in tools}
+    report = MemoryReport("compute-sanitizer " + ", ".join(tools))
+    for tool, process in running.items():  # memcheck's finding first: an access out of bounds is the worse
+        output, finished = _finish(process, deadline)
+        report.probes = max(report.probes, _probes_in(output))
+        finding = sanitizer.parse(output, tool)
+        if finding is not None and report.finding is None:
+            report.finding = finding
+            report.replay = replay_command(target, tool, options, executable)
+        if finding is None:
+            report.notes += _notes_of(tool, output, finished, seconds)
+    return report
+
+
+def _interpreted(target: str, options: list[str], tools: list[str], seconds: float) -> MemoryReport:
+    """No compute-sanitizer: the probes on the CPU, in Triton's interpreter, with the CPU's checks."""
+    report = MemoryReport("the CPU interpreter's memory checks (no compute-sanitizer found)")
+    process = _start([sys.executable, "-m", _PROBE_MODULE, target, "--interpreter", *options],
+                     _environment(TRITON_INTERPRET="1"))
+    output, finished = _finish(process, time.monotonic() + seconds)
+    report.probes = _probes_in(output)
+    probe = ""
+    for line in output.splitlines():
+        if line.startswith("lse-fuzz-probe ") and " start " in line:
+            probe = line.split(" start ", 1)[1]
+        if line.startswith("lse-fuzz-probe ") and " violation " in line:
+            try:
+                violation = OutOfBounds.from_dict(json.loads(line.split(" violation ", 1)[1]))
+            except ValueError:
+                violation = None
+            if violation is not None and violation.check in {TOOLS[tool] for tool in tools}:
+                report.finding = Finding(violation.check, "interpreter", f"{violation.title} {violation.access}",
+                                         [f"at {violation.kernel} in {violation.line}", violation.where],
+                                         probe=probe, errors=violation.lanes)
+                report.replay = f"python -m {_PROBE_MODULE} {target} --interpreter {' '.join(options)}"
+                break
+    if report.finding is None:
+        report.notes += _notes_of("the interpreter", output, finished, seconds)
+    return report
+

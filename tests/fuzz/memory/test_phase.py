@@ -1,0 +1,118 @@
+"""fuzz.memory.phase: the probes run under a tool in processes of their own, findings and notes.
+
+A GPU's compute-sanitizer is stood in for by a script that runs the probe process as the tool does
+and reports an error block in its format (data/ holds real ones) after the second probe starts:
+what the phase makes of the tool's output, its time limit and the probes the contract admits are
+tested here on the CPU. Where no compute-sanitizer is found the phase falls back to the CPU's own
+checks, which are real: a kernel that reads past its row is caught, the reference is clean.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fuzz.memory import phase, sanitizer
+
+ROOT = Path(__file__).resolve().parents[3]
+DOUBLES = ROOT / "tests" / "implementations" / "doubles"
+BOTH = ("memory_bounds", "uninitialized_read")
+
+FAKE = textwrap.dedent('''\
+    import os, subprocess, sys, time
+    args = sys.argv[1:]
+    tool = args[args.index("--tool") + 1]
+    command = args[args.index("--error-exitcode") + 2:]
+    if os.environ.get("FAKE_SANITIZER_SLEEPS"):
+        time.sleep(60)
+    print("========= COMPUTE-SANITIZER", flush=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    found = 0
+    for line in done.stdout.splitlines():
+        print(line)
+        if line.startswith("lse-fuzz-probe 1 start") and os.environ.get("FAKE_SANITIZER_FINDS") == tool:
+            found = 7
+            print("========= Invalid __global__ read of size 4 bytes")
+            print("=========     at _k+0x10 in k.py:12")
+            print("=========     by thread (3,0,0) in block (0,0,0)")
+            print("=========     Access to 0x7f0000000014 is out of bounds")
+            print("=========     Saved host backtrace up to driver entry point at kernel launch time")
+            print("=========         Host Frame: launch [0x1fdc] in __triton_launcher.so")
+            print("========= ")
+    print(f"========= ERROR SUMMARY: {found} errors")
+    sys.exit(86 if found else done.returncode)
+''')
+
+
+@pytest.fixture
+def fake(tmp_path) -> str:
+    path = tmp_path / "compute-sanitizer"
+    path.write_text(f"#!{sys.executable}\n" + FAKE)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_a_tool_finding_fails_its_check_with_the_probe_kernel_and_a_replay(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_SANITIZER_FINDS", "memcheck")
+    report = phase.run("reference:lse", checks=BOTH, device="cpu", executable=fake)
+    assert report.ran == "compute-sanitizer memcheck, initcheck" and report.probes == 8
+    finding = report.finding
+    assert finding is not None and finding.check == "memory_bounds" and finding.probe == "3 x 5"
+    assert finding.kernel == "_k at k.py:12" and finding.errors == 7
+    assert report.replay == (f"PYTORCH_NO_CUDA_MEMORY_CACHING=1 {fake} --tool memcheck "
+                             "python -m fuzz.memory.probe reference:lse --dtype float32")
+    assert "caching allocator off: Invalid __global__ read of size 4 bytes (memcheck)" in report.describe()
+
+
+def test_initcheck_fails_uninitialized_read_and_a_clean_run_has_no_finding(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_SANITIZER_FINDS", "initcheck")
+    found = phase.run("reference:lse", checks=BOTH, device="cpu", executable=fake).finding
+    assert found is not None and found.check == "uninitialized_read" and found.tool == "initcheck"
+    monkeypatch.delenv("FAKE_SANITIZER_FINDS")
+    clean = phase.run("reference:lse", checks=("memory_bounds",), device="cpu", executable=fake)
+    assert clean.finding is None and clean.ran == "compute-sanitizer memcheck" and clean.notes == []
+    assert ": clean (" in clean.describe()
+
+
+def test_the_probes_stay_inside_the_declared_contract(fake):
+    report = phase.run("reference:lse", checks=BOTH, device="cpu", executable=fake, max_n=300, contiguous=True)
+    assert report.probes == 5 and report.finding is None  # no padded view, nothing wider than 300 columns
+
+
+def test_a_tool_past_its_limit_is_stopped_and_said_so(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_SANITIZER_SLEEPS", "1")
+    report = phase.run("reference:lse", checks=("memory_bounds",), device="cpu", executable=fake, seconds=1.0)
+    assert report.finding is None and report.notes[0] == "memcheck stopped at its limit of 1 s"
+    assert report.seconds < 30
+
+
+def test_without_compute_sanitizer_the_cpu_checks_judge_the_same_probes(monkeypatch):
+    monkeypatch.setattr(sanitizer, "find", lambda: None)
+    report = phase.run(str(DOUBLES / "reads_past.py"), checks=BOTH)
+    assert report.ran.startswith("the CPU interpreter's memory checks")
+    assert report.finding is not None and report.finding.check == "memory_bounds" and report.finding.probe == "3 x 5"
+    assert "x_ptr[15]: 1 element past the end of a 15-element tensor" in report.finding.lines
+    unwritten = phase.run(str(DOUBLES / "reads_unwritten.py"), checks=BOTH).finding
+    assert unwritten is not None and unwritten.check == "uninitialized_read"
+    assert phase.run("reference:lse", checks=BOTH).finding is None
+
+
+def test_what_the_phase_cannot_judge_is_said_not_failed():
+    off = phase.run("reference:lse", checks=("agreement",))
+    assert off.ran == "" and "leave memory_bounds and uninitialized_read out" in off.describe()
+    convention = phase.run("reference:lse@ndim=3", checks=BOTH)
+    assert convention.ran == "" and "call convention" in convention.notes[0]
+
+
+def test_a_probe_that_raises_is_a_note(fake, tmp_path):
+    raises = tmp_path / "raises.py"
+    raises.write_text("def lse(x):\n    raise RuntimeError('no kernel for this shape')\n")
+    report = phase.run(str(raises), checks=("memory_bounds",), device="cpu", executable=fake)
+    assert report.finding is None
+    assert report.notes == ["a probe raised under memcheck: RuntimeError: no kernel for this shape"]
+    assert os.path.exists(raises)
