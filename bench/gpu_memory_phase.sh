@@ -3,7 +3,7 @@
 # the memory mutants, AT_ONCE at a time (default 4), each record's verdict, check, total seconds and
 # memory-phase seconds; then a cold `lse-fuzz mutants --device cuda -j 14` (every bundled mutant).
 #
-#     [AT_ONCE=4] bash bench/gpu_memory_phase.sh OUT_DIR
+#     [AT_ONCE=4] [TARGETS="T1 T2 ..."] bash bench/gpu_memory_phase.sh OUT_DIR
 #
 # Writes OUT_DIR/header.txt, checks.tsv (target, verdict, check, seconds, memory seconds, what the
 # phase ran), check-N.txt (each report), mutants.txt.
@@ -16,13 +16,13 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
   git log -1 --format=%h 2>/dev/null
   python3 -c 'import torch, triton, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)'
   (command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer) 2>/dev/null; } > "$out/header.txt" 2>&1
-targets=(reference:lse
+targets=(${TARGETS:-reference:lse
   tests/implementations/correct/split_row.py tests/implementations/correct/tutorial_whole_row.py
   tests/implementations/correct/autotuned.py tests/implementations/correct/libdevice_log1p.py
   tests/implementations/correct/two_pass.py tests/implementations/correct/online_single_pass.py
   tests/implementations/doubles/reads_past.py tests/implementations/doubles/reads_unwritten.py
   mutants.patched:unmasked_tail_load mutants.patched:grid_without_row_guard
-  mutants.patched:store_past_output mutants.patched:skipped_empty_partial)
+  mutants.patched:store_past_output mutants.patched:skipped_empty_partial})
 echo "# python3 -m lse_fuzz check TARGET --device cuda --json check-N.json, ${AT_ONCE:-4} at a time" > "$out/checks.tsv"
 printf 'target\tverdict\tcheck\tseconds\tmemory_s\tran\n' >> "$out/checks.tsv"
 i=0
