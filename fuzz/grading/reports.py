@@ -241,7 +241,7 @@ def format_record(record: GradeRecord) -> str:
             lines += ["    " + line for line in tail]
         if record.replay and verdict is not Verdict.PASS:
             lines.append(f"  replay:   {record.replay}")
-    if isinstance(record.memory, dict) and verdict is Verdict.PASS:
+    if isinstance(record.memory, dict) and not record.memory.get("finding"):  # a finding is the failure itself
         lines.append("  " + describe_memory(record.memory))
     for flag in record.flags:
         lines.append(f"  flag:     {flag['flag']} ({flag['severity']}): {flag['message']}")

@@ -289,3 +289,7 @@ def test_on_a_gpu_a_value_failure_or_an_illegal_address_is_named_by_the_memory_p
     again.reason = "crashed: RuntimeError: CUDA error: an illegal memory access was encountered"
     assert memory_phase(candidate, options, again, Verdict.CRASH) is Verdict.CRASH
     assert again.check is None and again.memory["finding"] is None
+    from fuzz.grading.reports import format_record
+    again.verdict = Verdict.CRASH
+    assert "  memory:   compute-sanitizer memcheck, initcheck on 8 probes, caching allocator off: clean (7.0 s)" in \
+        format_record(again)  # the phase ran, and the crash stands
