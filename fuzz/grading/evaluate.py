@@ -19,6 +19,7 @@ from pathlib import Path
 from reference.errors import InvalidArgument
 
 from . import static_scan
+from .. import memory
 from ..gpu_memory import gpu_name, sparse_huge_inputs
 from ..calls import ConventionError
 from ..costs import Costs
@@ -33,7 +34,7 @@ from .candidates import Candidate
 from .fit import fitted
 from .blame import blame_signals
 from .gpu_lock import GpuLock
-from .memory_phase import memory_phase
+from .memory_phase import memory_phase, probing
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
 from . import cpu_slots
 from .parts import PartSignal, decided, decides, merge_parts, part_count, split
@@ -166,6 +167,15 @@ def evaluate(
             record = base_record(Candidate(candidate, "", candidate), options)
             _finish(record, started, None, verdict=Verdict.LOAD_ERROR, reason=str(exc))
             return record
+    # On a GPU the memory phase's probes run beside the fuzzing (fuzz.grading.memory_phase).
+    with probing(candidate.target, options) as probes:
+        return _evaluate(candidate, options, started, probes, reproducer_dir, guard, exclusive, baselines, on_loaded,
+                         side_by_side)
+
+
+def _evaluate(candidate: Candidate, options: GradeOptions, started: float, probes: memory.Probing | None,
+              reproducer_dir: Path | str, guard, exclusive, baselines, on_loaded, side_by_side: bool) -> GradeRecord:
+    """The body of :func:`evaluate`: ``candidate`` loaded, ``probes`` started."""
     record = base_record(candidate, options)
     if candidate.path:
         try:
@@ -179,7 +189,7 @@ def evaluate(
     if len(slots) > 1:
         with slots:
             merge_parts(record, decided(_side_by_side(candidate, each, len(slots), reproducer_dir, on_loaded)))
-        record.verdict = memory_phase(candidate, options, record, record.verdict)
+        record.verdict = memory_phase(candidate, options, record, record.verdict, probes)
         if record.verdict is Verdict.PASS and _benches(options):
             _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
         record.seconds = round(time.monotonic() - started, 3)
@@ -200,7 +210,7 @@ def evaluate(
         else:
             verdict = _record_result(record, _fuzz(impl, candidate, options, max_elements, reproducer_dir))
     except ImplLost as lost:
-        return _lost(record, lost, started, impl, candidate, options)
+        return _lost(record, lost, started, impl, candidate, options, probes)
     except HarnessError as exc:  # no verdict on the candidate: the run could not go on
         _finish(record, started, impl, verdict=Verdict.INTERNAL_ERROR, **_harness_failed(exc))
         return record
@@ -210,7 +220,7 @@ def evaluate(
     except BaseException:  # Ctrl-C, or a bug here: do not leave the worker behind
         impl.close()
         raise
-    verdict = memory_phase(candidate, options, record, verdict)
+    verdict = memory_phase(candidate, options, record, verdict, probes)
     if verdict is Verdict.PASS and _benches(options):
         _bench(impl, options, record, exclusive=exclusive, baselines=baselines)
     _finish(record, started, impl, verdict=verdict)
@@ -218,12 +228,12 @@ def evaluate(
 
 
 def _lost(record: GradeRecord, lost: ImplLost, started: float, impl: IsolatedImpl, candidate: Candidate,
-          options: GradeOptions) -> GradeRecord:
+          options: GradeOptions, probes: memory.Probing | None) -> GradeRecord:
     """The worker was lost: its crash (or hang, or exit) is the verdict, unless the GPU reported a
     kernel's fault and the memory phase names the stray access behind it."""
     _record_lost(record, lost)
     _finish(record, started, impl, verdict=verdict_of(outcome=lost.outcome))
-    record.verdict = memory_phase(candidate, options, record, record.verdict)
+    record.verdict = memory_phase(candidate, options, record, record.verdict, probes)
     record.seconds = round(time.monotonic() - started, 3)
     return record
 

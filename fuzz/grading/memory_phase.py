@@ -3,6 +3,8 @@ becomes the record's verdict."""
 
 from __future__ import annotations
 
+import contextlib
+
 from .. import memory
 from ..checks import CHECKS
 from ..contract import Layouts, dtype_name
@@ -11,7 +13,7 @@ from .candidates import Candidate
 from .options import GradeOptions
 from .record import GradeRecord
 
-__all__ = ["memory_phase"]
+__all__ = ["memory_phase", "probing"]
 
 # A crash the GPU reported as an error of a kernel (an illegal address, an address in the wrong
 # space, a launch failure): often a stray access, which the phase then names; if it finds none, the
@@ -35,16 +37,38 @@ def _probes_memory(options: GradeOptions, record: GradeRecord, verdict: Verdict)
     return verdict is Verdict.CRASH and any(s in f"{record.reason}\n{record.details}" for s in _KERNEL_FAULT)
 
 
-def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecord, verdict: Verdict) -> Verdict:
-    """On a GPU: the probes under compute-sanitizer (:mod:`fuzz.memory`, see :func:`_probes_memory` for
-    when); a finding fails its check (``memory_bounds``, ``uninitialized_read``), and what the fuzzing
-    found before is kept below it. On the CPU those checks judged every call already."""
-    if not _probes_memory(options, record, verdict):
-        return verdict
+def _started(target: str, options: GradeOptions) -> memory.Probing:
     contract = options.declared()
-    report = memory.run(options.worker_target(candidate.target), checks=options.checks or tuple(CHECKS),
+    return memory.start(options.worker_target(target), checks=options.checks or tuple(CHECKS),
                         dtype=dtype_name(contract.dtypes[0]), device=options.device, max_n=contract.max_n,
                         contiguous=contract.layouts is Layouts.CONTIGUOUS)
+
+
+@contextlib.contextmanager
+def probing(target: str, options: GradeOptions):
+    """The phase's probes started now, on a GPU, to run beside the fuzzing (they need nothing from
+    it): a verdict then waits only for what is left of them. Stopped on the way out if the run did
+    not need them (a load error, a timeout). Yields None where no phase can follow (the CPU, a part
+    of a run)."""
+    if not options.device.startswith("cuda") or options.part:
+        yield None
+        return
+    probes = _started(target, options)
+    try:
+        yield probes
+    finally:
+        probes.cancel()
+
+
+def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecord, verdict: Verdict,
+                 probes: memory.Probing | None = None) -> Verdict:
+    """On a GPU: the probes under compute-sanitizer (:mod:`fuzz.memory`, see :func:`_probes_memory` for
+    when; ``probes``: started beside the fuzzing by :func:`probing`, else started now); a finding fails
+    its check (``memory_bounds``, ``uninitialized_read``), and what the fuzzing found before is kept
+    below it. On the CPU those checks judged every call already."""
+    if not _probes_memory(options, record, verdict):
+        return verdict
+    report = (probes or _started(candidate.target, options)).report()
     record.memory = report.to_dict()
     finding = report.finding
     if finding is None:

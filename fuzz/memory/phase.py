@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ from ..interpreter.bounds import OutOfBounds
 from . import sanitizer
 from .sanitizer import TOOLS, Finding
 
-__all__ = ["MemoryReport", "TOOL_SECONDS", "describe", "replay_command", "run"]
+__all__ = ["MemoryReport", "Probing", "TOOL_SECONDS", "describe", "replay_command", "run", "start"]
 
 TOOL_SECONDS = 90.0
 """The most one tool's run may take (measured on an H200: about 10 s each, CUDA 13's
@@ -49,15 +50,16 @@ class MemoryReport:
     finding: Finding | None = None
     notes: list[str] = field(default_factory=list)
     replay: str = ""
+    waited: float = 0.0  # of ``seconds``, how long the verdict waited for it (it runs beside the fuzzing)
 
     def describe(self) -> str:
         """One line: what ran, on how many probes, and what it found."""
         return describe(self.to_dict())
 
     def to_dict(self) -> dict:
-        return {"ran": self.ran, "seconds": round(self.seconds, 3), "probes": self.probes,
-                "finding": None if self.finding is None else self.finding.to_dict(), "notes": list(self.notes),
-                "replay": self.replay}
+        return {"ran": self.ran, "seconds": round(self.seconds, 3), "waited": round(self.waited, 3),
+                "probes": self.probes, "finding": None if self.finding is None else self.finding.to_dict(),
+                "notes": list(self.notes), "replay": self.replay}
 
 
 def describe(memory: dict) -> str:
@@ -69,8 +71,11 @@ def describe(memory: dict) -> str:
     finding = memory.get("finding")
     found = "clean" if not isinstance(finding, dict) else f"{finding.get('what')} ({finding.get('tool')})"
     allocator = ", caching allocator off" if ran.startswith("compute-sanitizer") else ""
-    seconds = memory.get("seconds") if isinstance(memory.get("seconds"), (int, float)) else 0.0
-    return f"memory:   {ran} on {memory.get('probes', 0)} probes{allocator}: {found} ({seconds:.1f} s)" + \
+    seconds, waited = (memory.get(key) if isinstance(memory.get(key), (int, float)) else 0.0
+                       for key in ("seconds", "waited"))
+    took = f"{seconds:.1f} s beside the fuzzing, {waited:.1f} s after it" if waited < seconds - 0.05 else \
+        f"{seconds:.1f} s"
+    return f"memory:   {ran} on {memory.get('probes', 0)} probes{allocator}: {found} ({took})" + \
         "".join(f"; {note}" for note in notes)
 
 
@@ -92,20 +97,77 @@ def run(target: str, *, checks: tuple[str, ...], dtype: str = "float32", device:
         seconds: float = TOOL_SECONDS) -> MemoryReport:
     """Probe ``target`` (a TARGET loadable by a fresh process) for the memory ``checks`` selected,
     with the probes its contract admits (``max_n`` columns at most; ``contiguous`` inputs only)."""
+    return start(target, checks=checks, dtype=dtype, device=device, max_n=max_n, contiguous=contiguous,
+                 executable=executable, seconds=seconds).report()
+
+
+def start(target: str, *, checks: tuple[str, ...], dtype: str = "float32", device: str = "cuda",
+          max_n: int | None = None, contiguous: bool = False, executable: str | None = None,
+          seconds: float = TOOL_SECONDS) -> Probing:
+    """:func:`run`'s processes started, to run beside something else (the fuzzing): the
+    :class:`Probing`'s ``report()`` waits for them, ``cancel()`` stops them."""
     tools = [tool for tool, check in TOOLS.items() if check in checks]
     if not tools:
-        return MemoryReport("", notes=["the run's checks leave memory_bounds and uninitialized_read out"])
+        return Probing(MemoryReport("", notes=["the run's checks leave memory_bounds and uninitialized_read out"]))
     if "@" in target:
-        return MemoryReport("", notes=["the probes call lse(x) of 2-D inputs; this run declared a call convention"])
-    started = time.monotonic()
+        return Probing(MemoryReport("", notes=["the probes call lse(x) of 2-D inputs; this run declared a "
+                                               "call convention"]))
     executable = executable or sanitizer.find()
-    within = [*(["--max-n", str(max_n)] if max_n is not None else []), *(["--contiguous"] if contiguous else [])]
-    if executable is None:
-        report = _interpreted(target, [*within, "--dtype", dtype], tools, seconds)
+    within = [*(["--max-n", str(max_n)] if max_n is not None else []), *(["--contiguous"] if contiguous else []),
+              "--dtype", dtype]
+    probing = Probing(None, target=target, options=within, tools=tools, executable=executable, seconds=seconds)
+    probe = [sys.executable, "-m", _PROBE_MODULE, target]
+    if executable is None:  # no compute-sanitizer: the probes on the CPU, in Triton's interpreter
+        probing.launch("interpreter", [*probe, "--interpreter", *within], _environment(TRITON_INTERPRET="1"))
     else:
-        report = _sanitized(target, [*within, "--dtype", dtype], device, tools, executable, seconds)
-    report.seconds = time.monotonic() - started
-    return report
+        for tool in tools:
+            probing.launch(tool, [executable, "--tool", tool, "--print-limit", "3", "--error-exitcode", "86",
+                                  *probe, "--device", device, *within], _environment())
+    return probing
+
+
+class Probing:
+    """The phase's processes while they run; each writes to a file of its own (no pipe to fill while
+    nobody reads it). ``report()`` waits for them (at most their limit) and reads what they found."""
+
+    def __init__(self, done: MemoryReport | None, *, target: str = "", options: list[str] = (),
+                 tools: list[str] = (), executable: str | None = None, seconds: float = TOOL_SECONDS) -> None:
+        self._done, self.target, self.options, self.tools = done, target, list(options), list(tools)
+        self.executable, self.seconds = executable, seconds
+        self.started = time.monotonic()
+        self._running: dict[str, tuple[subprocess.Popen, object]] = {}
+
+    def launch(self, name: str, command: list[str], env: dict[str, str]) -> None:
+        output = tempfile.TemporaryFile(mode="w+", errors="replace")
+        self._running[name] = (subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, env=env, start_new_session=True), output)
+
+    def cancel(self) -> None:
+        """Stop what still runs (the run ended without needing the phase)."""
+        for process, output in self._running.values():
+            _stop(process)
+            output.close()
+        self._running.clear()
+
+    def report(self) -> MemoryReport:
+        """What the phase found (waits for its processes; ``waited``: how long this call waited)."""
+        if self._done is not None:
+            return self._done
+        asked = time.monotonic()
+        outputs = {}
+        for name, (process, output) in self._running.items():
+            finished = _wait(process, self.started + self.seconds)
+            output.seek(0)
+            outputs[name] = (output.read(), finished)
+            output.close()
+        self._running.clear()
+        if self.executable is None:
+            report = _interpreted(self.target, self.options, self.tools, *outputs["interpreter"], self.seconds)
+        else:
+            report = _sanitized(self.target, self.options, self.executable, outputs, self.seconds)
+        report.seconds, report.waited = time.monotonic() - self.started, time.monotonic() - asked
+        self._done = report
+        return report
 
 
 def _environment(**more: str) -> dict[str, str]:
@@ -116,23 +178,24 @@ def _environment(**more: str) -> dict[str, str]:
     return env
 
 
-def _start(command: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, text=True, errors="replace", start_new_session=True)
-
-
-def _finish(process: subprocess.Popen, deadline: float) -> tuple[str, bool]:
-    """(its output, whether it finished in time); a late one is stopped with its whole session."""
-    try:
-        output, _ = process.communicate(timeout=max(0.1, deadline - time.monotonic()))
-        return output, True
-    except subprocess.TimeoutExpired:
+def _stop(process: subprocess.Popen) -> None:
+    """Stop ``process`` with its whole session (the tool's child, the probe, runs in it)."""
+    if process.poll() is None:
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        output, _ = process.communicate()
-        return output, False
+    process.wait()
+
+
+def _wait(process: subprocess.Popen, deadline: float) -> bool:
+    """Whether ``process`` finished by ``deadline``; a late one is stopped."""
+    try:
+        process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        return True
+    except subprocess.TimeoutExpired:
+        _stop(process)
+        return False
 
 
 def _notes_of(tool: str, output: str, finished: bool, limit: float) -> list[str]:
@@ -149,16 +212,10 @@ def _notes_of(tool: str, output: str, finished: bool, limit: float) -> list[str]
     return notes
 
 
-def _sanitized(target: str, options: list[str], device: str, tools: list[str], executable: str,
+def _sanitized(target: str, options: list[str], executable: str, outputs: dict[str, tuple[str, bool]],
                seconds: float) -> MemoryReport:
-    env = _environment()
-    deadline = time.monotonic() + seconds
-    running = {tool: _start([executable, "--tool", tool, "--print-limit", "3", "--error-exitcode", "86",
-                             sys.executable, "-m", _PROBE_MODULE, target, "--device", device, *options], env)
-               for tool in tools}
-    report = MemoryReport("compute-sanitizer " + ", ".join(tools))
-    for tool, process in running.items():  # memcheck's finding first: an access out of bounds is the worse
-        output, finished = _finish(process, deadline)
+    report = MemoryReport("compute-sanitizer " + ", ".join(outputs))
+    for tool, (output, finished) in outputs.items():  # memcheck's finding first: an access out of bounds is the worse
         report.probes = max(report.probes, _probes_in(output))
         finding = sanitizer.parse(output, tool)
         if finding is not None and report.finding is None:
@@ -169,12 +226,10 @@ def _sanitized(target: str, options: list[str], device: str, tools: list[str], e
     return report
 
 
-def _interpreted(target: str, options: list[str], tools: list[str], seconds: float) -> MemoryReport:
-    """No compute-sanitizer: the probes on the CPU, in Triton's interpreter, with the CPU's checks."""
+def _interpreted(target: str, options: list[str], tools: list[str], output: str, finished: bool,
+                 seconds: float) -> MemoryReport:
+    """No compute-sanitizer: the probes ran on the CPU, in Triton's interpreter, with the CPU's checks."""
     report = MemoryReport("the CPU interpreter's memory checks (no compute-sanitizer found)")
-    process = _start([sys.executable, "-m", _PROBE_MODULE, target, "--interpreter", *options],
-                     _environment(TRITON_INTERPRET="1"))
-    output, finished = _finish(process, time.monotonic() + seconds)
     report.probes = _probes_in(output)
     probe = ""
     for line in output.splitlines():

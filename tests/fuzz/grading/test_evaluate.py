@@ -210,7 +210,7 @@ def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the
     from fuzz.grading import GradeOptions
     from fuzz.grading.candidates import Candidate
     from fuzz.grading.reports import format_record
-    from fuzz.memory import MemoryReport
+    from fuzz.memory import MemoryReport, Probing
     from fuzz.memory.sanitizer import Finding
     from fuzz.outcomes import Verdict
 
@@ -219,11 +219,11 @@ def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the
                       ["at _k+0x10 in k.py:12", "by thread (0,0,0) in block (0,0,0)",
                        "Access to 0x7f0000000c is out of bounds"], probe="3 x 5", errors=3)
 
-    def run(target, **options):
+    def start(target, **options):
         asked.append((target, options))
-        return MemoryReport("compute-sanitizer memcheck, initcheck", 9.5, 8, finding, [], "REPLAY")
+        return Probing(MemoryReport("compute-sanitizer memcheck, initcheck", 9.5, 8, finding, [], "REPLAY"))
 
-    monkeypatch.setattr(memory_phase_module.memory, "run", run)
+    monkeypatch.setattr(memory_phase_module.memory, "start", start)
     candidate = Candidate(name="k.py", path="", target="k.py:lse")
     options = GradeOptions(device="cuda")
     record = evaluate.base_record(candidate, options)
@@ -245,12 +245,12 @@ def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the
     assert "  probe:    3 x 5" in printed and "  at:       _k+0x10 in k.py:12" in printed
     assert "  access:   Access to 0x7f0000000c is out of bounds" in printed and "  replay:   REPLAY" in printed
 
-    monkeypatch.setattr(memory_phase_module.memory, "run", lambda target, **options: MemoryReport(
-        "compute-sanitizer memcheck, initcheck", 9.5, 8, None, [], ""))
+    monkeypatch.setattr(memory_phase_module.memory, "start", lambda target, **options: Probing(MemoryReport(
+        "compute-sanitizer memcheck, initcheck", 9.5, 8, None, [], "")))
     clean = evaluate.base_record(candidate, options)
     assert memory_phase(candidate, options, clean, Verdict.PASS) is Verdict.PASS
     clean.verdict, clean.reason = Verdict.PASS, "200 examples passed every check"
-    assert ("  memory:   compute-sanitizer memcheck, initcheck on 8 probes, caching allocator off: clean (9.5 s)"
+    assert ("  memory:   compute-sanitizer memcheck, initcheck on 8 probes, caching allocator off: clean (9.5 s beside the fuzzing, 0.0 s after it)"
             in format_record(clean))
 
 
@@ -260,15 +260,15 @@ def test_on_a_gpu_a_value_failure_or_an_illegal_address_is_named_by_the_memory_p
     # so a kernel whose stray read also spoiled its values fails the same check on both devices.
     from fuzz.grading import GradeOptions
     from fuzz.grading.candidates import Candidate
-    from fuzz.memory import MemoryReport
+    from fuzz.memory import MemoryReport, Probing
     from fuzz.memory.sanitizer import Finding
     from fuzz.outcomes import Verdict
 
     finding = Finding("uninitialized_read", "initcheck", "Uninitialized __global__ memory read of size 4 bytes",
                       ["at _combine+0x110 in k.py:51", "Address 0x7f09a48a4008"], probe="3 x 8192", errors=12)
     found = [finding]
-    monkeypatch.setattr(memory_phase_module.memory, "run", lambda target, **options: MemoryReport(
-        "compute-sanitizer memcheck, initcheck", 7.0, 8, found[0], [], "REPLAY"))
+    monkeypatch.setattr(memory_phase_module.memory, "start", lambda target, **options: Probing(MemoryReport(
+        "compute-sanitizer memcheck, initcheck", 7.0, 8, found[0], [], "REPLAY")))
     candidate = Candidate(name="k.py", path="", target="k.py:lse")
     options = GradeOptions(device="cuda")
     record = evaluate.base_record(candidate, options)
@@ -291,5 +291,29 @@ def test_on_a_gpu_a_value_failure_or_an_illegal_address_is_named_by_the_memory_p
     assert again.check is None and again.memory["finding"] is None
     from fuzz.grading.reports import format_record
     again.verdict = Verdict.CRASH
-    assert "  memory:   compute-sanitizer memcheck, initcheck on 8 probes, caching allocator off: clean (7.0 s)" in \
+    assert "  memory:   compute-sanitizer memcheck, initcheck on 8 probes, caching allocator off: clean (7.0 s beside the fuzzing, 0.0 s after" in \
         format_record(again)  # the phase ran, and the crash stands
+
+
+def test_on_a_gpu_the_probes_start_beside_the_fuzzing_and_stop_when_the_run_needs_none(monkeypatch):
+    from fuzz.grading import GradeOptions
+    from fuzz.memory import MemoryReport, Probing
+
+    started, cancelled = [], []
+
+    class Watched(Probing):
+        def cancel(self):
+            cancelled.append(True)
+
+    def start(target, **options):
+        started.append(target)
+        return Watched(MemoryReport("compute-sanitizer memcheck, initcheck"))
+
+    monkeypatch.setattr(memory_phase_module.memory, "start", start)
+    with memory_phase_module.probing("k.py:lse", GradeOptions(device="cuda")) as probes:
+        assert isinstance(probes, Watched) and started == ["k.py:lse"] and not cancelled
+    assert cancelled == [True]  # a run that ended without needing them (a load error, a timeout) stops them
+    for options in (GradeOptions(), GradeOptions(device="cuda", part=True)):
+        with memory_phase_module.probing("k.py:lse", options) as probes:
+            assert probes is None
+    assert started == ["k.py:lse"]

@@ -13,6 +13,7 @@ import os
 import stat
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,24 @@ def test_a_probe_that_raises_is_a_note(fake, tmp_path):
     assert report.finding is None
     assert report.notes == ["a probe raised under memcheck: RuntimeError: no kernel for this shape"]
     assert os.path.exists(raises)
+
+
+def test_started_beside_other_work_the_report_waits_only_for_what_is_left(fake):
+    probing = phase.start("reference:lse", checks=BOTH, device="cpu", executable=fake)
+    deadline = time.monotonic() + 120
+    while any(process.poll() is None for process, _ in probing._running.values()) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the fuzzing would run here
+    report = probing.report()
+    assert report.finding is None and report.probes == 8
+    assert report.waited < 2.0 < report.seconds
+    assert "beside the fuzzing" in report.describe()
+    assert probing.report() is report  # read once
+
+
+def test_cancelled_probes_stop_at_once(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_SANITIZER_SLEEPS", "1")
+    probing = phase.start("reference:lse", checks=BOTH, device="cpu", executable=fake)
+    processes = [process for process, _ in probing._running.values()]
+    started = time.monotonic()
+    probing.cancel()
+    assert all(process.poll() is not None for process in processes) and time.monotonic() - started < 10
