@@ -134,7 +134,7 @@ class Probing:
                  tools: list[str] = (), executable: str | None = None, seconds: float = TOOL_SECONDS) -> None:
         self._done, self.target, self.options, self.tools = done, target, list(options), list(tools)
         self.executable, self.seconds = executable, seconds
-        self.started = time.monotonic()
+        self.started, self.wall_started = time.monotonic(), time.time()
         self._running: dict[str, tuple[subprocess.Popen, object]] = {}
 
     def launch(self, name: str, command: list[str], env: dict[str, str]) -> None:
@@ -154,9 +154,10 @@ class Probing:
         if self._done is not None:
             return self._done
         asked = time.monotonic()
-        outputs = {}
+        outputs, ended = {}, self.wall_started
         for name, (process, output) in self._running.items():
             finished = _wait(process, self.started + self.seconds)
+            ended = max(ended, os.fstat(output.fileno()).st_mtime)  # its last line: when it was done
             output.seek(0)
             outputs[name] = (output.read(), finished)
             output.close()
@@ -165,7 +166,9 @@ class Probing:
             report = _interpreted(self.target, self.options, self.tools, *outputs["interpreter"], self.seconds)
         else:
             report = _sanitized(self.target, self.options, self.executable, outputs, self.seconds)
-        report.seconds, report.waited = time.monotonic() - self.started, time.monotonic() - asked
+        # Its own time (to the tools' last output), and how much of it the verdict waited for.
+        report.seconds = max(ended - self.wall_started, time.monotonic() - asked)
+        report.waited = time.monotonic() - asked
         self._done = report
         return report
 
