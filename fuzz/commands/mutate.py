@@ -132,11 +132,15 @@ def _list_or_show(console, args: argparse.Namespace, mutants: list) -> int:
                                   "(see --list).")
         print(chosen[0].diff(), end="")
         return 0
+    from rich.markup import escape
+
     for m in mutants:
         where = f"{m.function} ({'kernel' if m.kernel else 'launcher'})"
         expected = f" (expected check: {m.expected_check}) {m.pitfall}" if m.expected_check else ""
-        console.print(f"{m.name}  [dim]{where}:[/] {m.original.strip()!r} -> {m.replacement.strip()!r}{expected}",
-                      highlight=False)
+        # One line per mutant, however long (a terminal wraps it; a pipe or grep gets it whole).
+        console.print(f"{escape(m.name)}  [dim]{escape(where)}:[/] "
+                      f"{escape(repr(m.original.strip()))} -> {escape(repr(m.replacement.strip()))}{escape(expected)}",
+                      highlight=False, soft_wrap=True)
     console.print(f"{len(mutants)} mutants")
     return 0
 
