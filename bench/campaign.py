@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                       "check": record.get("check"), "examples": record.get("examples") or 0,
                       "seconds": round(result.seconds, 2), "reason": record.get("reason", ""),
                       "details": record.get("details") if record["verdict"] != "pass" else None,
-                      "replay": record.get("replay"), "slow": record.get("slow") or []}
+                      "replay": record.get("replay"), "slow": record.get("slow") or [],
+                      **({"memory": record["memory"]} if record.get("memory") else {})}  # the GPU's memory phase
             records[(_same_file(target), int(seed))] = record
             out.write(json.dumps(record) + "\n")
             out.flush()

@@ -39,6 +39,7 @@ class CheckResult:
     tuning: list[str] = field(default_factory=list)  # the autotuned kernels found, one config pinned per example
     compiles: list[Compile] = field(default_factory=list)  # what an isolated worker compiled (never timed as calls)
     costs: Costs = field(default_factory=Costs)  # where the run's time went, and its counters (fuzz.costs)
+    largest: dict | None = None  # the largest 2-D input drawn: shape, dtype, layout, description (the memory phase's)
 
     @property
     def passed(self) -> bool:
@@ -117,6 +118,7 @@ class CheckResult:
             },
             "plan": None if self.plan is None else self.plan.to_dict(),
             "reproducer": None if self.reproducer is None else str(self.reproducer),
+            "largest": self.largest,
             "notes": list(self.notes),
             "slow": [call.to_dict() for call in self.slow],
             "compiles": [c.to_dict() for c in self.compiles if c.seconds > SLOW_FLOOR],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import time
 import zlib
@@ -125,6 +126,16 @@ class _RunState:
     body_seconds: float = 0.0  # in examples' bodies: calls, compiles, the oracle and the checks
     stopped: bool = False  # another part failed first (RunStop)
     failing: list = field(default_factory=list)  # the last few failing (example, plan): Hypothesis replays them
+    largest: dict | None = None  # the largest 2-D input drawn (CheckResult.largest)
+
+    def saw(self, example: LseInput) -> None:
+        """Keep the largest 2-D input drawn, for the GPU's memory phase to replay (a huge view is
+        probed on its own there; a shrink step is no drawn input)."""
+        rows, cols = example.shape
+        if example.batch is None and not example.layout.is_huge and \
+                rows * cols > (0 if self.largest is None else math.prod(self.largest["shape"])):
+            self.largest = {"shape": [rows, cols], "dtype": str(example.dtype).replace("torch.", ""),
+                            "layout": example.layout.to_dict(), "description": example.describe()}
 
     def failed(self, falsified: _Falsified) -> None:
         self.last = falsified
@@ -198,6 +209,8 @@ class Run:
 
     def _held(self, example: LseInput, plan: Plan) -> None:
         self.state.examples += 1
+        if not self.shrink.shrinking:
+            self.state.saw(example)
         on_gpu = example.layout.is_huge and example.device.type == "cuda"
         dense = on_gpu and self.slots is not None
         with self.slots.hold() if dense else contextlib.nullcontext():
@@ -294,7 +307,7 @@ class Run:
             examples=self.state.examples, seconds=seconds, target=self.target, seed=seed,
             budget=budget, contract=self.contract, checks=self.names, slow=list(self.state.slow.values()),
             tuning=list(self.tuning.description), compiles=list(getattr(self.impl, "compiles", None) or []),
-            costs=self._costs(before, seconds, here),
+            costs=self._costs(before, seconds, here), largest=self.state.largest,
         )
         if self.state.stopped:
             result.notes.append("stopped: another part of the run failed first")

@@ -32,7 +32,7 @@ LAYERS = [
     ("fuzz.contract",),
     ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.timing",
      "fuzz.shrinking"),
-    ("fuzz.checks",),
+    ("fuzz.checks", "fuzz.reproducer"),  # a reproducer file names checks and a plan: the memory probes load one
     ("fuzz.memory",),  # the GPU's memory phase: the probes, compute-sanitizer, the CPU's checks as fallback
     # fuzz.isolation from the bottom up: what its subpackages share, then the guard (which the fork
     # server's client tells of every child), the fork server, the worker and the pool (both forked
@@ -42,7 +42,7 @@ LAYERS = [
     ("fuzz.isolation.fork_server",),
     ("fuzz.isolation.worker",),
     ("fuzz.isolation.pool",),
-    ("fuzz.reproducer", "fuzz.result", "fuzz.run", "fuzz.runner", "fuzz.isolation"),
+    ("fuzz.result", "fuzz.run", "fuzz.runner", "fuzz.isolation"),
     ("fuzz.grading",),
     ("fuzz.mutation",),
     ("mutants.patched",),  # the bundled mutants' TARGETs: the catalog's data loaded by the engine's patch loader

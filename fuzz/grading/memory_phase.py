@@ -4,6 +4,7 @@ becomes the record's verdict."""
 from __future__ import annotations
 
 import contextlib
+import os
 
 from .. import memory
 from ..checks import CHECKS
@@ -13,7 +14,7 @@ from .candidates import Candidate
 from .options import GradeOptions
 from .record import GradeRecord
 
-__all__ = ["memory_phase", "probing"]
+__all__ = ["memory_phase", "probing", "run_inputs"]
 
 # A crash the GPU reported as an error of a kernel (an illegal address, an address in the wrong
 # space, a launch failure): often a stray access, which the phase then names; if it finds none, the
@@ -41,7 +42,22 @@ def _started(target: str, options: GradeOptions) -> memory.Probing:
     contract = options.declared()
     return memory.start(options.worker_target(target), checks=options.checks or tuple(CHECKS),
                         dtype=dtype_name(contract.dtypes[0]), device=options.device, max_n=contract.max_n,
-                        contiguous=contract.layouts is Layouts.CONTIGUOUS)
+                        contiguous=contract.layouts is Layouts.CONTIGUOUS, huge=options.huge_offsets)
+
+
+def run_inputs(record: GradeRecord, verdict: Verdict) -> list[dict]:
+    """The run's own inputs for the phase to replay (:func:`fuzz.memory.probe.replay_inputs`): the
+    example the fuzzing failed or crashed on (its saved file), and the largest input it drew."""
+    inputs = []
+    if verdict is not Verdict.PASS and record.reproducer and os.path.isfile(record.reproducer):
+        shown = (record.counterexample or {}).get("description", "")
+        inputs.append({"description": f"the counterexample{', ' + shown if shown else ''}",
+                       "reproducer": record.reproducer})
+    largest = (record.result or {}).get("largest")
+    if isinstance(largest, dict):
+        inputs.append({"description": f"the largest input drawn, {largest.get('description', '')}",
+                       **{key: largest.get(key) for key in ("shape", "dtype", "layout")}})
+    return inputs
 
 
 @contextlib.contextmanager
@@ -68,7 +84,8 @@ def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecor
     below it. On the CPU those checks judged every call already."""
     if not _probes_memory(options, record, verdict):
         return verdict
-    report = (probes or _started(candidate.target, options)).report()
+    report = (probes or _started(candidate.target, options)).report(run_inputs(record, verdict),
+                                                                    most=memory.WAIT_SECONDS)
     record.memory = report.to_dict()
     finding = report.finding
     if finding is None:

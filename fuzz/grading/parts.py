@@ -31,6 +31,7 @@ after it still run, and the run is ``unsupported`` only when no part failed (a f
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -123,6 +124,9 @@ def merge_parts(record: GradeRecord, parts: list[GradeRecord]) -> GradeRecord:
         next((part for part in parts if part.verdict is Verdict.UNSUPPORTED), parts[0])
     for name in _FROM_CHOSEN:
         setattr(record, name, getattr(chosen, name))
+    drawn = [part.result["largest"] for part in parts if isinstance((part.result or {}).get("largest"), dict)]
+    if record.result is not None and drawn:  # the largest of all parts, for the memory phase
+        record.result = {**record.result, "largest": max(drawn, key=lambda one: math.prod(one["shape"]))}
     counted = [part.examples for part in parts if part.examples is not None]
     record.examples = sum(counted) if counted else None
     record.calls = sum(part.calls or 0 for part in parts)

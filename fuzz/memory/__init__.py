@@ -4,6 +4,6 @@ compute-sanitizer's reports (:mod:`.sanitizer`). On the CPU the same checks run 
 
 from __future__ import annotations
 
-from .phase import MemoryReport, Probing, run, start
+from .phase import WAIT_SECONDS, MemoryReport, Probing, run, start
 
-__all__ = ["MemoryReport", "Probing", "run", "start"]
+__all__ = ["WAIT_SECONDS", "MemoryReport", "Probing", "run", "start"]

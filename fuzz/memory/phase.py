@@ -10,6 +10,11 @@ under compute-sanitizer's memcheck (fails ``memory_bounds``) and initcheck (fail
 within :data:`TOOL_SECONDS`. Where compute-sanitizer is absent, the same probes run on the CPU in
 Triton's interpreter, judged by the CPU's checks of the same names; the report says which ran.
 
+The processes start with the run and wait, once the fixed probes are done, for the run's own
+inputs (:meth:`Probing.report`): the counterexample the fuzzing saved and the largest input it
+drew, replayed under the same tools, so a verdict pays no second start of a tool. memcheck also
+gets the views past 2**31 elements (``huge``, where the run draws huge offsets).
+
 It judges ``lse(x)`` of 2-D inputs only (a call convention's carrier is not probed) and runs only
 for the checks the run selected. A probe that raises, a tool that times out or cannot start is a
 note, never a verdict: the fuzzing already judged the values.
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,12 +37,20 @@ from ..interpreter.bounds import OutOfBounds
 from . import sanitizer
 from .sanitizer import TOOLS, Finding
 
-__all__ = ["MemoryReport", "Probing", "TOOL_SECONDS", "describe", "replay_command", "run", "start"]
+__all__ = ["MemoryReport", "Probing", "TOOL_SECONDS", "WAIT_SECONDS", "describe", "replay_command", "run", "start"]
 
 TOOL_SECONDS = 90.0
 """The most one tool's run may take (measured on an H200: about 10 s each, CUDA 13's
 compute-sanitizer 2025.3, the eight probes; a kernel that autotunes benchmarks every config under
 the tool). Past it the tool is stopped and the report says so."""
+
+REPLAY_SECONDS = 45.0
+"""How long the tools may take for the run's own inputs (a call or two each) when they are handed
+over past the fixed probes' limit and the caller sets no limit of its own."""
+
+WAIT_SECONDS = 30.0
+"""The most a verdict waits for the phase once the fuzzing ended (what a grading passes to
+:meth:`Probing.report`): past it the tools are stopped and what they found by then counts."""
 
 _PROBE_MODULE = "fuzz.memory.probe"
 
@@ -93,19 +108,22 @@ def replay_command(target: str, tool: str, options: list[str], executable: str =
 
 
 def run(target: str, *, checks: tuple[str, ...], dtype: str = "float32", device: str = "cuda",
-        max_n: int | None = None, contiguous: bool = False, executable: str | None = None,
-        seconds: float = TOOL_SECONDS) -> MemoryReport:
+        max_n: int | None = None, contiguous: bool = False, huge: bool = False, executable: str | None = None,
+        seconds: float = TOOL_SECONDS, inputs: list[dict] = ()) -> MemoryReport:
     """Probe ``target`` (a TARGET loadable by a fresh process) for the memory ``checks`` selected,
-    with the probes its contract admits (``max_n`` columns at most; ``contiguous`` inputs only)."""
-    return start(target, checks=checks, dtype=dtype, device=device, max_n=max_n, contiguous=contiguous,
-                 executable=executable, seconds=seconds).report()
+    with the probes its contract admits (``max_n`` columns at most; ``contiguous`` inputs only;
+    ``huge``: the views past 2**31 elements under memcheck), then ``inputs`` (see
+    :func:`fuzz.memory.probe.replay_inputs`)."""
+    return start(target, checks=checks, dtype=dtype, device=device, max_n=max_n, contiguous=contiguous, huge=huge,
+                 executable=executable, seconds=seconds).report(inputs)
 
 
 def start(target: str, *, checks: tuple[str, ...], dtype: str = "float32", device: str = "cuda",
-          max_n: int | None = None, contiguous: bool = False, executable: str | None = None,
+          max_n: int | None = None, contiguous: bool = False, huge: bool = False, executable: str | None = None,
           seconds: float = TOOL_SECONDS) -> Probing:
     """:func:`run`'s processes started, to run beside something else (the fuzzing): the
-    :class:`Probing`'s ``report()`` waits for them, ``cancel()`` stops them."""
+    :class:`Probing`'s ``report(inputs)`` hands them the run's inputs and waits for them,
+    ``cancel()`` stops them."""
     tools = [tool for tool, check in TOOLS.items() if check in checks]
     if not tools:
         return Probing(MemoryReport("", notes=["the run's checks leave memory_bounds and uninitialized_read out"]))
@@ -115,14 +133,19 @@ def start(target: str, *, checks: tuple[str, ...], dtype: str = "float32", devic
     executable = executable or sanitizer.find()
     within = [*(["--max-n", str(max_n)] if max_n is not None else []), *(["--contiguous"] if contiguous else []),
               "--dtype", dtype]
-    probing = Probing(None, target=target, options=within, tools=tools, executable=executable, seconds=seconds)
+    # The views past 2**31 elements are a memcheck matter (an address a 32-bit offset wrapped to).
+    extra = {tool: ["--huge"] if huge and tool in ("memcheck", "interpreter") else [] for tool in [*tools, "interpreter"]}
+    probing = Probing(None, target=target, options=within, tools=tools, executable=executable, seconds=seconds,
+                      extra=extra)
+    handed = ["--then", probing.directory, "--parent", str(os.getpid())]
     probe = [sys.executable, "-m", _PROBE_MODULE, target]
     if executable is None:  # no compute-sanitizer: the probes on the CPU, in Triton's interpreter
-        probing.launch("interpreter", [*probe, "--interpreter", *within], _environment(TRITON_INTERPRET="1"))
+        probing.launch("interpreter", [*probe, "--interpreter", *within, *extra["interpreter"], *handed],
+                       _environment(TRITON_INTERPRET="1"))
     else:
         for tool in tools:
             probing.launch(tool, [executable, "--tool", tool, "--print-limit", "3", "--error-exitcode", "86",
-                                  *probe, "--device", device, *within], _environment())
+                                  *probe, "--device", device, *within, *extra[tool], *handed], _environment())
     return probing
 
 
@@ -131,11 +154,14 @@ class Probing:
     nobody reads it). ``report()`` waits for them (at most their limit) and reads what they found."""
 
     def __init__(self, done: MemoryReport | None, *, target: str = "", options: list[str] = (),
-                 tools: list[str] = (), executable: str | None = None, seconds: float = TOOL_SECONDS) -> None:
+                 tools: list[str] = (), executable: str | None = None, seconds: float = TOOL_SECONDS,
+                 extra: dict[str, list[str]] | None = None) -> None:
         self._done, self.target, self.options, self.tools = done, target, list(options), list(tools)
-        self.executable, self.seconds = executable, seconds
+        self.executable, self.seconds, self.extra = executable, seconds, dict(extra or {})
         self.started, self.wall_started = time.monotonic(), time.time()
         self._running: dict[str, tuple[subprocess.Popen, object]] = {}
+        # Where report() hands over the run's inputs (the processes wait for them there).
+        self.directory = "" if done is not None else tempfile.mkdtemp(prefix="lse-fuzz-probe-")
 
     def launch(self, name: str, command: list[str], env: dict[str, str]) -> None:
         output = tempfile.TemporaryFile(mode="w+", errors="replace")
@@ -148,24 +174,40 @@ class Probing:
             _stop(process)
             output.close()
         self._running.clear()
+        if self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
-    def report(self) -> MemoryReport:
-        """What the phase found (waits for its processes; ``waited``: how long this call waited)."""
+    def report(self, inputs: list[dict] = (), most: float | None = None) -> MemoryReport:
+        """What the phase found, the run's ``inputs`` replayed after the fixed probes (waits for its
+        processes, ``most`` seconds at most if given; ``waited``: how long this call waited). A tool
+        stopped at the limit still reports what it found by then."""
         if self._done is not None:
             return self._done
         asked = time.monotonic()
+        inputs = list(inputs)
+        handed = os.path.join(self.directory, "inputs.json")
+        with open(handed + ".tmp", "w") as file:
+            json.dump(inputs, file)
+        os.replace(handed + ".tmp", handed)  # whole, or not yet there
+        if inputs:  # the replay names them
+            self.options += ["--inputs", shlex.quote(json.dumps(inputs))]
         outputs, ended = {}, self.wall_started
         for name, (process, output) in self._running.items():
-            finished = _wait(process, self.started + self.seconds)
+            finished = _wait(process, asked + most if most is not None else
+                             max(self.started + self.seconds, asked + min(self.seconds, REPLAY_SECONDS)))
             ended = max(ended, os.fstat(output.fileno()).st_mtime)  # its last line: when it was done
             output.seek(0)
             outputs[name] = (output.read(), finished)
             output.close()
         self._running.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
+        limit = f"at its limit of {self.seconds:g} s" if most is None else \
+            f"{most:g} s after the fuzzing ended (the most a verdict waits for it)"
         if self.executable is None:
-            report = _interpreted(self.target, self.options, self.tools, *outputs["interpreter"], self.seconds)
+            report = _interpreted(self.target, self.options + self.extra.get("interpreter", []), self.tools,
+                                  *outputs["interpreter"], limit)
         else:
-            report = _sanitized(self.target, self.options, self.executable, outputs, self.seconds)
+            report = _sanitized(self.target, self.options, self.extra, self.executable, outputs, limit)
         # Its own time (to the tools' last output), and how much of it the verdict waited for.
         report.seconds = max(ended - self.wall_started, time.monotonic() - asked)
         report.waited = time.monotonic() - asked
@@ -201,10 +243,10 @@ def _wait(process: subprocess.Popen, deadline: float) -> bool:
         return False
 
 
-def _notes_of(tool: str, output: str, finished: bool, limit: float) -> list[str]:
+def _notes_of(tool: str, output: str, finished: bool, limit: str) -> list[str]:
     notes = []
     if not finished:
-        notes.append(f"{tool} stopped at its limit of {limit:g} s")
+        notes.append(f"{tool} stopped {limit}")
     raised = [line.split(" raised ", 1)[1] for line in output.splitlines()
               if line.startswith("lse-fuzz-probe ") and " raised " in line]
     if raised:
@@ -215,30 +257,31 @@ def _notes_of(tool: str, output: str, finished: bool, limit: float) -> list[str]
     return notes
 
 
-def _sanitized(target: str, options: list[str], executable: str, outputs: dict[str, tuple[str, bool]],
-               seconds: float) -> MemoryReport:
+def _sanitized(target: str, options: list[str], extra: dict[str, list[str]], executable: str,
+               outputs: dict[str, tuple[str, bool]], limit: str) -> MemoryReport:
     report = MemoryReport("compute-sanitizer " + ", ".join(outputs))
     for tool, (output, finished) in outputs.items():  # memcheck's finding first: an access out of bounds is the worse
         report.probes = max(report.probes, _probes_in(output))
         finding = sanitizer.parse(output, tool)
         if finding is not None and report.finding is None:
             report.finding = finding
-            report.replay = replay_command(target, tool, options, executable)
+            report.replay = replay_command(target, tool, [*options, *extra.get(tool, [])], executable)
         if finding is None:
-            report.notes += _notes_of(tool, output, finished, seconds)
+            report.notes += _notes_of(tool, output, finished, limit)
     return report
 
 
 def _interpreted(target: str, options: list[str], tools: list[str], output: str, finished: bool,
-                 seconds: float) -> MemoryReport:
+                 limit: str) -> MemoryReport:
     """No compute-sanitizer: the probes ran on the CPU, in Triton's interpreter, with the CPU's checks."""
     report = MemoryReport("the CPU interpreter's memory checks (no compute-sanitizer found)")
     report.probes = _probes_in(output)
     probe = ""
     for line in output.splitlines():
-        if line.startswith("lse-fuzz-probe ") and " start " in line:
-            probe = line.split(" start ", 1)[1]
-        if line.startswith("lse-fuzz-probe ") and " violation " in line:
+        started = sanitizer.PROBE_LINE.match(line)  # not " start " anywhere: a violation's text may hold it
+        if started:
+            probe = started.group(2)
+        elif line.startswith("lse-fuzz-probe ") and " violation " in line:
             try:
                 violation = OutOfBounds.from_dict(json.loads(line.split(" violation ", 1)[1]))
             except ValueError:
@@ -250,6 +293,6 @@ def _interpreted(target: str, options: list[str], tools: list[str], output: str,
                 report.replay = f"python -m {_PROBE_MODULE} {target} --interpreter {' '.join(options)}"
                 break
     if report.finding is None:
-        report.notes += _notes_of("the interpreter", output, finished, seconds)
+        report.notes += _notes_of("the interpreter", output, finished, limit)
     return report
 

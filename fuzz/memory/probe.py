@@ -1,6 +1,7 @@
 """The memory phase's child: call an implementation on fixed probe inputs, one line per step.
 
-    python -m fuzz.memory.probe TARGET --device cuda [--dtype float32] [--max-n N] [--contiguous] [--interpreter]
+    python -m fuzz.memory.probe TARGET --device cuda [--dtype float32] [--max-n N] [--contiguous] [--huge]
+                                [--inputs JSON | --then DIR] [--interpreter]
 
 Run under compute-sanitizer (memcheck, initcheck) by :mod:`fuzz.memory.phase`, with PyTorch's
 caching allocator off, so that every tensor is an allocation of its own and a read or write one
@@ -16,6 +17,14 @@ Triton's interpreter, each call judged by ``memory_bounds`` and ``uninitialized_
 Every probe's storage is written in full before the call (padding included): only the
 implementation's own allocations can hold bytes nothing wrote. Only probes inside the declared
 contract run: none wider than ``--max-n`` columns, no padded view with ``--contiguous``.
+
+``--huge`` adds two views whose last element lies 2**31 elements past their first (a huge row
+stride, a huge column stride), each at the start of its own allocation: an offset computed in
+32 bits wraps to an address before the allocation, which memcheck sees (the fuzzer's own huge
+views start 2**31 elements into their storage so that the wrapped read lands inside it and spoils
+a value instead). After the fixed probes come the run's own inputs (:func:`replay_inputs`), given
+as ``--inputs JSON`` or, with ``--then DIR``, read from ``DIR/inputs.json`` once the fuzzing that
+found them ended (the process waits for it, so that the tool's start is paid beside the fuzzing).
 """
 
 from __future__ import annotations
@@ -24,8 +33,11 @@ import argparse
 import json
 import os
 import sys
+import time
 
 PREFIX = "lse-fuzz-probe"
+INPUTS = "inputs.json"
+"""The file in ``--then DIR`` that hands the probe process the run's inputs (written whole, once)."""
 
 
 def probes(dtype, device) -> list[tuple[str, object]]:
@@ -51,6 +63,84 @@ def probes(dtype, device) -> list[tuple[str, object]]:
     return found
 
 
+def huge_probes(dtype, device) -> list[tuple[str, object]]:
+    """Views whose last element lies 2**31 elements past their first, each at the start of an
+    allocation of its own: a 32-bit ``row * stride_row`` or ``col * stride_col`` wraps to an address
+    before it (see the module docstring)."""
+    import torch  # noqa: PLC0415
+
+    from ..layouts import Layout, LayoutKind  # noqa: PLC0415
+
+    values = (torch.randn(3, 4, generator=torch.Generator().manual_seed(8)) * 3).to(dtype)
+    return [(f"{rows} x {cols}, {kind.value.replace('_', ' ')} past 2**31, at the start of its allocation",
+             at_allocation_start(Layout(kind), values[:rows, :cols], device))
+            for kind, rows, cols in ((LayoutKind.HUGE_OFFSET, 3, 4), (LayoutKind.HUGE_COLUMN_STRIDE, 2, 3))]
+
+
+def at_allocation_start(layout, values, device):
+    """``layout``'s view of ``values``, a huge one moved to the start of its storage (no storage
+    offset), so that an address a 32-bit offset wrapped to lies outside every allocation."""
+    if not layout.is_huge:
+        return layout.materialize(values, device)
+    from ..gpu_memory import huge_storage  # noqa: PLC0415
+
+    strides, offset, size = layout.strides(*values.shape)
+    view = huge_storage(max(size - offset, 1), values.dtype, device).as_strided(tuple(values.shape), strides, 0)
+    view.copy_(values.to(device))
+    return view
+
+
+def replay_inputs(entries: list[dict], device) -> list[tuple[str, object]]:
+    """The run's own inputs: ``{"description", "reproducer": PATH}`` (a saved failing example, its
+    values) or ``{"description", "shape", "dtype", "layout"}`` (a shape drawn, random values). An
+    entry that cannot be rebuilt as a 2-D input is left out."""
+    import torch  # noqa: PLC0415
+
+    from ..layouts import Layout  # noqa: PLC0415
+    from ..reproducer import load_reproducer  # noqa: PLC0415
+
+    found = []
+    for entry in entries:
+        try:
+            if entry.get("reproducer"):
+                saved = load_reproducer(entry["reproducer"])
+                if saved.batch is not None:
+                    continue
+                values, layout = saved.values, saved.layout
+            else:
+                generator = torch.Generator().manual_seed(9)
+                values = (torch.randn(*entry["shape"], generator=generator) * 3).to(getattr(torch, entry["dtype"]))
+                layout = Layout.from_dict(entry["layout"])
+            found.append((str(entry["description"]), at_allocation_start(layout, values, device)))
+        except Exception as exc:  # noqa: BLE001 (a note: the fixed probes ran)
+            print(f"{PREFIX} skipped {entry.get('description')}: {type(exc).__name__}: {exc}", flush=True)
+    return found
+
+
+def _handed(directory: str, parent: int | None) -> list[dict]:
+    """The entries the phase hands over in ``directory``/inputs.json once the fuzzing ended; none
+    if the phase (``parent``) is gone first."""
+    path = os.path.join(directory, INPUTS)
+    with open(os.path.join(directory, f"waiting.{os.getpid()}"), "w"):
+        pass  # the fixed probes are done (what a test of the phase waits for)
+    while not os.path.exists(path):
+        if parent is not None and not _alive(parent):
+            return []
+        time.sleep(0.05)
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fuzz.memory.probe", description=__doc__.splitlines()[0])
     parser.add_argument("target")
@@ -58,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--max-n", type=int, default=None)
     parser.add_argument("--contiguous", action="store_true", help="contiguous inputs only (the contract's layouts)")
+    parser.add_argument("--huge", action="store_true", help="add the views past 2**31 elements")
+    parser.add_argument("--inputs", default=None, help="the run's inputs, a JSON list (see replay_inputs)")
+    parser.add_argument("--then", default=None, metavar="DIR", help="wait for DIR/inputs.json after the probes")
+    parser.add_argument("--parent", type=int, default=None, help="stop waiting once this process is gone")
     parser.add_argument("--interpreter", action="store_true")
     args = parser.parse_args(argv)
     if args.interpreter:
@@ -68,14 +162,31 @@ def main(argv: list[str] | None = None) -> int:
 
     impl = load_target(args.target)
     device = torch.device("cpu" if args.interpreter else args.device)
-    inputs = [(description, x) for description, x in probes(getattr(torch, args.dtype), device)
+    dtype = getattr(torch, args.dtype)
+    fixed = probes(dtype, device) + (huge_probes(dtype, device) if args.huge else [])
+    inputs = [(description, x) for description, x in fixed
               if (args.max_n is None or x.shape[1] <= args.max_n) and (not args.contiguous or x.is_contiguous())]
     judging = None
     if args.interpreter:
         from ..interpreter import bounds  # noqa: PLC0415
         judging = bounds
     print(f"{PREFIX} probes {len(inputs)}", flush=True)
-    for index, (description, x) in enumerate(inputs):
+    if not _call_each(impl, inputs, 0, device, judging):
+        return 0
+    entries = json.loads(args.inputs) if args.inputs else _handed(args.then, args.parent) if args.then else []
+    handed = replay_inputs(entries, device)
+    if handed:
+        print(f"{PREFIX} probes {len(inputs) + len(handed)}", flush=True)
+        _call_each(impl, handed, len(inputs), device, judging)
+    return 0
+
+
+def _call_each(impl, inputs: list[tuple[str, object]], first: int, device, judging) -> bool:
+    """Call ``impl`` on each input, a start and an end line around each call (see the module
+    docstring); False once a call raised (after an illegal address a CUDA context is unusable)."""
+    import torch  # noqa: PLC0415
+
+    for index, (description, x) in enumerate(inputs, start=first):
         print(f"{PREFIX} {index} start {description}", flush=True)
         try:
             if judging is None:
@@ -92,9 +203,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             message = " ".join(str(exc).split())[:300]
             print(f"{PREFIX} {index} raised {type(exc).__name__}: {message}", flush=True)
-            return 0
+            return False
         print(f"{PREFIX} {index} done", flush=True)
-    return 0
+    return True
 
 
 if __name__ == "__main__":

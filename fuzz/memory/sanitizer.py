@@ -31,7 +31,8 @@ TOOLS = {"memcheck": "memory_bounds", "initcheck": "uninitialized_read"}
 _MARK = "========="
 _ERROR = re.compile(r"^(Invalid __\w+__ (read|write|atomic)|Uninitialized __\w+__ memory read|"
                     r"Misaligned|Out-of-range|Invalid (shared|local|global) )")
-_PROBE = re.compile(r"^lse-fuzz-probe (\d+) start (.*)$")
+PROBE_LINE = re.compile(r"^lse-fuzz-probe (\d+) start (.*)$")
+"""A probe's first line (:mod:`fuzz.memory.probe`): its index and description."""
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
 
 
@@ -81,7 +82,7 @@ def parse(text: str, tool: str) -> Finding | None:
     index = 0
     while index < len(lines):
         line = lines[index]
-        started = _PROBE.match(line.strip())
+        started = PROBE_LINE.match(line.strip())
         if started:
             probe = started.group(2)
         elif line.startswith(_MARK) and finding is None:

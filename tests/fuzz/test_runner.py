@@ -129,6 +129,20 @@ def test_a_passing_run_is_reproducible_too(run):
     assert a.passed and b.passed and a.examples == b.examples == 30
 
 
+def test_the_run_keeps_the_largest_2d_input_it_drew(run):
+    seen = []
+
+    def lse(x):
+        seen.append(x)
+        return doubles.lse_float64(x)
+
+    result = run(lse, budget=30, seed=3, checks=["agreement"])
+    drawn = [x for x in seen if x.dim() == 2 and x.storage_offset() < 2**31]
+    largest = result.largest
+    assert largest is not None and largest["shape"][0] * largest["shape"][1] == max(x.numel() for x in drawn)
+    assert result.to_dict()["largest"] == largest and set(largest) == {"shape", "dtype", "layout", "description"}
+
+
 def test_an_exception_from_the_implementation_is_status_error(run):
     result = run(doubles.raises_on_long_rows)
     assert result.status is Status.ERROR and not result.passed

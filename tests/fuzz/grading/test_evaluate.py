@@ -237,7 +237,7 @@ def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the
     assert memory_phase(candidate, options, record, Verdict.CRASH) is Verdict.CRASH and not asked
     assert memory_phase(candidate, options, record, Verdict.PASS) is Verdict.FAIL
     assert asked == [("k.py:lse", {"checks": tuple(memory_phase_module.CHECKS), "dtype": "float32", "device": "cuda",
-                                   "max_n": None, "contiguous": False})]
+                                   "max_n": None, "contiguous": False, "huge": True})]
     assert record.check == "memory_bounds" and record.replay == "REPLAY" and record.memory["finding"]["probe"] == "3 x 5"
     record.verdict = Verdict.FAIL
     printed = format_record(record)
@@ -252,6 +252,28 @@ def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the
     clean.verdict, clean.reason = Verdict.PASS, "200 examples passed every check"
     assert ("  memory:   compute-sanitizer memcheck, initcheck on 8 probes, caching allocator off: clean (9.5 s beside the fuzzing, 0.0 s after it)"
             in format_record(clean))
+
+
+def test_the_memory_phase_replays_the_counterexample_and_the_largest_input_drawn(tmp_path):
+    from fuzz.grading import GradeOptions
+    from fuzz.grading.candidates import Candidate
+    from fuzz.outcomes import Verdict
+
+    record = evaluate.base_record(Candidate(name="k.py", path="", target="k.py:lse"), GradeOptions(device="cuda"))
+    largest = {"shape": [31, 4096], "dtype": "float16", "layout": {"kind": "padded", "pad": 5, "step": 1, "offset": 0},
+               "description": "float16 (31, 4096) padded(strides=(4101, 1))"}
+    record.result = {"largest": largest}
+    drawn = {"description": "the largest input drawn, float16 (31, 4096) padded(strides=(4101, 1))",
+             "shape": [31, 4096], "dtype": "float16", "layout": largest["layout"]}
+    assert memory_phase_module.run_inputs(record, Verdict.PASS) == [drawn]
+    saved = tmp_path / "lse-fuzz-agreement-0.pt"
+    saved.write_bytes(b"")
+    record.reproducer, record.counterexample = str(saved), {"description": "float32 (1, 3) contiguous"}
+    assert memory_phase_module.run_inputs(record, Verdict.FAIL) == [
+        {"description": "the counterexample, float32 (1, 3) contiguous", "reproducer": str(saved)}, drawn]
+    assert memory_phase_module.run_inputs(record, Verdict.PASS) == [drawn]  # a pass has no counterexample
+    saved.unlink()
+    assert memory_phase_module.run_inputs(record, Verdict.CRASH) == [drawn]  # nothing saved: nothing to replay
 
 
 def test_on_a_gpu_a_value_failure_or_an_illegal_address_is_named_by_the_memory_phase_when_it_finds_the_access(

@@ -109,6 +109,16 @@ def test_passing_parts_add_up_and_flags_are_not_repeated():
     assert record.flags == [flag]
 
 
+def test_the_largest_input_drawn_is_the_largest_of_every_part():
+    small, wide = _part("pass", 100), _part("pass", 100)
+    small.result["largest"] = {"shape": [300, 3], "description": "900 elements"}
+    wide.result["largest"] = {"shape": [2, 4096], "description": "8192 elements"}
+    record = merge_parts(_base(), [small, wide])
+    assert record.result["largest"]["description"] == "8192 elements"
+    assert "largest" not in merge_parts(_base(), [_part("pass", 1)]).result
+    assert small.result["largest"]["description"] == "900 elements"  # the part's own record is not changed
+
+
 @pytest.fixture(autouse=True)
 def own_cpu_slots(tmp_path, monkeypatch):
     """Slots of this test's own: other tests running at the same time take none of them."""

@@ -122,8 +122,9 @@ def test_a_probe_that_raises_is_a_note(fake, tmp_path):
 def test_started_beside_other_work_the_report_waits_only_for_what_is_left(fake):
     probing = phase.start("reference:lse", checks=BOTH, device="cpu", executable=fake)
     deadline = time.monotonic() + 120
-    while any(process.poll() is None for process, _ in probing._running.values()) and time.monotonic() < deadline:
-        time.sleep(0.2)  # the fuzzing would run here
+    while len(list(Path(probing.directory).glob("waiting.*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the fuzzing would run here; the probe processes wait for its inputs once done
+    assert all(process.poll() is None for process, _ in probing._running.values())
     report = probing.report()
     assert report.finding is None and report.probes == 8
     assert report.waited < 2.0 < report.seconds
@@ -138,3 +139,67 @@ def test_cancelled_probes_stop_at_once(fake, monkeypatch):
     started = time.monotonic()
     probing.cancel()
     assert all(process.poll() is not None for process in processes) and time.monotonic() - started < 10
+
+
+def _clean_but_on(tmp_path, shape: tuple[int, int]) -> str:
+    """A target right everywhere (the reference) but on inputs of ``shape``, where it reads past its rows."""
+    path = tmp_path / "past_on_one_shape.py"
+    path.write_text(textwrap.dedent(f"""\
+        import reference
+        from fuzz.target import load_target
+
+        _past = load_target({str(DOUBLES / "reads_past.py")!r})
+
+        def lse(x):
+            return (_past if tuple(x.shape) == {shape!r} else reference.lse)(x)
+    """))
+    return str(path)
+
+
+def test_the_runs_own_inputs_are_replayed_after_the_probes_and_named(monkeypatch, tmp_path):
+    monkeypatch.setattr(sanitizer, "find", lambda: None)
+    target = _clean_but_on(tmp_path, (2, 1000))
+    largest = {"description": "the largest input drawn, float32 (2, 1000) padded", "shape": [2, 1000],
+               "dtype": "float32", "layout": {"kind": "padded", "pad": 3}}
+    assert phase.run(target, checks=BOTH).finding is None  # the fixed probes miss it
+    report = phase.run(target, checks=BOTH, inputs=[largest])
+    assert report.probes == 9 and report.finding is not None and report.finding.check == "memory_bounds"
+    assert report.finding.probe == largest["description"]
+    assert "--inputs '[{" in report.replay and '"shape": [2, 1000]' in report.replay
+
+
+def test_a_saved_counterexample_is_replayed_with_its_own_values_and_layout(monkeypatch, tmp_path):
+    import torch
+
+    from fuzz.checks import Plan
+    from fuzz.layouts import Layout
+    from fuzz.reproducer import save_reproducer
+    from fuzz.strategies import Contract, LseInput
+
+    monkeypatch.setattr(sanitizer, "find", lambda: None)
+    values = torch.randn(2, 1000)
+    example = LseInput(values=values, layout=Layout("transposed", pad=1), specs=(), seed=0, device=torch.device("cpu"))
+    example.x = example.rebuild(values)
+    saved = save_reproducer(tmp_path, example, Plan(None, 0, None), checks=("agreement",), contract=Contract(),
+                            check="agreement", message="row 0 differs")
+    counterexample = {"description": "the counterexample", "reproducer": str(saved)}
+    report = phase.run(_clean_but_on(tmp_path, (2, 1000)), checks=BOTH, inputs=[counterexample])
+    assert report.finding is not None and report.finding.probe == "the counterexample"
+
+
+def test_views_past_2_31_elements_expose_32_bit_offsets(monkeypatch):
+    monkeypatch.setattr(sanitizer, "find", lambda: None)
+    int32 = f"{DOUBLES / 'int32_index.py'}:lse_int32_columns"
+    assert phase.run(int32, checks=("memory_bounds",)).finding is None  # no fixed probe reaches 2**31
+    report = phase.run(int32, checks=("memory_bounds",), huge=True)
+    assert report.probes == 10 and report.finding is not None and report.finding.check == "memory_bounds"
+    assert "huge column stride past 2**31" in report.finding.probe and report.replay.endswith("--huge")
+    assert phase.run("reference:lse", checks=("memory_bounds",), huge=True).finding is None
+
+
+def test_a_verdict_waits_at_most_the_given_seconds_after_the_fuzzing(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_SANITIZER_SLEEPS", "1")
+    probing = phase.start("reference:lse", checks=("memory_bounds",), device="cpu", executable=fake)
+    report = probing.report([], most=1.0)
+    assert report.waited < 10 and report.notes == [
+        "memcheck stopped 1 s after the fuzzing ended (the most a verdict waits for it)"]

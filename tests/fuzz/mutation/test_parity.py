@@ -67,7 +67,7 @@ CATALOG_KILLS = {
     "log_per_lane": "agreement",
     "hardcoded_row_stride": "agreement",
     "no_max_shift": "agreement",
-    "int32_offsets": "memory_bounds",  # its wrapped read lies before the view: the CPU sees it first (CPU_CHECK)
+    "int32_offsets": "memory_bounds",  # its wrapped read lies before the view (the GPU's memory phase names it too)
     "neg_inf_rows_nan": "agreement",
     "one_tile_per_row": "agreement",
     "online_no_rescale": "agreement",
