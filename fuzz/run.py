@@ -168,7 +168,7 @@ class Run:
     shrink: ShrinkClock = field(default_factory=lambda: ShrinkClock(None))
     prefer_compiled: bool = False  # shrink within the compiled launch classes first (fuzz.shrinking)
     restricted: bool = False  # in that first phase now
-    last_example: LseInput | None = None  # run once the drawn examples passed (strategies.overflow_example)
+    last_examples: tuple[LseInput, ...] = ()  # run once the drawn examples passed (strategies.huge_examples, overflow_example)
     share: tuple[int, int] | None = None  # (k, K): run the drawn examples of launch classes of share k only
     state: _RunState = field(default_factory=_RunState)
 
@@ -341,7 +341,7 @@ class Run:
                     again, reproduced_again = _outcome(tests[1], self.state)
                 if again is not None:
                     falsified, reproduced = again, reproduced_again
-            if falsified is None and self.last_example is not None and not self.state.stopped:
+            if falsified is None and self.last_examples and not self.state.stopped:
                 with _one_cpu_thread(device):
                     falsified = self._last()
         finally:
@@ -349,20 +349,22 @@ class Run:
         return falsified, reproduced
 
     def _last(self) -> _Falsified | None:
-        """The last example, outside Hypothesis: nothing to shrink (it is one row already minimal
-        for its bug), and drawn examples that fail are reported as they were before it existed."""
+        """The last examples, outside Hypothesis, in turn to the first that fails: nothing to shrink
+        (each is minimal for its bug already), and drawn examples that fail are reported as they
+        were before these existed."""
         plan = Plan(next((name for name in self.names if name in METAMORPHIC), None), 0,
                     0 if self.tuning.combinations > 1 else None)
-        try:
-            self.one(self.last_example, plan)
-        except _Falsified as exc:
-            return exc
-        except _Refused as refused:
-            return refused.found
-        except _HarnessStop as stop:
-            raise stop.error from stop.error.__cause__
-        except _Stopped:
-            pass
+        for example in self.last_examples:
+            try:
+                self.one(example, plan)
+            except _Falsified as exc:
+                return exc
+            except _Refused as refused:
+                return refused.found
+            except _HarnessStop as stop:
+                raise stop.error from stop.error.__cause__
+            except _Stopped:
+                return None
         return None
 
     def _costs(self, before: _Counts, seconds: float, launched_here: int) -> Costs:

@@ -33,7 +33,7 @@ from .reproducer import load_reproducer, replay_command
 from .result import CheckResult
 from .run import PREFER_COMPILED, Run, RunStop, Tuning, pristine
 from .shrinking import ShrinkClock, ShrinkStore, default_shrink_seconds
-from .strategies import Contract, LseInput, lse_inputs, overflow_example
+from .strategies import Contract, LseInput, huge_examples, lse_inputs, overflow_example
 from .target import describe_target
 
 __all__ = ["PREFER_COMPILED", "CheckResult", "RunStop", "check", "replay"]
@@ -150,12 +150,21 @@ def check(
               shrink=ShrinkClock(shrink_seconds), prefer_compiled=PREFER_COMPILED[device.type], share=share)
     inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
                         huge_offsets=huge_offsets)
-    # Default shapes: the budget's last example is the float16 overflow row, after the drawn ones (share 0's).
-    last = max_elements is None and budget > 1
-    run.last_example = overflow_example(contract, device) if last and (share is None or share[0] == 0) else None
-    store = ShrinkStore()
-    tests = _phase_tests(run, inputs, settings(base, max_examples=budget - last), seed, database_for(database), store)
+    last = _last_examples(contract, device, huge_offsets, default_shapes=max_elements is None, budget=budget)
+    run.last_examples = last if share is None or share[0] == 0 else ()  # share 0's
+    store = ShrinkStore()  # every share draws what the whole run draws: the shares split one stream
+    tests = _phase_tests(run, inputs, settings(base, max_examples=budget - len(last)), seed,
+                         database_for(database), store)
     return run.result(tests, device, seed, budget, store)
+
+
+def _last_examples(contract: Contract, device: torch.device, huge_offsets: bool, *, default_shapes: bool,
+                   budget: int) -> tuple[LseInput, ...]:
+    """The budget's last examples, run after the drawn ones: the views past 2**31 elements (with
+    huge offsets) and, with default shapes, the float16 overflow row; at most ``budget - 1``."""
+    last = [*(huge_examples(contract, device) if huge_offsets else []),
+            *([overflow_example(contract, device)] if default_shapes else [])]
+    return tuple(e for e in last if e is not None)[:budget - 1]
 
 
 def _share(share: tuple[int, int] | None) -> tuple[int, int] | None:

@@ -34,8 +34,8 @@ from .layouts import COLUMN_STEPS, HUGE_KINDS, Layout, LayoutKind
 from .recipes import LEVELS, RECIPES, Generator, Recipe, RowSpec, row_recipes, row_values
 
 __all__ = ["DTYPES", "LEVELS", "RECIPES", "BatchLayout", "Contract", "Generator", "LseInput", "Recipe", "RowSpec",
-           "default_device", "default_max_cols", "default_max_elements", "default_max_rows", "dtypes", "layouts",
-           "lse_inputs", "overflow_example", "row_recipes", "row_values", "shapes"]
+           "default_device", "default_max_cols", "default_max_elements", "default_max_rows", "dtypes",
+           "huge_examples", "layouts", "lse_inputs", "overflow_example", "row_recipes", "row_values", "shapes"]
 
 
 # Powers of two and their neighbours are where tiles and rows-per-program counts break; the other
@@ -436,6 +436,29 @@ def overflow_example(contract: Contract | str = Contract.STRICT,
     if contract.max_n is not None and contract.max_n < _OVERFLOW_COLS:
         return None
     return _constant_row(torch.float16, _OVERFLOW_COLS, 0, 0, device)
+
+
+def huge_examples(contract: Contract | str = Contract.STRICT,
+                  device: torch.device | str | None = None) -> list[LseInput]:
+    """Two small views whose last element lies 2**31 elements past their first: 3 x 4 at a row
+    stride of 2**30 and 2 x 3 at a column stride of 2**30, rows of standard normal values (not
+    zeros: a read that wraps lands on untouched zeros, which a row of zeros would not tell from its
+    own). The runner runs those the contract admits (huge offsets on, a 32-bit dtype, no N-D call)
+    after the drawn examples: a kernel whose row or column offsets are 32-bit fails on every seed,
+    on the CPU by ``memory_bounds`` at the wrapped read, on a GPU by a value check and then the
+    memory phase, not on the seeds whose few hundred examples draw such a view. Built on first use."""
+    contract = Contract.parse(contract)
+    device = default_device() if device is None else torch.device(device)
+    dtype = next((d for d in contract.dtypes if d.itemsize <= 4), None)
+    if dtype is None or not contract.call.is_default:
+        return []
+    found = []
+    for kind, rows, cols, seed in ((LayoutKind.HUGE_OFFSET, 3, 4, 1), (LayoutKind.HUGE_COLUMN_STRIDE, 2, 3, 2)):
+        if kind in contract.layouts.kinds and (contract.max_n is None or contract.max_n >= cols):
+            specs = (RowSpec("small", 0),)
+            values = row_values(specs, rows, cols, dtype, seed)
+            found.append(LseInput(values=values, layout=Layout(kind), specs=specs, seed=seed, device=device))
+    return found
 
 
 def _nd_inputs(contract: Contract, device: torch.device, dtype_strategy, shape_strategy,

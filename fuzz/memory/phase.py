@@ -22,6 +22,7 @@ note, never a verdict: the fuzzing already judged the values.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shlex
@@ -183,7 +184,7 @@ class Probing:
         stopped at the limit still reports what it found by then."""
         if self._done is not None:
             return self._done
-        asked = time.monotonic()
+        asked, asked_wall = time.monotonic(), time.time()
         inputs = list(inputs)
         handed = os.path.join(self.directory, "inputs.json")
         with open(handed + ".tmp", "w") as file:
@@ -200,6 +201,8 @@ class Probing:
             outputs[name] = (output.read(), finished)
             output.close()
         self._running.clear()
+        # When the tools were done with the fixed probes (each process marks it as it starts to wait).
+        idle = [os.stat(path).st_mtime for path in glob.glob(os.path.join(self.directory, "waiting.*"))]
         shutil.rmtree(self.directory, ignore_errors=True)
         limit = f"at its limit of {self.seconds:g} s" if most is None else \
             f"{most:g} s after the fuzzing ended (the most a verdict waits for it)"
@@ -208,9 +211,11 @@ class Probing:
                                   *outputs["interpreter"], limit)
         else:
             report = _sanitized(self.target, self.options, self.extra, self.executable, outputs, limit)
-        # Its own time (to the tools' last output), and how much of it the verdict waited for.
-        report.seconds = max(ended - self.wall_started, time.monotonic() - asked)
+        # Its own time: the fixed probes (to when the tools began to wait for the run's inputs), then
+        # the run's inputs (to the tools' last output); and how much of it the verdict waited for.
         report.waited = time.monotonic() - asked
+        busy = (max(idle) - self.wall_started) + max(ended - asked_wall, 0.0) if idle else ended - self.wall_started
+        report.seconds = max(busy, report.waited)
         self._done = report
         return report
 

@@ -392,6 +392,17 @@ def _inputs_seen(**options) -> list[tuple]:
     return seen
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_32_bit_offsets_fail_on_every_seed_within_a_small_budget(run, seed):
+    """Every run ends with two views past 2**31 elements (strategies.huge_examples), inside the budget."""
+    from doubles import int32_index
+
+    result = run(int32_index.lse_int32_columns, budget=4, seed=seed, max_elements=4096)
+    assert result.check == "memory_bounds" and result.examples <= 4, result.summary()
+    assert result.counterexample.layout.kind is LayoutKind.HUGE_COLUMN_STRIDE
+    assert run(int32_index.lse_int32_columns, budget=4, seed=seed, max_elements=4096, huge_offsets=False).passed
+
+
 def test_the_shares_of_a_run_run_its_examples_exactly_once():
     """share=(k, K): K jobs run one run's examples between them (the mutation gate spreads its
     compiles over a GPU host's cores so), each example in exactly one share, each launch class

@@ -346,6 +346,26 @@ def test_the_overflow_example_honours_the_contract(options, expected):
         assert example.recipes == ["constant"] and torch.unique(example.values).numel() == 1
 
 
+@pytest.mark.parametrize(("options", "expected"), [
+    ({}, [("huge_offset", (3, 4)), ("huge_column_stride", (2, 3))]),
+    ({"contract": Contract(layouts="rows")}, [("huge_offset", (3, 4))]),  # column stride 1 only
+    ({"contract": Contract(layouts="contiguous")}, []),
+    ({"contract": Contract(max_n=3)}, [("huge_column_stride", (2, 3))]),
+    ({"contract": Contract(dtypes="float64")}, []),  # the fuzzer's huge views are 32-bit or smaller
+    ({"contract": Contract(call={"ndim": 3, "dim": 1})}, []),
+], ids=["default", "rows", "contiguous", "max_n 3", "float64 only", "N-D"])
+def test_the_views_past_2_31_elements_honour_the_contract(options, expected):
+    from fuzz.strategies import huge_examples
+
+    examples = huge_examples(device="cpu", **options)
+    assert [(e.layout.kind.value, e.shape) for e in examples] == expected
+    for example in examples:
+        x = example.x
+        last = x.storage_offset() + sum((n - 1) * stride for n, stride in zip(x.shape, x.stride()))
+        assert last - x.storage_offset() >= 2**31 > max(x.stride())  # past 2**31, each stride an int32
+        assert set(example.recipes) == {"small"} and bool((example.values != 0).all())  # a wrapped read of zeros shows
+
+
 def test_default_rows_stop_at_2_16_plus_1_on_every_device_unless_a_larger_budget_is_given():
     # A whole-row kernel compiles a block of the next power of two of N: an H200 took 14 s for 2**19
     # lanes and 73 s for 2**20, each (bench/results/2026-12-03-h200-verdict-time.md).
