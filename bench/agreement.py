@@ -481,8 +481,20 @@ def render(found: dict, headers: tuple[dict, dict], labels: tuple[str, str]) -> 
     for title, pairs in (("Pairs that differ", found["differ"]), ("Pairs on one device only", found["one_sided"]),
                          ("Killing check differs (information)", found["check_differs"]),
                          ("Same class, another status (information)", found["status_differs"])):
-        lines += ["", f"## {title} ({len(pairs)})", "", *([_pair_line(pair, labels) for pair in pairs] or ["none"])]
+        shown = _one_sided_lines(pairs, labels) if pairs is found["one_sided"] else \
+            [_pair_line(pair, labels) for pair in pairs]
+        lines += ["", f"## {title} ({len(pairs)})", "", *(shown or ["none"])]
     return "\n".join(lines) + "\n"
+
+
+def _one_sided_lines(pairs: list[tuple], labels: tuple[str, str]) -> list[str]:
+    """One line per item and device: the seeds only that device ran (a run cut short on the other)."""
+    seeds = collections.defaultdict(list)
+    for (part, _, item), seed, a, _b in pairs:
+        seeds[(part, item, labels[0] if a is not None else labels[1])].append(seed)
+    return [f"- {part} `{item}`: seed{'s' if len(found) > 1 else ''} {', '.join(map(str, sorted(found)))} on the "
+            f"{label} only"
+            for (part, item, label), found in seeds.items()]
 
 
 def unfinished(records: list[dict], label: str) -> list[str]:

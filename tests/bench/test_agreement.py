@@ -116,6 +116,8 @@ def test_seeds_run_on_one_device_only_are_neither_agreement_nor_difference():
     rows = {key[2]: (left_seeds, right_seeds) for key, left_seeds, right_seeds in found["rows"]}
     assert agreement.agree_cell(*rows["m"]) == "**no** 0/1 (+1 on one device)"
     assert agreement.agree_cell(*rows["only_gpu"]) == "- (+1 on one device)"
+    assert agreement._one_sided_lines(found["one_sided"], ("CPU", "H200")) == [
+        "- mutants `m`: seed 1 on the CPU only", "- mutants `only_gpu`: seed 0 on the H200 only"]
 
 
 def test_a_later_record_of_the_same_run_replaces_the_earlier():
