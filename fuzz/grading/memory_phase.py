@@ -99,6 +99,8 @@ def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecor
     record.details = "\n".join([
         f"check {finding.check!r} failed: {finding.what} ({report.ran}, after the fuzzing)",
         f"  probe:    {finding.probe}",
+        *([f"  result:   the implementation's result holds bytes nothing wrote: the probe read it after the call "
+           "(a torch kernel, the one named below), as the CPU refuses such a result"] if finding.in_result else []),
         *(f"  {'access:' if i else 'at:':<9} {line.removeprefix('at ')}" for i, line in enumerate(finding.lines)),
         f"  errors:   {finding.errors} reported in this run",
         f"  why it matters: {CHECKS[finding.check].why}",

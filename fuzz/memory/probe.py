@@ -6,9 +6,11 @@
 Run under compute-sanitizer (memcheck, initcheck) by :mod:`fuzz.memory.phase`, with PyTorch's
 caching allocator off, so that every tensor is an allocation of its own and a read or write one
 element past it lies outside every allocation. Each probe prints ``lse-fuzz-probe I start DESC``,
-then, after the call and a synchronize, ``lse-fuzz-probe I done``; the sanitizer's reports fall
-between the two lines of the probe they belong to. A call that raises prints ``lse-fuzz-probe I
-raised TYPE: MESSAGE`` and ends the run (after an illegal address a CUDA context is unusable).
+then, after the call and a synchronize, ``lse-fuzz-probe I result`` before it reads the result on
+the GPU (a kernel's read, which initcheck judges: a result holding bytes nothing wrote), then
+``lse-fuzz-probe I done``; the sanitizer's reports fall between the lines of the probe they
+belong to. A call that raises prints ``lse-fuzz-probe I raised TYPE: MESSAGE`` and ends the run
+(after an illegal address a CUDA context is unusable).
 
 ``--interpreter`` is the fallback where compute-sanitizer is absent: the same probes on the CPU in
 Triton's interpreter, each call judged by ``memory_bounds`` and ``uninitialized_read``
@@ -190,8 +192,15 @@ def _call_each(impl, inputs: list[tuple[str, object]], first: int, device, judgi
         print(f"{PREFIX} {index} start {description}", flush=True)
         try:
             if judging is None:
-                impl(x)
+                out = impl(x)
                 if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                    # Read the result on the GPU: initcheck sees reads by kernels, so a result holding
+                    # bytes nothing wrote (a row skipped) is reported here, as the CPU refuses it.
+                    print(f"{PREFIX} {index} result", flush=True)
+                    for tensor in out if isinstance(out, (tuple, list)) else (out,):
+                        if isinstance(tensor, torch.Tensor) and tensor.is_cuda and tensor.numel():
+                            bool((tensor.detach() != tensor.detach()).any())
                     torch.cuda.synchronize(device)
             else:
                 with judging.judging(True, initialized=True):

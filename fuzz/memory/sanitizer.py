@@ -32,6 +32,7 @@ _MARK = "========="
 _ERROR = re.compile(r"^(Invalid __\w+__ (read|write|atomic)|Uninitialized __\w+__ memory read|"
                     r"Misaligned|Out-of-range|Invalid (shared|local|global) )")
 PROBE_LINE = re.compile(r"^lse-fuzz-probe (\d+) start (.*)$")
+_RESULT_LINE = re.compile(r"^lse-fuzz-probe \d+ result$")  # what follows reads the call's result
 """A probe's first line (:mod:`fuzz.memory.probe`): its index and description."""
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
 
@@ -46,10 +47,13 @@ class Finding:
     lines: list[str] = field(default_factory=list)  # where: the kernel and line, thread, address, allocation
     probe: str = ""  # the probe's description
     errors: int = 1
+    in_result: bool = False  # found as the probe read the implementation's result after the call
 
     @property
     def kernel(self) -> str:
         """'_lse_kernel at _lse_kernel.py:72' from the block's "at" line."""
+        if self.in_result:
+            return "the implementation's result (the probe read it after the call: bytes nothing wrote)"
         for line in self.lines:
             found = re.match(r"at (\S+?)(\+0x[0-9a-f]+)? in (\S+)", line)
             if found:
@@ -58,7 +62,7 @@ class Finding:
 
     def to_dict(self) -> dict:
         return {"check": self.check, "tool": self.tool, "what": self.what, "kernel": self.kernel,
-                "lines": list(self.lines), "probe": self.probe, "errors": self.errors}
+                "lines": list(self.lines), "probe": self.probe, "errors": self.errors, "in_result": self.in_result}
 
 
 def find() -> str | None:
@@ -77,18 +81,20 @@ def find() -> str | None:
 def parse(text: str, tool: str) -> Finding | None:
     """The first error of ``tool``'s report ``text`` (None: it reported none), with the probe it
     happened in and how many errors the run had in all."""
-    probe, finding = "", None
+    probe, finding, reading = "", None, False
     lines = text.splitlines()
     index = 0
     while index < len(lines):
         line = lines[index]
         started = PROBE_LINE.match(line.strip())
         if started:
-            probe = started.group(2)
+            probe, reading = started.group(2), False
+        elif _RESULT_LINE.match(line.strip()):
+            reading = True
         elif line.startswith(_MARK) and finding is None:
             body = line[len(_MARK):].strip()
             if _ERROR.match(body):
-                finding = Finding(TOOLS.get(tool, "memory_bounds"), tool, body, probe=probe)
+                finding = Finding(TOOLS.get(tool, "memory_bounds"), tool, body, probe=probe, in_result=reading)
                 index += 1
                 while index < len(lines) and lines[index].startswith(_MARK):
                     detail = lines[index][len(_MARK):].strip()

@@ -254,6 +254,26 @@ def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the
             in format_record(clean))
 
 
+def test_a_result_holding_unwritten_bytes_is_named_as_the_result_not_the_kernel_that_read_it(monkeypatch):
+    from fuzz.grading import GradeOptions
+    from fuzz.grading.candidates import Candidate
+    from fuzz.memory import MemoryReport, Probing
+    from fuzz.memory.sanitizer import Finding
+    from fuzz.outcomes import Verdict
+
+    read = Finding("uninitialized_read", "initcheck", "Uninitialized __global__ memory read of size 4 bytes",
+                   ["at void at::native::vectorized_elementwise_kernel<...>+0x4e0", "Address 0x7f5d6c8a2e00"],
+                   probe="1 x 1", errors=20, in_result=True)
+    monkeypatch.setattr(memory_phase_module.memory, "start", lambda target, **options: Probing(MemoryReport(
+        "compute-sanitizer memcheck, initcheck", 9.5, 11, read, [], "REPLAY")))
+    candidate = Candidate(name="k.py", path="", target="k.py:lse")
+    record = evaluate.base_record(candidate, GradeOptions(device="cuda"))
+    assert memory_phase(candidate, GradeOptions(device="cuda"), record, Verdict.PASS) is Verdict.FAIL
+    assert record.check == "uninitialized_read" and "in the implementation's result" in record.reason
+    assert "  result:   the implementation's result holds bytes nothing wrote" in record.details
+    assert record.memory["finding"]["in_result"] is True
+
+
 def test_the_memory_phase_replays_the_counterexample_and_the_largest_input_drawn(tmp_path):
     from fuzz.grading import GradeOptions
     from fuzz.grading.candidates import Candidate

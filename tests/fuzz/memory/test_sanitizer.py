@@ -38,3 +38,19 @@ def test_an_uninitialized_read_is_named_in_the_probe_it_happened_in():
 def test_a_clean_report_has_no_finding():
     assert parse((DATA / "memcheck-clean.txt").read_text(), "memcheck") is None
     assert parse("", "initcheck") is None
+
+
+def test_an_uninitialized_read_after_the_result_line_is_the_results_unwritten_bytes():
+    # The probe reads the result on the GPU after the call: the read is a torch kernel's, the bytes
+    # the implementation's (a row it never wrote). Same block format as a kernel's own read.
+    text = (DATA / "initcheck-skipped-partial.txt").read_text().replace(
+        "lse-fuzz-probe 6 start 3 x 8192, row 1 all -inf, row 2's first half -inf\n",
+        "lse-fuzz-probe 6 start 3 x 8192, row 1 all -inf, row 2's first half -inf\nlse-fuzz-probe 6 result\n")
+    finding = parse(text, "initcheck")
+    assert finding is not None and finding.in_result and finding.check == "uninitialized_read"
+    assert finding.kernel.startswith("the implementation's result")
+    assert not parse((DATA / "initcheck-skipped-partial.txt").read_text(), "initcheck").in_result
+    # A result line of an earlier probe does not carry over to the next probe's call.
+    carried = text.replace("lse-fuzz-probe 6 result\n", "").replace(
+        "lse-fuzz-probe 5 done\n", "lse-fuzz-probe 5 result\nlse-fuzz-probe 5 done\n")
+    assert not parse(carried, "initcheck").in_result
