@@ -365,6 +365,11 @@ class Run:
                 raise stop.error from stop.error.__cause__
             except _Stopped:
                 return None
+            finally:
+                # A view past 2**31 elements spans 8-16 GiB of address space (untouched pages): not
+                # held after its call, or a process that forks later (a test, a grader) cannot commit it.
+                if example.layout.is_huge:
+                    example.release()
         return None
 
     def _costs(self, before: _Counts, seconds: float, launched_here: int) -> Costs:
