@@ -349,9 +349,8 @@ class Run:
         return falsified, reproduced
 
     def _last(self) -> _Falsified | None:
-        """The last examples, outside Hypothesis, in turn to the first that fails: nothing to shrink
-        (each is minimal for its bug already), and drawn examples that fail are reported as they
-        were before these existed."""
+        """The last examples, outside Hypothesis, in turn to the first that fails: nothing to shrink (each
+        is minimal for its bug already), and drawn examples that fail are reported as before."""
         plan = Plan(next((name for name in self.names if name in METAMORPHIC), None), 0,
                     0 if self.tuning.combinations > 1 else None)
         for example in self.last_examples:
@@ -366,9 +365,7 @@ class Run:
             except _Stopped:
                 return None
             finally:
-                # A view past 2**31 elements spans 8-16 GiB of address space (untouched pages): not
-                # held after its call, or a process that forks later (a test, a grader) cannot commit it.
-                if example.layout.is_huge:
+                if example.layout.is_huge:  # 8-16 GiB of address space: held, it keeps a later fork from committing
                     example.release()
         return None
 
