@@ -187,14 +187,8 @@ def _describe(address: int, size: int) -> str:
 
 def _kernel_frame():
     """The innermost frame of the kernel's own code (not Triton's, not the fuzzer's)."""
-    frame = sys._getframe(2)
     triton_dir = os.path.dirname(os.path.dirname(os.path.realpath(sys.modules["triton"].__file__)))
-    while frame is not None:
-        path = os.path.realpath(frame.f_code.co_filename)
-        if not path.startswith(os.path.join(triton_dir, "triton") + os.sep) and not path.startswith(_HERE + os.sep):
-            return frame
-        frame = frame.f_back
-    return None
+    return fresh.outer_frame((os.path.join(triton_dir, "triton") + os.sep, _HERE + os.sep), depth=2)
 
 
 def _check(access: str, builder, ptrs, mask, *, reads: bool = True, writes: bool = False) -> None:

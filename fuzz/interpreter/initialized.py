@@ -27,6 +27,7 @@ bookkeeping errs toward "written": a write it cannot see must not turn into a fa
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -78,23 +79,28 @@ def paused():
         _PAUSED[0] -= 1
 
 
-def _caller_site() -> str:
-    """The innermost line of the candidate's code (outside torch, triton and the fuzzer)."""
-    import os  # noqa: PLC0415
+def outer_frame(skip: tuple[str, ...], depth: int = 1):
+    """The innermost frame, from the caller's ``depth``-th caller outwards (1: the caller's own),
+    whose file lies under none of the ``skip`` paths (folders ending in a separator, or files);
+    None if there is none. Both memory checks name the candidate's line so."""
+    frame = sys._getframe(depth + 1)
+    while frame is not None:
+        if not os.path.realpath(frame.f_code.co_filename).startswith(skip):
+            return frame
+        frame = frame.f_back
+    return None
 
-    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    skip = [here + os.sep]
+
+def _caller_site() -> str:
+    """The innermost line of the candidate's code (outside torch, triton, contextlib and the fuzzer)."""
+    skip = [os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep, os.path.realpath(contextlib.__file__)]
     for name in ("torch", "triton"):
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
             skip.append(os.path.dirname(os.path.realpath(module.__file__)) + os.sep)
-    frame = sys._getframe(1)
-    while frame is not None:
-        path = os.path.realpath(frame.f_code.co_filename)
-        if not any(path.startswith(s) for s in skip) and "contextlib" not in path:
-            return f"{os.path.basename(path)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "an unknown line"
+    frame = outer_frame(tuple(skip), depth=2)
+    return "an unknown line" if frame is None else \
+        f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 def _register(name: str, result) -> None:
@@ -243,14 +249,19 @@ def tracking(enabled: bool = True):
         _TRACKED.clear()
 
 
-def stored(addresses: np.ndarray, size: int) -> None:
-    """A kernel wrote ``size`` bytes at each of ``addresses`` (uint64, the lanes its mask let through)."""
+def _touched(addresses: np.ndarray):
+    """(allocation, which of ``addresses`` lie in it, their byte offsets in it) for each tracked
+    allocation they touch."""
     for allocation in _TRACKED:
         inside = (addresses >= np.uint64(allocation.start)) & \
             (addresses < np.uint64(allocation.start + allocation.nbytes))
-        if not inside.any():
-            continue
-        first = (addresses[inside] - np.uint64(allocation.start)).astype(np.int64)
+        if inside.any():
+            yield allocation, inside, (addresses[inside] - np.uint64(allocation.start)).astype(np.int64)
+
+
+def stored(addresses: np.ndarray, size: int) -> None:
+    """A kernel wrote ``size`` bytes at each of ``addresses`` (uint64, the lanes its mask let through)."""
+    for allocation, _, first in _touched(addresses):
         for byte in range(size):
             index = first + byte
             allocation.written[index[index < allocation.nbytes]] = True
@@ -260,13 +271,8 @@ def unwritten(addresses: np.ndarray, size: int) -> tuple[int, int, str] | None:
     """(the first address of ``addresses`` whose ``size`` bytes were not all written, how many lanes
     read such memory, the allocation's site), or None when every lane reads written memory."""
     first_bad, count, site = None, 0, ""
-    for allocation in _TRACKED:
-        inside = (addresses >= np.uint64(allocation.start)) & \
-            (addresses < np.uint64(allocation.start + allocation.nbytes))
-        if not inside.any():
-            continue
+    for allocation, inside, first in _touched(addresses):
         lanes = addresses[inside]
-        first = (lanes - np.uint64(allocation.start)).astype(np.int64)
         ok = np.ones(first.shape, dtype=bool)
         for byte in range(size):
             index = np.minimum(first + byte, allocation.nbytes - 1)
