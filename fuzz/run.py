@@ -34,6 +34,7 @@ from .outcomes import HarnessError, ImplLost, run_status
 from .reproducer import replay_command, save_reproducer
 from .result import CheckResult
 from .shrinking import ShrinkClock, ShrinkStore, final_run, launch_class, same_example, shrink_limit
+from .layouts import LayoutKind
 from .strategies import Contract, LseInput
 from .timing import SlowCall
 
@@ -168,7 +169,7 @@ class Run:
     shrink: ShrinkClock = field(default_factory=lambda: ShrinkClock(None))
     prefer_compiled: bool = False  # shrink within the compiled launch classes first (fuzz.shrinking)
     restricted: bool = False  # in that first phase now
-    last_examples: tuple[LseInput, ...] = ()  # run once the drawn examples passed (strategies.huge_examples, overflow_example)
+    last_examples: tuple[LseInput, ...] = ()  # run once the drawn examples passed (runner._last_examples)
     share: tuple[int, int] | None = None  # (k, K): run the drawn examples of launch classes of share k only
     state: _RunState = field(default_factory=_RunState)
 
@@ -350,12 +351,14 @@ class Run:
 
     def _last(self) -> _Falsified | None:
         """The last examples, outside Hypothesis, in turn to the first that fails: nothing to shrink (each
-        is minimal for its bug already), and drawn examples that fail are reported as before."""
-        plan = Plan(next((name for name in self.names if name in METAMORPHIC), None), 0,
-                    0 if self.tuning.combinations > 1 else None)
+        is minimal for its bug already), and drawn examples that fail are reported as before. The padded
+        rows, the one ordinary small input among them, carry the fresh-values check on every seed."""
+        config = 0 if self.tuning.combinations > 1 else None
+        plan = Plan(next((name for name in self.names if name in METAMORPHIC), None), 0, config)
+        fresh = Plan("fresh_values", 0, config) if "fresh_values" in self.names else plan  # a cached answer shows
         for example in self.last_examples:
             try:
-                self.one(example, plan)
+                self.one(example, fresh if example.layout.kind is LayoutKind.PADDED else plan)
             except _Falsified as exc:
                 return exc
             except _Refused as refused:
@@ -442,12 +445,8 @@ def _outcome(run_one: Callable[[], None], state: _RunState) -> tuple[_Falsified 
 
 @contextlib.contextmanager
 def _one_cpu_thread(device: torch.device):
-    """Run torch's CPU ops on one thread while fuzzing, then restore the caller's setting.
-
-    Examples hold at most ~65k elements: splitting such ops across threads costs more than it
-    saves, and on a busy machine (pytest -n auto, a second run) the threads spin against each
-    other and a run gets several times slower.
-    """
+    """Run torch's CPU ops on one thread while fuzzing, then restore the caller's setting: examples hold
+    at most ~65k elements, and on a busy machine (pytest -n auto) more threads spin against each other."""
     if device.type != "cpu":
         yield
         return

@@ -33,7 +33,7 @@ from .reproducer import load_reproducer, replay_command
 from .result import CheckResult
 from .run import PREFER_COMPILED, Run, RunStop, Tuning, pristine
 from .shrinking import ShrinkClock, ShrinkStore, default_shrink_seconds
-from .strategies import Contract, LseInput, huge_examples, lse_inputs, overflow_example
+from .strategies import Contract, LseInput, huge_examples, lse_inputs, overflow_example, padded_example
 from .target import describe_target
 
 __all__ = ["PREFER_COMPILED", "CheckResult", "RunStop", "check", "replay"]
@@ -160,9 +160,10 @@ def check(
 
 def _last_examples(contract: Contract, device: torch.device, huge_offsets: bool, *, default_shapes: bool,
                    budget: int) -> tuple[LseInput, ...]:
-    """The budget's last examples, run after the drawn ones: the views past 2**31 elements (with
-    huge offsets) and, with default shapes, the float16 overflow row; at most ``budget - 1``."""
-    last = [*(huge_examples(contract, device) if huge_offsets else []),
+    """The budget's last examples, run after the drawn ones: the padded rows, the views past 2**31
+    elements (with huge offsets) and, with default shapes, the float16 overflow row; at most
+    ``budget - 1``."""
+    last = [padded_example(contract, device), *(huge_examples(contract, device) if huge_offsets else []),
             *([overflow_example(contract, device)] if default_shapes else [])]
     return tuple(e for e in last if e is not None)[:budget - 1]
 

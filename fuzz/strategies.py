@@ -35,7 +35,7 @@ from .recipes import LEVELS, RECIPES, Generator, Recipe, RowSpec, row_recipes, r
 
 __all__ = ["DTYPES", "LEVELS", "RECIPES", "BatchLayout", "Contract", "Generator", "LseInput", "Recipe", "RowSpec",
            "default_device", "default_max_cols", "default_max_elements", "default_max_rows", "dtypes",
-           "huge_examples", "layouts", "lse_inputs", "overflow_example", "row_recipes", "row_values", "shapes"]
+           "huge_examples", "layouts", "lse_inputs", "overflow_example", "padded_example", "row_recipes", "row_values", "shapes"]
 
 
 # Powers of two and their neighbours are where tiles and rows-per-program counts break; the other
@@ -436,6 +436,24 @@ def overflow_example(contract: Contract | str = Contract.STRICT,
     if contract.max_n is not None and contract.max_n < _OVERFLOW_COLS:
         return None
     return _constant_row(torch.float16, _OVERFLOW_COLS, 0, 0, device)
+
+
+def padded_example(contract: Contract | str = Contract.STRICT,
+                   device: torch.device | str | None = None) -> LseInput | None:
+    """3 x 5 rows of standard normal values, each row followed by 3 elements of padding the call
+    must not touch; None where the contract excludes padded rows or declares an N-D call. The
+    runner runs it in every run: a call that writes past a row's end into the caller's padding
+    fails ``input_unchanged`` on every seed, not on those whose draws include a padded layout."""
+    contract = Contract.parse(contract)
+    if LayoutKind.PADDED not in contract.layouts.kinds or not contract.call.is_default:
+        return None
+    if contract.max_n is not None and contract.max_n < 5:
+        return None
+    dtype = next((d for d in contract.dtypes if d.itemsize <= 4), contract.dtypes[0])
+    specs, layout = (RowSpec("small", 0),), Layout(LayoutKind.PADDED, pad=3)
+    values = row_values(specs, 3, 5, dtype, 3)
+    device = default_device() if device is None else torch.device(device)
+    return LseInput(x=layout.materialize(values, device), values=values, layout=layout, specs=specs, seed=3)
 
 
 def huge_examples(contract: Contract | str = Contract.STRICT,

@@ -211,10 +211,20 @@ def _fresh_values(values: torch.Tensor, rng: np.random.Generator) -> tuple[torch
     """
     rows = values.shape[0]
     order = torch.from_numpy(rng.permutation(rows)).to(torch.int64)
-    delta = torch.from_numpy(rng.choice([1.0, 2.0, -1.5, 3.0], size=rows))
     moved = values.to(torch.float64)[order]
+    finite = torch.isfinite(moved)
+    # A shift of 1 is lost in rounding on rows of large magnitude (1e30 + 3 == 1e30 in float32):
+    # shift by a fraction of the row's largest magnitude there, so every row with a finite entry
+    # changes and a stale answer shows.
+    magnitude = torch.where(finite, moved.abs(), 0.0).amax(dim=1) if moved.shape[1] else torch.zeros(rows,
+                                                                                                      dtype=moved.dtype)
+    delta = torch.from_numpy(rng.choice([1.0, 2.0, -1.5, 3.0], size=rows)) * (magnitude / 64).clamp(min=1.0)
     limit = torch.finfo(values.dtype).max
-    fresh = torch.where(torch.isfinite(moved), (moved + delta[:, None]).clamp(-limit, limit), moved)
+    shifted = torch.where(finite, (moved + delta[:, None]).clamp(-limit, limit), moved).to(values.dtype)
+    # A row at the dtype's largest finite values cannot move up: move it down instead.
+    stuck = (shifted.to(torch.float64) == moved).all(dim=1) & finite.any(dim=1)
+    delta = torch.where(stuck, -delta.abs(), delta)
+    fresh = torch.where(finite, (moved + delta[:, None]).clamp(-limit, limit), moved)
     return fresh.to(values.dtype), order, delta
 
 

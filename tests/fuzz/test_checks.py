@@ -281,3 +281,15 @@ def test_the_error_is_given_in_ulps_and_multiples_of_the_allowance():
     assert off.ulps > 1000 and off.ratio > 10 and off.out_dtype == "float32"
     assert "ulps of float32" in off.message() and "x the allowance" in off.message()
     assert off.to_dict()["ulps"] == off.ulps and off.to_dict()["ratio"] == off.ratio
+
+
+@pytest.mark.parametrize("dtype, big", [(torch.float32, 1e30), (torch.float16, 6e4), (torch.bfloat16, 3e38),
+                                        (torch.float64, 1e300)], ids=str)
+def test_fresh_values_sees_a_stale_answer_on_rows_of_large_magnitude(dtype, big):
+    # A shift of 1-3 is lost in rounding on such rows (1e30 + 3 == 1e30 in float32): the fresh
+    # values would equal the old ones and a cached answer would pass. One row: no permutation of
+    # the rows to give the stale answer away.
+    for row in ([big, -big / 2], [torch.finfo(dtype).max] * 2):
+        message = failure_of(doubles.caches_by_object, example(torch.tensor([row], dtype=dtype)),
+                             "fresh_values").message()
+        assert "a stale cached result?" in message

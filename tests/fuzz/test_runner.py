@@ -423,3 +423,17 @@ def test_the_shares_of_a_run_run_its_examples_exactly_once():
 def test_a_share_outside_its_run_is_refused(share):
     with pytest.raises(reference.InvalidArgument, match=r"share\["):
         lse_fuzz.check(torch.logsumexp, share=share, device="cpu")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("impl", "check"), [(doubles.writes_padding, "input_unchanged"),
+                                             (doubles.caches_by_object, "fresh_values")], ids=["padding", "cache"])
+def test_padding_writes_and_cached_answers_fail_on_every_seed_within_a_small_budget(run, seed, impl, check):
+    """Every run ends with padded rows (strategies.padded_example), inside the budget, checked by
+    fresh_values: a write into the caller's padding and an answer cached by object show on every seed."""
+    from fuzz.contract import Contract
+
+    result = run(impl, budget=3, seed=seed, max_elements=4096, huge_offsets=False)
+    assert result.check == check and result.examples <= 3, result.summary()
+    if impl is doubles.writes_padding:
+        assert run(impl, budget=3, seed=seed, contract=Contract(layouts="contiguous")).passed

@@ -378,3 +378,20 @@ def test_default_rows_stop_at_2_16_plus_1_on_every_device_unless_a_larger_budget
         find(gpu_shapes, lambda s: s[1] > 65537, settings=SEARCH)
     longer = find(lse_inputs(device="cpu", max_elements=2**18), lambda e: e.shape[1] > 65537, settings=SEARCH)
     assert longer.shape[1] <= 2**18
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({}, ((3, 5), torch.float32)),
+    ({"contract": Contract(dtypes="float64")}, ((3, 5), torch.float64)),
+    ({"contract": Contract(layouts="contiguous")}, None),
+    ({"contract": Contract(max_n=4)}, None),
+    ({"contract": Contract(call={"ndim": 3, "dim": 1})}, None),
+], ids=["default", "float64 only", "contiguous", "max_n 4", "N-D"])
+def test_the_padded_example_honours_the_contract(options, expected):
+    from fuzz.strategies import padded_example
+
+    example = padded_example(device="cpu", **options)
+    assert (None if example is None else (example.shape, example.dtype)) == expected
+    if example is not None:
+        x = example.x
+        assert x.stride() == (8, 1) and x.untyped_storage().nbytes() == 3 * 8 * x.element_size()

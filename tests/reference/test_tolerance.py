@@ -609,3 +609,11 @@ def test_a_final_rounding_toward_zero_is_accepted_and_one_ulp_more_is_not():
     assert compare(x, truncated).ok
     one_more = torch.nextafter(truncated, torch.full_like(truncated, -math.inf))  # truncated again, a step lower
     assert not compare(x, one_more).ok
+
+
+def test_the_allowance_stays_finite_next_to_float64s_largest_value():
+    # |y| + b rounds to inf there; an infinite allowance would accept any finite answer.
+    big = torch.finfo(torch.float64).max
+    x = torch.tensor([[big, big], [1e300, 1.0]], dtype=torch.float64)
+    allowance = allowed_error(x, torch.tensor([big, 1e300], dtype=torch.float64), out_dtype=torch.float64)
+    assert bool((allowance < big * 1e-3).all()), allowance
