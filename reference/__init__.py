@@ -12,8 +12,19 @@ _ensure_interpreter()
 
 from ._lse_backward_kernel import LseFunction, lse_autograd, lse_backward  # noqa: E402
 from ._lse_kernel import lse  # noqa: E402
+from ._merge_state_kernel import merge_state  # noqa: E402
 from .errors import InvalidArgument  # noqa: E402
 from .gradient import GradientComparison, compare_gradient, lse_grad_reference  # noqa: E402
+from .merge_oracle import combine_reference, merge_state_reference  # noqa: E402
+from .merge_tolerance import (  # noqa: E402
+    MergeComparison,
+    MergeMismatch,
+    check_combine,
+    check_merge,
+    combine_allowance,
+    compare_merge,
+    merge_allowance,
+)
 from .oracle import SUPPORTED_DTYPES, lse_reference  # noqa: E402
 from .tolerance import (  # noqa: E402
     UNIT_ROUNDOFF,
@@ -35,10 +46,17 @@ __all__ = [
     "GradientComparison",
     "InvalidArgument",
     "LseFunction",
+    "MergeComparison",
+    "MergeMismatch",
     "acceptance_interval",
     "allowed_error",
+    "check_combine",
+    "check_merge",
+    "combine_allowance",
+    "combine_reference",
     "compare",
     "compare_gradient",
+    "compare_merge",
     "in_interval",
     "is_close",
     "lse",
@@ -46,6 +64,9 @@ __all__ = [
     "lse_backward",
     "lse_grad_reference",
     "lse_reference",
+    "merge_allowance",
+    "merge_state",
+    "merge_state_reference",
     "pre_rounding_bound",
     "round_to_dtype",
     "ulp",

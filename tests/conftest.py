@@ -36,6 +36,11 @@ INTEGRATION = (
     "bench/test_bench_fuzzer.py",  # the fuzzer benchmark's runs
     "bench/test_scripts.py",  # the bench scripts, each run as a user runs it
     "docs/test_code_samples.py",  # every code sample of the docs, CLI runs included
+    "examples/real_world/test_fla_cross_entropy.py",  # the real libraries' kernels fuzzed in the interpreter
+    "examples/real_world/test_fla_logsumexp.py",
+    "examples/real_world/test_flash_attn_cross_entropy.py",
+    "examples/real_world/test_liger_cross_entropy.py",
+    "examples/real_world/test_te_cross_entropy.py",
     "fuzz/cli/test_backward.py",  # `check --backward` through the CLI and isolated workers
     "fuzz/cli/test_check.py",  # `lse-fuzz check` as a subprocess, every exit path
     "fuzz/cli/test_cli.py",
