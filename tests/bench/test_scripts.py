@@ -135,6 +135,17 @@ def test_profile_check_reports_the_pace_the_compiles_and_the_hot_functions(tmp_p
     assert "## top 3 by cumulative" in run.stdout and "## top 3 by tottime" in run.stdout
 
 
+def test_merge_state_device_judges_every_case_of_its_grid(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "merge_state_device.py"), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = [line for line in run.stdout.splitlines() if line.startswith(("ok", "FAIL"))]
+    assert len(lines) == 48 and all(line.startswith("ok") for line in lines)
+    shares = [float(line.split("worst ")[1].split()[0]) for line in lines]
+    assert 0 < max(shares) <= 1  # the allowance is used, not dwarfing the error
+    assert run.stdout.rstrip().endswith("PASSED: 0 of 48 cases outside the tolerance")
+
+
 COMPILE_TWICE = """
 import cProfile, io, pstats, sys
 sys.path.insert(0, sys.argv[1])
