@@ -32,7 +32,7 @@ LAYERS = [
     ("fuzz.contract",),
     ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.timing",
      "fuzz.shrinking"),
-    ("fuzz.checks", "fuzz.reproducer"),  # a reproducer file names checks and a plan: the memory probes load one
+    ("fuzz.checks", "fuzz.reproducer", "fuzz.merge"),  # a reproducer file names checks and a plan: the memory probes load one
     ("fuzz.memory",),  # the GPU's memory phase: the probes, compute-sanitizer, the CPU's checks as fallback
     # fuzz.isolation from the bottom up: what its subpackages share, then the guard (which the fork
     # server's client tells of every child), the fork server, the worker and the pool (both forked

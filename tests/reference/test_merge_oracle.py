@@ -40,8 +40,11 @@ def _assert_exact(got_v, got_s, states, base) -> None:
     present = [(s, v) for s, v in states if s != -INF]
     v, s, scale = _exact(present, base)
     assert abs(got_s - s) <= 8 * U64 * (abs(s) + 1), (states, got_s, s)
-    # A weight below float64's range (t_k < -745) underflows: 2^-1074 |v_k| absolute, at most.
-    underflow = [2.0**-1072 * sum(abs(vk[d]) for _, vk in present) for d in range(len(got_v))]
+    # A weight below float64's range (t_k < -745) underflows: 2^-1074 |v_k| absolute, at most; and a
+    # product or sum that lands among the subnormals rounds by up to 2^-1075 each, whatever v is
+    # (2^-1075 itself is not a float64: one 2^-1074 per state, and one more).
+    underflow = [2.0**-1072 * sum(abs(vk[d]) for _, vk in present) + (len(present) + 1) * 2.0**-1074
+                 for d in range(len(got_v))]
     for got, want, size, floor in zip(got_v, v, scale, underflow):
         assert abs(got - want) <= 16 * U64 * size + floor, (states, got_v, v)
 
