@@ -34,7 +34,6 @@ from .outcomes import HarnessError, ImplLost, run_status
 from .reproducer import replay_command, save_reproducer
 from .result import CheckResult
 from .shrinking import ShrinkClock, ShrinkStore, final_run, launch_class, same_example, shrink_limit
-from .layouts import LayoutKind
 from .strategies import Contract, LseInput
 from .timing import SlowCall
 
@@ -169,7 +168,7 @@ class Run:
     shrink: ShrinkClock = field(default_factory=lambda: ShrinkClock(None))
     prefer_compiled: bool = False  # shrink within the compiled launch classes first (fuzz.shrinking)
     restricted: bool = False  # in that first phase now
-    last_examples: tuple[LseInput, ...] = ()  # run once the drawn examples passed (runner._last_examples)
+    last_examples: tuple[tuple[LseInput, str | None], ...] = ()  # (example, its check): runner._last_examples
     share: tuple[int, int] | None = None  # (k, K): run the drawn examples of launch classes of share k only
     state: _RunState = field(default_factory=_RunState)
 
@@ -351,14 +350,13 @@ class Run:
 
     def _last(self) -> _Falsified | None:
         """The last examples, outside Hypothesis, in turn to the first that fails: nothing to shrink (each
-        is minimal for its bug already), and drawn examples that fail are reported as before. The padded
-        rows, the one ordinary small input among them, carry the fresh-values check on every seed."""
+        is minimal for its bug already), and drawn examples that fail are reported as before. Each runs
+        the metamorphic check it prefers where the run selected it, else the run's first."""
         config = 0 if self.tuning.combinations > 1 else None
-        plan = Plan(next((name for name in self.names if name in METAMORPHIC), None), 0, config)
-        fresh = Plan("fresh_values", 0, config) if "fresh_values" in self.names else plan  # a cached answer shows
-        for example in self.last_examples:
+        first = next((name for name in self.names if name in METAMORPHIC), None)
+        for example, check in self.last_examples:
             try:
-                self.one(example, fresh if example.layout.kind is LayoutKind.PADDED else plan)
+                self.one(example, Plan(check if check in self.names else first, 0, config))
             except _Falsified as exc:
                 return exc
             except _Refused as refused:

@@ -159,13 +159,16 @@ def check(
 
 
 def _last_examples(contract: Contract, device: torch.device, huge_offsets: bool, *, default_shapes: bool,
-                   budget: int) -> tuple[LseInput, ...]:
-    """The budget's last examples, run after the drawn ones: the padded rows, the views past 2**31
-    elements (with huge offsets) and, with default shapes, the float16 overflow row; at most
+                   budget: int) -> tuple[tuple[LseInput, str | None], ...]:
+    """The budget's last examples, run after the drawn ones, each with the metamorphic check it
+    prefers (None: the run's first): the padded rows, the one ordinary small input among them, with
+    fresh_values (an answer cached by object, pointer or shape shows on every seed), the views past
+    2**31 elements (with huge offsets) and, with default shapes, the float16 overflow row; at most
     ``budget - 1``."""
-    last = [padded_example(contract, device), *(huge_examples(contract, device) if huge_offsets else []),
-            *([overflow_example(contract, device)] if default_shapes else [])]
-    return tuple(e for e in last if e is not None)[:budget - 1]
+    last = [(padded_example(contract, device), "fresh_values"),
+            *((e, None) for e in (huge_examples(contract, device) if huge_offsets else [])),
+            *([(overflow_example(contract, device), None)] if default_shapes else [])]
+    return tuple((e, check) for e, check in last if e is not None)[:budget - 1]
 
 
 def _share(share: tuple[int, int] | None) -> tuple[int, int] | None:
