@@ -34,3 +34,7 @@ COMPILE_TIMEOUT = 1800.0
 """Seconds one call of an isolated implementation may spend compiling (Triton's JIT, autotuning's
 benchmarks, torch.compile): time that never counts toward the call's deadline. A whole-row kernel
 over a 2**19-lane block compiles for a minute or more on an H200; past this, the compiler is hung."""
+
+OP_RUN_TIMEOUT = GRADE_TIMEOUT
+"""Seconds a run of ``lse-fuzz check --op merge_state|combine`` may take in all unless
+``--worker-timeout`` says otherwise: its child process runs the calls, with no deadline per call."""

@@ -41,7 +41,8 @@ MUTATION_GROUP = ("mutation", None)
 EXECUTOR = ("executor", None)
 OUTPUT = ("output", None)
 IMPL = ("implementation under test", None)
-GROUPS = (IMPL, RUN, CONTRACT, CALL, LIMITS, BENCH, MUTATION_GROUP, EXECUTOR, OUTPUT)
+OP = ("operation", "what the implementation computes (default: the row-wise LSE)")
+GROUPS = (IMPL, OP, RUN, CONTRACT, CALL, LIMITS, BENCH, MUTATION_GROUP, EXECUTOR, OUTPUT)
 
 @dataclass(frozen=True)
 class Option:
@@ -99,6 +100,18 @@ def _shown(value: object) -> str:
 _FUZZ_AND_REPLAY = (*FUZZING, "replay")
 
 OPTIONS: tuple[Option, ...] = (
+    # -- the operation ---------------------------------------------------------------------------
+    Option("op", "--op", str, "lse",
+           "lse: lse(x) -> the row-wise LSE (default); merge_state: merge_state(v_a, s_a, v_b, s_b) -> (v, s), two "
+           "attention states (v (T, H, D), s (T, H) float32) merged; combine: combine(v, s) -> (v_out, s_out), S split "
+           "states (v (S, T, H, D), s (S, T, H)) combined as split-K flash decoding does",
+           group=OP, commands=("check", "grade", "mutants"), choices=("lse", "merge_state", "combine"), api="op",
+           helps={"mutants": "lse: the row LSE kernel's mutants (default); merge_state: the merge kernel's "
+                             "(mutants.MERGE_NAMES), each fuzzed as check --op merge_state fuzzes a kernel"}),
+    Option("lse_base", "--lse-base", str, "e",
+           "the base of every LSE the implementation reads and returns: e (natural logs: vLLM, SGLang, FlashAttention; "
+           "default) or 2 (FlashInfer, TensorRT-LLM); --op merge_state and combine", group=OP, commands=("check", "grade"),
+           choices=("e", "2"), api="lse_base"),
     # -- fuzzing ---------------------------------------------------------------------------------
     Option("budget", "--budget", int, defaults.CHECK_BUDGET,
            "examples to generate unless a check fails first (default {default}; about 3 calls each)",

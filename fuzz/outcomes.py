@@ -247,7 +247,8 @@ def run_status(failure: CheckFailure | ImplError | Unsupported | None, *, reprod
         return Status.FLAKY
     if isinstance(failure, ImplError):
         return Status.ERROR
-    assert isinstance(failure, CheckFailure), f"unexpected failure {failure!r}"
+    # A check's failure: the row LSE's CheckFailure, or an op's (fuzz.merge.checks.MergeFailure).
+    assert isinstance(failure, AssertionError) and failure.check, f"unexpected failure {failure!r}"
     return Status.FAILED
 
 

@@ -108,7 +108,9 @@ def save_reproducer(
     return path
 
 
-def load_reproducer(path: Path | str) -> Reproducer:
+def read_payload(path: Path | str, expected: str) -> dict:
+    """The dict a reproducer file of format ``expected`` holds; InvalidArgument (one line) for a
+    missing file, one torch cannot read (safely: tensors and plain data only) or another format."""
     path = Path(path)
     if not path.is_file():
         raise InvalidArgument(f"path={str(path)!r}: no such reproducer file.")
@@ -116,9 +118,14 @@ def load_reproducer(path: Path | str) -> Reproducer:
         data = torch.load(path, weights_only=True)
     except Exception as exc:
         raise InvalidArgument(f"path={str(path)!r} is not a reproducer ({type(exc).__name__}: {exc}).") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") != expected:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise InvalidArgument(f"path={str(path)!r} has format {found!r}; expected {FORMAT!r}.")
+        raise InvalidArgument(f"path={str(path)!r} has format {found!r}; expected {expected!r}.")
+    return data
+
+
+def load_reproducer(path: Path | str) -> Reproducer:
+    data = read_payload(path, FORMAT)
     plan = data["plan"]
     return Reproducer(
         values=data["values"],

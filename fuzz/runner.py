@@ -8,6 +8,7 @@ contiguous float32 where the bug allows) and saved as a reproducer that ``replay
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -22,6 +23,10 @@ from reference.errors import InvalidArgument
 
 from . import defaults, validate
 from .interpreter import autotune, repairs, specialization
+from .merge import OpResult, check_op, replay_op
+from .merge import ops as merge_ops
+from .merge.ops import op as known_op
+from .merge.reproducer import is_op_reproducer
 from .calls import CallConvention
 from .checks import GRADIENT_CHECKS, METAMORPHIC, Plan, run_checks, validate_checks
 from .failures import CheckFailure, ImplError, Unsupported
@@ -36,7 +41,7 @@ from .shrinking import ShrinkClock, ShrinkStore, default_shrink_seconds
 from .strategies import Contract, LseInput, huge_examples, lse_inputs, overflow_example, padded_example
 from .target import describe_target
 
-__all__ = ["PREFER_COMPILED", "CheckResult", "RunStop", "check", "replay"]
+__all__ = ["OP_OPTIONS", "PREFER_COMPILED", "CheckResult", "RunStop", "check", "replay"]
 
 DEFAULT_BUDGET = defaults.CHECK_BUDGET
 
@@ -101,6 +106,8 @@ def check(
     shrink_seconds: float | None = None,
     stop: RunStop | None = None,
     share: tuple[int, int] | None = None,
+    op: str = "lse",
+    lse_base: str | int = "e",
 ) -> CheckResult:
     """Fuzz ``impl`` (any callable x -> Tensor; see ``contract.call`` for others) and return what was found.
 
@@ -115,8 +122,7 @@ def check(
     :func:`~fuzz.strategies.default_max_rows`). ``huge_offsets`` (on by default) adds inputs with
     element offsets >= 2**31: a kernel with 32-bit indexing may crash the process on them, so each
     such example is first saved as ``reproducer_dir/lse-fuzz-pending-crash-PID.pt`` and removed once it
-    ran (a crashed run leaves the input that crashed it); run untrusted implementations isolated
-    (``lse-fuzz check``, :class:`fuzz.isolation.IsolatedImpl`). A call far slower than
+    ran (a crashed run leaves the input that crashed it): run untrusted ones isolated (``lse-fuzz check``). A call far slower than
     ``reference.lse`` on the same input is a finding in ``result.slow`` (see :mod:`fuzz.timing`);
     with ``time_limit`` (seconds) a call slower than that fails the example instead (check
     ``time_limit``). ``target`` is the TARGET string printed in the replay command (derived from
@@ -126,7 +132,10 @@ def check(
     past it the smallest failing input found is reported (``result.costs.shrink_stopped``). ``stop``
     (a :class:`RunStop`) lets the parts of one run end each other. ``share=(k, K)``: only the examples
     of launch classes of share k (K runs, k = 0..K-1, run one's examples). ``result.costs``: the time spent.
+    ``op``: "merge_state" or "combine" runs :func:`fuzz.merge.check_op` (the options of :data:`OP_OPTIONS`).
     """
+    if op != "lse" or lse_base != "e":  # an op's run, or the row LSE in base 2 (refused so far)
+        return _other_op(impl, op, {name: value for name, value in locals().items() if name not in ("impl", "op")})
     if not callable(impl):
         raise InvalidArgument(f"impl={impl!r} is not callable; pass a function x -> Tensor.")
     base = profile_settings(profile)
@@ -138,15 +147,11 @@ def check(
                                       name="shrink_seconds", zero=True)
     contract = Contract.parse(contract).with_options(dtypes=dtypes, layouts=layouts, output_dtype=output_dtype,
                                                      max_n=max_n, call=call)
-    names = validate_checks(checks)
-    backward = backward or any(name in GRADIENT_CHECKS for name in names)
-    names = (*names, *GRADIENT_CHECKS) if backward and checks is None else names
+    names, backward = _selected(checks, backward)
     _interpreter_semantics(device)  # and the count of what an in-process implementation launches
-    # Dense huge inputs take a slot each; sparse ones are megabytes and need none.
-    dense = device.type == "cuda" and huge_offsets and not sparse_huge_inputs(device)
     run = Run(impl, names, contract, describe_target(impl) if target is None else target, reproducer_dir,
               time_limit, _tuning(impl), _gradient(impl, contract) if backward else None,
-              HugeInputSlots(device) if dense else None, stop=stop,
+              _huge_slots(device, huge_offsets), stop=stop,
               shrink=ShrinkClock(shrink_seconds), prefer_compiled=PREFER_COMPILED[device.type], share=share)
     inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
                         huge_offsets=huge_offsets)
@@ -156,6 +161,43 @@ def check(
     tests = _phase_tests(run, inputs, settings(base, max_examples=budget - len(last)), seed,
                          database_for(database), store)
     return run.result(tests, device, seed, budget, store)
+
+
+def _selected(checks: Iterable[str] | None, backward: bool) -> tuple[tuple[str, ...], bool]:
+    """The checks to run and whether the gradient is judged (a gradient check selected says so)."""
+    names = validate_checks(checks)
+    backward = backward or any(name in GRADIENT_CHECKS for name in names)
+    return ((*names, *GRADIENT_CHECKS) if backward and checks is None else names), backward
+
+
+def _huge_slots(device: torch.device, huge_offsets: bool) -> HugeInputSlots | None:
+    """Dense huge inputs on a GPU take a slot each; sparse ones are megabytes and need none."""
+    dense = device.type == "cuda" and huge_offsets and not sparse_huge_inputs(device)
+    return HugeInputSlots(device) if dense else None
+
+
+OP_OPTIONS = ("budget", "seed", "device", "dtypes", "checks", "profile", "shrink_seconds", "reproducer_dir",
+               "target", "lse_base")
+"""The options of :func:`check` an op's run takes; the others are the row LSE's."""
+
+
+def _other_op(impl: Callable, op: str, given: dict) -> OpResult:
+    """An op's run (:func:`fuzz.merge.check_op`); InvalidArgument for an option of the row LSE given."""
+    if op == "lse":
+        _row_base(given["lse_base"])
+    known_op(op)
+    defaults_ = {name: p.default for name, p in inspect.signature(check).parameters.items()}
+    row_only = sorted(name for name, value in given.items() if name not in OP_OPTIONS and value != defaults_[name])
+    if row_only:
+        raise InvalidArgument(f"{', '.join(f'{name}=' for name in row_only)}...: options of the row LSE (op='lse'); "
+                              f"op={op!r} takes {', '.join(OP_OPTIONS)}.")
+    return check_op(impl, op=op, **{name: given[name] for name in OP_OPTIONS})
+
+
+def _row_base(lse_base: object) -> None:
+    if merge_ops.lse_base(lse_base) != "e":
+        raise InvalidArgument(f"lse_base={lse_base!r}: the row LSE is judged in base e only so far; --lse-base 2 "
+                              "is for --op merge_state and --op combine.")
 
 
 def _last_examples(contract: Contract, device: torch.device, huge_offsets: bool, *, default_shapes: bool,
@@ -225,7 +267,10 @@ def replay(
     device: torch.device | str | None = None,
     target: str | None = None,
 ) -> CheckResult:
-    """Run the example saved at ``path`` once more through the checks that failed on it."""
+    """Run the example saved at ``path`` once more through the checks that failed on it (an op's
+    reproducer too: :func:`fuzz.merge.replay_op`, which returns an :class:`fuzz.merge.OpResult`)."""
+    if is_op_reproducer(path):
+        return replay_op(path, impl, device=device, target=target)
     if not callable(impl):
         raise InvalidArgument(f"impl={impl!r} is not callable; pass a function x -> Tensor.")
     saved = load_reproducer(path)

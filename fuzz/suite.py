@@ -35,9 +35,10 @@ from .calls import CallConvention
 from .checks import CHECKS
 from .contract import Contract
 from .isolation import RestartingImpl
+from .merge import ops as merge_ops
 from .option_table import api_options, plugin_options
 from .outcomes import Status
-from .runner import check
+from .runner import OP_OPTIONS, check
 from .target import load_target, parse_target
 
 __all__ = ["ALL", "code_options", "command_line_call", "command_line_options", "contract_options", "load_implementation",
@@ -80,6 +81,10 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
     ``max_elements``, ``max_rows``, ``huge_offsets``, ``time_limit``, ``shrink_seconds``,
     ``backward`` (:func:`code_options`). Assign the result to a
     ``test_*`` name in a test module.
+
+    ``op="merge_state"`` or ``op="combine"`` (with ``lse_base``, ``dtypes`` of v, and the run's knobs)
+    fuzzes an op instead of the row LSE (:mod:`fuzz.merge.ops`): one item per check of that op, the
+    implementation called in the test's process.
     """
     allowed = (*contract_options(), *run_options(), *code_options())
     for name in options:
@@ -90,15 +95,20 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
     if isolate and (target is None or callable(target)):
         raise InvalidArgument(f"lse_suite(isolate=True) needs a TARGET string to load in a worker, not {target!r}: "
                               "give 'path/to/file.py:func' or 'pkg.module:func' (or --lse-isolate for --lse-impl).")
-    # A contract that cannot be used fails here, when the test module is imported, not in every item.
-    Contract.parse(options.get("contract", Contract.STRICT)).with_options(
-        **{name: options[name] for name in contract_options()[1:] if name in options})
+    names = _op_checks(target, isolate, options)
+    if names is None:
+        names = CHECKS
+        # A contract that cannot be used fails here, when the test module is imported, not in every item.
+        Contract.parse(options.get("contract", Contract.STRICT)).with_options(
+            **{name: options[name] for name in contract_options()[1:] if name in options})
 
     @pytest.mark.lse_fuzz
-    @pytest.mark.parametrize("check_name", [*CHECKS, ALL])
+    @pytest.mark.parametrize("check_name", [*names, ALL])
     def test_lse(check_name: str, request: pytest.FixtureRequest) -> None:
         impl, described = _implementation(request, target, isolate, options.get("device"), options.get("call"))
         given = command_line_options(request.config, with_contract=target is None)
+        if names is not CHECKS:  # an op's run takes the run's knobs only (fuzz.runner._OP_OPTIONS)
+            given = {name: value for name, value in given.items() if name in OP_OPTIONS and value is not None}
         run = functools.partial(check, impl, target=described, **{**given, **options})
         result = run(checks=None if check_name == ALL else [check_name])
         if result.status is Status.UNSUPPORTED:  # no verdict on this device: not the implementation's failure
@@ -107,6 +117,18 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
             pytest.fail(result.summary(), pytrace=False)  # the summary is the report: no traceback under it
 
     return test_lse
+
+
+def _op_checks(target: Callable | str | None, isolate: bool | None, options: dict) -> tuple[str, ...] | None:
+    """The checks of the op ``options`` names (None: the row LSE's); InvalidArgument for what an
+    op's suite cannot do."""
+    if options.get("op", "lse") == "lse":
+        return None
+    what = merge_ops.op(options["op"])
+    if target is None or isolate:
+        raise InvalidArgument(f"lse_suite(op={what.name!r}) runs a callable or a TARGET string in the test's process: "
+                              "give the target, without isolate.")
+    return what.checks
 
 
 def load_implementation(target: str, *, isolate: bool, device: object = None, name: str = "--lse-impl",

@@ -12,6 +12,7 @@ _ensure_interpreter()
 
 from ._lse_backward_kernel import LseFunction, lse_autograd, lse_backward  # noqa: E402
 from ._lse_kernel import lse  # noqa: E402
+from ._combine_kernel import combine  # noqa: E402
 from ._merge_state_kernel import merge_state  # noqa: E402
 from .errors import InvalidArgument  # noqa: E402
 from .gradient import GradientComparison, compare_gradient, lse_grad_reference  # noqa: E402
@@ -51,6 +52,7 @@ __all__ = [
     "acceptance_interval",
     "allowed_error",
     "check_combine",
+    "combine",
     "check_merge",
     "combine_allowance",
     "combine_reference",

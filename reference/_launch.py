@@ -96,6 +96,11 @@ def needs_int64(x: torch.Tensor) -> bool:
     return _largest_offset(rows, cols, x.stride(0), x.stride(1)) >= 2**31 - 1
 
 
+def largest_view_offset(t: torch.Tensor) -> int:
+    """The largest element offset, from its storage offset, that a view of any rank reaches (0 when empty)."""
+    return sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride())) if t.numel() else 0
+
+
 def _largest_offset(rows: int, cols: int, stride_row: int, stride_col: int) -> int:
     return (rows - 1) * abs(stride_row) + (cols - 1) * abs(stride_col)
 

@@ -27,6 +27,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from ._device import check_device, interpreting  # noqa: E402
+from ._launch import largest_view_offset  # noqa: E402
 from ._lse_kernel import _quiet_interpreter  # noqa: E402
 from .errors import InvalidArgument  # noqa: E402
 from .merge_oracle import check_base, validate_merge_inputs  # noqa: E402
@@ -42,7 +43,7 @@ _NUM_WARPS = 4
 
 
 @triton.jit
-def _weights(s_a, s_b, BASE2: tl.constexpr):
+def _merge_weights(s_a, s_b, BASE2: tl.constexpr):
     """(w_a, w_b, s, nan) per row, in float32, with the edge rules of the module docstring; ``nan``
     marks the rows whose s_a or s_b is NaN (their v must become NaN too)."""
     empty_a = s_a == -float("inf")
@@ -50,7 +51,7 @@ def _weights(s_a, s_b, BASE2: tl.constexpr):
     both_empty = empty_a & empty_b
     # Two empty states have no finite max: shift by 0 there, so t = -inf - 0 (not -inf - -inf = NaN).
     # With the guard on total below, no NaN arises from empty states at all (as in _lse_combine);
-    # _weighted's empty mask and the guard on s are what the outputs rely on.
+    # _merge_weighted's empty mask and the guard on s are what the outputs rely on.
     shift = tl.where(both_empty, 0.0, tl.maximum(s_a, s_b))
     # Subtract before scaling by log2(e): s_x * log2(e) - m * log2(e) would round both products, an
     # error of u |s| in each exponent (whole units past |s| = 2**24).
@@ -76,7 +77,7 @@ def _weights(s_a, s_b, BASE2: tl.constexpr):
 
 
 @triton.jit
-def _weighted(v, w, s):
+def _merge_weighted(v, w, s):
     """w * v per element, (BLOCK_R, BLOCK_D): 0 for an empty state whatever v holds (NaN, inf: a
     split with no keys may leave 0/0), and a +-inf of v kept where w underflowed to 0 (inf * 0 = NaN)."""
     infinite = (v == float("inf")) | (v == -float("inf"))
@@ -85,7 +86,7 @@ def _weighted(v, w, s):
 
 
 @triton.jit
-def _load_v(ptr, token, head, cols, stride_t, stride_h, stride_d, mask):
+def _merge_load_v(ptr, token, head, cols, stride_t, stride_h, stride_d, mask):
     offsets = token[:, None] * stride_t + head[:, None] * stride_h + cols[None, :] * stride_d
     return tl.load(ptr + offsets, mask=mask, other=0.0).to(tl.float32)
 
@@ -114,11 +115,11 @@ def _merge_state_kernel(
     # Masked rows read two empty states: they take the guarded path, and are never stored.
     s_a = tl.load(s_a_ptr + token * s_a_stride_t + head * s_a_stride_h, mask=row_mask, other=-float("inf"))
     s_b = tl.load(s_b_ptr + token * s_b_stride_t + head * s_b_stride_h, mask=row_mask, other=-float("inf"))
-    w_a, w_b, s, nan = _weights(s_a, s_b, BASE2)
+    w_a, w_b, s, nan = _merge_weights(s_a, s_b, BASE2)
     mask = row_mask[:, None] & (cols < head_dim)[None, :]
-    v_a = _load_v(v_a_ptr, token, head, cols, v_a_stride_t, v_a_stride_h, v_a_stride_d, mask)
-    v_b = _load_v(v_b_ptr, token, head, cols, v_b_stride_t, v_b_stride_h, v_b_stride_d, mask)
-    v = _weighted(v_a, w_a, s_a) + _weighted(v_b, w_b, s_b)
+    v_a = _merge_load_v(v_a_ptr, token, head, cols, v_a_stride_t, v_a_stride_h, v_a_stride_d, mask)
+    v_b = _merge_load_v(v_b_ptr, token, head, cols, v_b_stride_t, v_b_stride_h, v_b_stride_d, mask)
+    v = _merge_weighted(v_a, w_a, s_a) + _merge_weighted(v_b, w_b, s_b)
     v = tl.where(nan[:, None], float("nan"), v)
     # The outputs are new contiguous tensors: (T, H, D) and (T, H).
     tl.store(v_out_ptr + row[:, None] * head_dim + cols[None, :], v.to(v_out_ptr.dtype.element_ty), mask=mask)
@@ -134,23 +135,24 @@ class MergeLaunch:
     programs: int
 
 
-def _merge_largest_offset(shape, strides) -> int:
-    return sum((size - 1) * abs(stride) for size, stride in zip(shape, strides))
+def head_block(head_dim: int, where: str, verb: str) -> int:
+    """BLOCK_D of a kernel that holds a whole row of D values per program row; InvalidArgument past
+    MAX_HEAD_DIM (``where``: the dim's name, ``verb``: what the kernel does)."""
+    if head_dim > MAX_HEAD_DIM:
+        raise InvalidArgument(
+            f"{where}={head_dim} exceeds MAX_HEAD_DIM={MAX_HEAD_DIM}: one program holds a whole row of D "
+            f"values (BLOCK_D is the next power of two of D); {verb} the head dim in slices of at most that."
+        )
+    return triton.next_power_of_2(max(head_dim, 1))
 
 
 def merge_launch(v_a, s_a, v_b, s_b, *, interpreter: bool) -> MergeLaunch:
     """The one launch policy: a whole row of D per program row, as many rows as fill a tile."""
     tokens, heads, head_dim = v_a.shape
-    if head_dim > MAX_HEAD_DIM:
-        raise InvalidArgument(
-            f"v_a.shape[2]={head_dim} exceeds MAX_HEAD_DIM={MAX_HEAD_DIM}: one program holds a whole row of D "
-            "values (BLOCK_D is the next power of two of D); merge the head dim in slices of at most that."
-        )
+    block_d, tile = head_block(head_dim, "v_a.shape[2]", "merge"), _INTERPRETER_TILE if interpreter else _GPU_TILE
     rows = tokens * heads
-    block_d = triton.next_power_of_2(max(head_dim, 1))
-    tile = _INTERPRETER_TILE if interpreter else _GPU_TILE
     block_rows = max(1, min(tile // block_d, triton.next_power_of_2(max(rows, 1))))
-    offsets = [_merge_largest_offset(t.shape, t.stride()) for t in (v_a, s_a, v_b, s_b)]
+    offsets = [largest_view_offset(t) for t in (v_a, s_a, v_b, s_b)]
     # The row index itself and the output's offsets (rows * D) count too.
     largest = max(offsets + [rows * max(head_dim, 1), math.ceil(rows / block_rows) * block_rows])
     return MergeLaunch(block_rows=block_rows, block_d=block_d, num_warps=_NUM_WARPS,

@@ -78,11 +78,11 @@ def _check_tensor(value: object, name: str, dims: str, dtypes) -> torch.Tensor:
     return value
 
 
-def _check_lse_shape(lse: torch.Tensor, name: str, values: torch.Tensor, values_name: str) -> None:
+def _check_lse_shape(lses: torch.Tensor, name: str, values: torch.Tensor, values_name: str) -> None:
     expected = tuple(values.shape[:-1])
-    if tuple(lse.shape) != expected:
+    if tuple(lses.shape) != expected:
         raise InvalidArgument(
-            f"{name}.shape={tuple(lse.shape)}; expected {expected}, the leading dims of "
+            f"{name}.shape={tuple(lses.shape)}; expected {expected}, the leading dims of "
             f"{values_name}.shape={tuple(values.shape)}: one LSE per row of D values."
         )
 
@@ -115,9 +115,9 @@ def validate_combine_inputs(v, s, *, v_dtypes=SUPPORTED_DTYPES, s_dtypes=SUPPORT
     _check_lse_shape(s, "s", v, "v")
 
 
-def refuse_positive_infinity(lse: torch.Tensor, name: str) -> None:
+def refuse_positive_infinity(lses: torch.Tensor, name: str) -> None:
     """s = +inf is outside the contract: raise :class:`InvalidArgument` at its first occurrence."""
-    where = torch.nonzero(lse == INF)
+    where = torch.nonzero(lses == INF)
     if where.numel():
         index = ", ".join(str(int(i)) for i in where[0])
         raise InvalidArgument(
@@ -145,11 +145,11 @@ def weights_and_lse(lses: torch.Tensor, *, base: str | int = "e") -> tuple[torch
     # One occurrence of the max contributes exactly 1: drop it, and add it back through log1p.
     others = terms.scatter(0, no_nan.argmax(dim=0, keepdim=True), 0.0).sum(dim=0)
     log_total = torch.log1p(others) / (math.log(2.0) if base == 2 else 1.0)
-    lse = torch.where(all_empty, torch.full_like(shift, -INF), shift + log_total)
+    merged_lse = torch.where(all_empty, torch.full_like(shift, -INF), shift + log_total)
     weights = terms / (1.0 + others)
     nan = nan.any(dim=0)
-    lse = torch.where(nan, torch.full_like(lse, math.nan), lse)
-    return torch.where(nan, torch.full_like(weights, math.nan), weights), lse
+    merged_lse = torch.where(nan, torch.full_like(merged_lse, math.nan), merged_lse)
+    return torch.where(nan, torch.full_like(weights, math.nan), weights), merged_lse
 
 
 def merge_stacked(values: torch.Tensor, lses: torch.Tensor, *,
@@ -160,14 +160,14 @@ def merge_stacked(values: torch.Tensor, lses: torch.Tensor, *,
     lses = lses.detach().to(device="cpu", dtype=torch.float64)
     if values.shape[0] == 0:
         return torch.zeros(values.shape[1:], dtype=torch.float64), torch.full(lses.shape[1:], -INF, dtype=torch.float64)
-    weights, lse = weights_and_lse(lses, base=base)
+    weights, merged_lse = weights_and_lse(lses, base=base)
     # A positive weight carries an infinite value whole: w * inf would be NaN where w underflowed to 0.
     terms = torch.where(torch.isinf(values), values, weights[..., None] * values)
     # An empty state contributes nothing, whatever its v holds (NaN, inf, garbage).
     terms = torch.where((lses == -INF)[..., None], torch.zeros_like(terms), terms)
     merged = terms.sum(dim=0)
-    merged = torch.where(torch.isnan(lse)[..., None], torch.full_like(merged, math.nan), merged)
-    return merged, lse
+    merged = torch.where(torch.isnan(merged_lse)[..., None], torch.full_like(merged, math.nan), merged)
+    return merged, merged_lse
 
 
 def merge_state_reference(v_a, s_a, v_b, s_b, *, base: str | int = "e") -> tuple[torch.Tensor, torch.Tensor]:

@@ -43,6 +43,7 @@ INTEGRATION = (
     "examples/real_world/test_te_cross_entropy.py",
     "fuzz/cli/test_backward.py",  # `check --backward` through the CLI and isolated workers
     "fuzz/cli/test_check.py",  # `lse-fuzz check` as a subprocess, every exit path
+    "fuzz/cli/test_check_op.py",  # `lse-fuzz check --op merge_state`: its child process, every exit path
     "fuzz/cli/test_cli.py",
     "fuzz/cli/test_device_cpu_on_gpu_host.py",  # a simulated CUDA host, grade and mutants included
     "fuzz/grading/test_fit.py",  # the shape fit, by grading

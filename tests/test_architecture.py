@@ -46,7 +46,9 @@ LAYERS = [
     ("fuzz.grading",),
     ("fuzz.mutation",),
     ("mutants.patched",),  # the bundled mutants' TARGETs: the catalog's data loaded by the engine's patch loader
-    ("fuzz.commands", "fuzz.cli", "fuzz.plugin", "fuzz.__main__", "fuzz"),
+    # An op's command-line runs (fuzz.merge's runner is in the checks' layer): a child process per run.
+    ("fuzz.commands", "fuzz.cli", "fuzz.plugin", "fuzz.__main__", "fuzz", "fuzz.merge.command", "fuzz.merge.child",
+     "fuzz.merge.child_run", "fuzz.merge.mutants", "fuzz.merge.grade"),
     ("lse_fuzz",),  # the public surface: entry points and re-exports
 ]
 
@@ -58,6 +60,8 @@ DELIBERATE = {
     "fuzz.commands.grade": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.commands.replay": "`lse-fuzz --help` must not import torch and triton",
     "fuzz.commands.mutate": "`lse-fuzz --help` must not import torch and triton",
+    "fuzz.commands.mutants": "`lse-fuzz --help` must not import torch and triton",
+    "fuzz.merge.child": "Triton's mode is set from --device before anything imports Triton",
     "fuzz.plugin": "pytest loads the plugin in every run; torch only when an option asks for it",
     "lse_fuzz.cli": "fuzz is imported only once it is known to be lse-fuzz's own (lse_fuzz._packages)",
     "fuzz.isolation.worker.process": "the target loader imports the kernels only after the worker set its device mode",

@@ -54,8 +54,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def uses_workers(args: argparse.Namespace) -> bool:
-    """Whether this run starts isolated workers (the CLI then starts their fork server early)."""
-    return True
+    """Whether this run starts isolated workers (the CLI then starts their fork server early): the
+    row LSE's run does; an op's (--op merge_state, combine) runs in a child process of its own."""
+    return getattr(args, "op", "lse") == "lse"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,9 +74,13 @@ def run(args: argparse.Namespace) -> int:
     from ..outcomes import CHECK_EXIT_CODES, Verdict
     from ..target import resolve_target
 
+    target = resolve_target(args.target)
+    if args.op != "lse":
+        from ..merge.command import run_check
+
+        return run_check(args, target)
     options = GradeOptions.from_args(args)
     use_torch_threads(options)
-    target = resolve_target(args.target)
     for name in ("json", "markdown"):
         value = getattr(args, name)
         if value is not None and not Path(value).parent.is_dir():

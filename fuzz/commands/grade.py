@@ -53,14 +53,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("paths", metavar="FILE_OR_DIR", nargs="+",
                         help="candidate files (file.py or file.py:func) or directories holding *.py candidates")
     parser.add_argument("--function", default="lse", metavar="NAME",
-                        help="the function each candidate file defines (default lse)")
+                        help="the function each candidate file defines (default lse; with --op, the op's name)")
     option_table.add_arguments(parser, "grade")
     return parser
 
 
 def uses_workers(args: argparse.Namespace) -> bool:
-    """Whether this run starts isolated workers (the CLI then starts their fork server early)."""
-    return args.executor == "local"
+    """Whether this run starts isolated workers (the CLI then starts their fork server early); an op's
+    batch (--op merge_state, combine) runs a child process per candidate instead."""
+    return args.executor == "local" and getattr(args, "op", "lse") == "lse"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
     from ..isolation import describe_stops, release_signals
     from ..outcomes import ExitCode, batch_exit_code
 
+    if args.op != "lse":
+        from ..merge.grade import grade_op
+
+        release_signals()  # the candidates' children are judged by their exit status, not by a guard
+        return grade_op(args)
     if args.executor == "ray":
         release_signals()  # no guard there: the signals go to Python's handlers, as before
     if args.jobs is not None:

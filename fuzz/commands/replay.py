@@ -49,6 +49,26 @@ def _same_call(args: argparse.Namespace, saved_call) -> None:
                               "those, or none.")
 
 
+def _replay_op(args: argparse.Namespace) -> int:
+    """An op's example, in this process (an op's reproducer is a failure, never a crash's input)."""
+    from reference.errors import InvalidArgument
+
+    from ..merge import replay_op
+    from ..outcomes import CHECK_EXIT_CODES, verdict_of
+    from ..target import load_target, resolve_target
+
+    given = [flag for flag, value in (("--isolate", args.isolate), ("--ndim", args.ndim), ("--dim", args.dim),
+                                      ("--keepdim", args.keepdim), ("--call-args", args.call_args),
+                                      ("--result", args.result)) if value]
+    if given:
+        raise InvalidArgument(f"{', '.join(given)}: options of the row LSE's reproducers; this file is an op's "
+                              "(it names the op and the LSE base): give FILE --impl TARGET [--device D].")
+    target = resolve_target(args.impl, name="--impl")
+    result = replay_op(args.file, load_target(target, name="--impl"), device=args.device, target=target)
+    print(result.summary())
+    return CHECK_EXIT_CODES[verdict_of(status=result.status)]
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `lse-fuzz --help` must not pay for torch and triton.
     from reference.errors import InvalidArgument
@@ -63,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.file.is_file():
         raise InvalidArgument(f"file={str(args.file)!r} does not exist; pass the path printed after 'replay:'.")
+    from ..merge.reproducer import is_op_reproducer
+
+    if is_op_reproducer(args.file):  # an op's (--op merge_state, combine): the file names the op
+        return _replay_op(args)
     saved = load_reproducer(args.file)  # a bad file is one line, before anything is loaded
     _same_call(args, saved.contract.call)
     target = resolve_target(args.impl, name="--impl")

@@ -25,7 +25,12 @@ import torch
 from lse_fuzz._errors import LseFuzzError
 from reference import check_merge
 
+from ..failures import ImplError, Unsupported
+from ..interpreter.emulation import raised_by_emulator
+
 from .strategies import MergeInput
+
+__all__ = ["MERGE_CHECKS", "MergeFailure", "base_hint", "bits", "invoke", "run_merge_checks"]
 
 MERGE_CHECKS = ("output_contract", "inputs_unchanged", "agreement", "swap", "empty_identity", "shift")
 
@@ -44,13 +49,26 @@ class MergeFailure(LseFuzzError, AssertionError):
         return f"check {self.check!r} failed: {self.detail}\n  input:    {self.example.describe()}"
 
 
-def _bits(t: torch.Tensor) -> torch.Tensor:
+def bits(t: torch.Tensor) -> torch.Tensor:
     return t.detach().cpu().contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
         t.element_size()]).clone()
 
 
+def invoke(fn: Callable, example, what: str) -> object:
+    """``fn(*example.named().values())``; what it raises becomes an :class:`ImplError` naming ``what``
+    (the implementation's error), or an :class:`Unsupported` where the CPU's emulation of Triton refused
+    a construct it used (no verdict on the CPU)."""
+    try:
+        return fn(*example.named().values())
+    except Exception as exc:  # anything the implementation raises is its error, not ours
+        refusal = raised_by_emulator(exc)
+        if refusal is not None:
+            raise Unsupported(what, refusal) from None
+        raise ImplError(what, exc) from None
+
+
 def _call(fn: MergeFn, example: MergeInput, what: str) -> tuple[torch.Tensor, torch.Tensor]:
-    result = fn(example.v_a, example.s_a, example.v_b, example.s_b)
+    result = invoke(fn, example, what)
     if not (isinstance(result, (tuple, list)) and len(result) == 2 and all(isinstance(r, torch.Tensor) for r in result)):
         raise MergeFailure("output_contract", f"{what} returned {type(result).__name__}, expected a pair (v, s) of "
                            "tensors", example)
@@ -64,10 +82,25 @@ def _call(fn: MergeFn, example: MergeInput, what: str) -> tuple[torch.Tensor, to
     return v, s
 
 
+def base_hint(declared: str | int, judge: Callable[[str | int], bool]) -> str:
+    """What the failure says of the LSE base: the base declared, and, where the result agrees with
+    the oracle in the other base, that the kernel's LSEs are in that one (a wrong --lse-base, or a
+    kernel that reads one base and writes the other)."""
+    other = 2 if declared == "e" else "e"
+    text = f" (LSEs declared base {declared}: --lse-base {declared})"
+    if judge(other):
+        text += f"; the result agrees with the oracle in base {other}: the kernel's LSEs are base {other}"
+    return text
+
+
 def _agree(check: str, example: MergeInput, v: torch.Tensor, s: torch.Tensor, what: str) -> None:
-    comparison = check_merge(example.v_a, example.s_a, example.v_b, example.s_b, v, s, base=example.base)
+    def judge(base):
+        return check_merge(example.v_a, example.s_a, example.v_b, example.s_b, v, s, base=base)
+
+    comparison = judge(example.base)
     if not comparison.ok:
-        raise MergeFailure(check, f"{what}: {comparison.explain()}", example)
+        hint = base_hint(example.base, lambda base: judge(base).ok)
+        raise MergeFailure(check, f"{what}{hint}: {comparison.explain()}", example)
 
 
 def _with(example: MergeInput, **tensors: torch.Tensor) -> MergeInput:
@@ -92,16 +125,18 @@ def _metamorphic(fn: MergeFn, example: MergeInput, check: str) -> None:
 
 
 def run_merge_checks(fn: MergeFn, example: MergeInput, *, checks: tuple[str, ...] = MERGE_CHECKS) -> None:
-    """Run the selected checks on one example; raise the first :class:`MergeFailure`."""
-    before = [_bits(t) for t in (example.v_a, example.s_a, example.v_b, example.s_b)]
+    """Run the selected checks on one example; raise the first :class:`MergeFailure` (or the
+    :class:`ImplError` of a call that raised, or :class:`Unsupported`: see :func:`invoke`). The
+    oracle and the metamorphic checks read a copy taken before the call: a kernel that writes into
+    its inputs is judged on what it was given (and fails inputs_unchanged, where selected)."""
+    given = example.clone()
     v, s = _call(fn, example, "merge(a, b)")
     if "inputs_unchanged" in checks:
-        names = ("v_a", "s_a", "v_b", "s_b")
-        for name, old, t in zip(names, before, (example.v_a, example.s_a, example.v_b, example.s_b)):
-            if not torch.equal(old, _bits(t)):
-                raise MergeFailure("inputs_unchanged", f"the call changed {name}", example)
+        for name, old in given.named().items():
+            if not torch.equal(bits(old), bits(example.named()[name])):
+                raise MergeFailure("inputs_unchanged", f"the call changed {name}", given)
     if "agreement" in checks:
-        _agree("agreement", example, v, s, "merge(a, b) differs from the float64 oracle")
+        _agree("agreement", given, v, s, "merge(a, b) differs from the float64 oracle")
     for check in ("swap", "empty_identity", "shift"):
         if check in checks:
-            _metamorphic(fn, example, check)
+            _metamorphic(fn, given.clone(), check)

@@ -108,3 +108,36 @@ def test_an_implementation_the_cpu_cannot_run_is_skipped_naming_the_construct_no
     assert done.returncode == 0, done.stdout + done.stderr  # nothing failed: the CPU gave no verdict
     assert f"{len(CHECKS) + 1} skipped" in done.stdout and "failed" not in done.stdout
     assert "the kernel uses tl.inline_asm_elementwise" in done.stdout and "run with --device cuda" in done.stdout
+
+
+OP_MODULE = '''
+import functools
+
+import reference
+from fuzz.suite import lse_suite
+
+base2 = functools.partial(reference.merge_state, base=2)
+
+test_declared = lse_suite(base2, op="merge_state", lse_base=2)   # passes: its LSEs are base 2, as declared
+test_undeclared = lse_suite(base2, op="merge_state")             # fails: read as natural logs
+'''
+
+
+def test_an_op_suite_has_the_ops_checks_and_judges_in_the_declared_base(tmp_path):
+    from fuzz.merge import MERGE_CHECKS
+
+    suite = lse_suite(len, op="merge_state")
+    [parametrize] = [mark for mark in suite.pytestmark if mark.name == "parametrize"]
+    assert parametrize.args == ("check_name", [*MERGE_CHECKS, ALL])
+    with pytest.raises(InvalidArgument, match="runs a callable or a TARGET string in the test's process"):
+        lse_suite("x.py:merge", op="merge_state", isolate=True)
+    (tmp_path / "test_ops.py").write_text(OP_MODULE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           "--lse-budget", "20", "--lse-reproducers", str(tmp_path / "repro"), "test_ops.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = {line.split()[1].split("[")[0] for line in done.stdout.splitlines() if line.startswith("FAILED ")}
+    assert failed == {"test_ops.py::test_undeclared"}, done.stdout
+    assert "the result agrees with the oracle in base 2: the kernel's LSEs are base 2" in done.stdout
+    assert "Traceback" not in done.stdout
