@@ -16,7 +16,7 @@ implementation runs in an isolated worker, the fuzzer in a driver, with the defa
 
 An implementation that supports less than the full contract says so in a ``contracts.json``
 beside it: ``{"file.py": {"max_n": 65519, "why": "..."}}`` (any of ``contract``, ``dtypes``,
-``layouts``, ``output_dtype``, ``max_n``, ``backward``, as ``lse_fuzz.check`` takes them, and the call convention's
+``layouts``, ``output_dtype``, ``max_n``, ``backward``, ``lse_base``, as ``lse_fuzz.check`` takes them, and the call convention's
 ``ndim``, ``dim``, ``keepdim``, ``call_args``, ``result``, as ``lse-fuzz check`` takes them); its runs check that
 declared contract, and the summary prints it.
 
@@ -55,7 +55,7 @@ def _candidates(paths: list[str]):
 
 
 CALL = ("ndim", "dim", "keepdim", "call_args", "result")  # the call convention (fuzz.calls), as GradeOptions names it
-DECLARABLE = ("contract", "dtypes", "layouts", "output_dtype", "max_n", "backward", *CALL)
+DECLARABLE = ("contract", "dtypes", "layouts", "output_dtype", "max_n", "backward", "lse_base", *CALL)
 
 
 def check_keywords(declared: dict) -> dict:

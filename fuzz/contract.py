@@ -27,6 +27,7 @@ from typing import ClassVar
 import torch
 
 from reference.errors import InvalidArgument
+from reference.merge_oracle import check_base
 
 from . import validate
 from .calls import CallConvention
@@ -106,14 +107,24 @@ def _dtypes(value: object, name: str) -> tuple[torch.dtype, ...]:
     return tuple(by_name[n] for n in chosen)
 
 
+def parse_lse_base(value: object, *, flag: str = "lse_base") -> str | int:
+    """"e" or 2 (the text "2" too, as a command line gives it); InvalidArgument naming both otherwise."""
+    try:
+        return check_base(2 if value == "2" else value)
+    except InvalidArgument:
+        raise InvalidArgument(f"{flag}={value!r}; choose e (natural-log LSEs: vLLM, SGLang, FlashAttention) or 2 "
+                              "(base-2 LSEs: FlashInfer, TensorRT-LLM).") from None
+
+
 @dataclass(frozen=True)
 class Contract:
     """What an implementation promises to handle (see the module docstring).
 
     ``values``: :class:`Values`; ``dtypes``: the input dtypes it accepts; ``layouts``:
     :class:`Layouts`; ``output_dtype``: :class:`OutputDtype`; ``max_n``: the longest row it
-    accepts (None: any); ``call``: :class:`fuzz.calls.CallConvention`, how it is called. Strings
-    are accepted wherever an enum or a dtype is expected.
+    accepts (None: any); ``call``: :class:`fuzz.calls.CallConvention`, how it is called;
+    ``lse_base``: the base of the LSE it returns, "e" or 2 (log2(sum_j e^x_j), FlashInfer's and
+    TensorRT-LLM's). Strings are accepted wherever an enum or a dtype is expected.
     """
 
     values: Values = Values.STRICT
@@ -122,6 +133,7 @@ class Contract:
     output_dtype: OutputDtype = OutputDtype.EITHER
     max_n: int | None = None
     call: CallConvention = CallConvention()
+    lse_base: str | int = "e"
 
     def __post_init__(self) -> None:
         try:
@@ -138,6 +150,7 @@ class Contract:
             object.__setattr__(self, "call", CallConvention.from_dict(self.call))
         if not isinstance(self.call, CallConvention):
             raise InvalidArgument(f"call={self.call!r}; expected a fuzz.calls.CallConvention or its to_dict().")
+        object.__setattr__(self, "lse_base", parse_lse_base(self.lse_base))
 
     STRICT: ClassVar[Contract]  # the full contract (assigned below)
     FINITE: ClassVar[Contract]  # the full contract without NaN and +inf inputs
@@ -164,7 +177,7 @@ class Contract:
     @property
     def is_full(self) -> bool:
         return self.dtypes == DTYPES and self.layouts is Layouts.ANY and self.max_n is None \
-            and self.output_dtype is OutputDtype.EITHER and self.call.is_default
+            and self.output_dtype is OutputDtype.EITHER and self.call.is_default and self.lse_base == "e"
 
     def describe(self) -> str:
         """One line for reports, e.g. ``strict; dtypes float32, float16; rows layouts; output float32; N <= 8192``."""
@@ -173,6 +186,8 @@ class Contract:
                  "any N" if self.max_n is None else f"N <= {self.max_n}"]
         if not self.call.is_default:
             parts.append(self.call.describe())
+        if self.lse_base != "e":
+            parts.append(f"LSE base {self.lse_base}")
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
@@ -181,11 +196,13 @@ class Contract:
                                    "max_n": self.max_n}
         if not self.call.is_default:
             data["call"] = self.call.to_dict()
+        if self.lse_base != "e":  # absent: base e, as in every file written before the option
+            data["lse_base"] = str(self.lse_base)
         return data
 
     @classmethod
     def from_dict(cls, data: dict) -> Contract:
-        unknown = set(data) - {"values", "dtypes", "layouts", "output_dtype", "max_n", "call"}
+        unknown = set(data) - {"values", "dtypes", "layouts", "output_dtype", "max_n", "call", "lse_base"}
         if unknown:
             raise InvalidArgument(f"contract has unknown keys {sorted(unknown)!r}.")
         return cls(**data)

@@ -24,7 +24,6 @@ from reference.errors import InvalidArgument
 from . import defaults, validate
 from .interpreter import autotune, repairs, specialization
 from .merge import OpResult, check_op, replay_op
-from .merge import ops as merge_ops
 from .merge.ops import op as known_op
 from .merge.reproducer import is_op_reproducer
 from .calls import CallConvention
@@ -132,9 +131,9 @@ def check(
     past it the smallest failing input found is reported (``result.costs.shrink_stopped``). ``stop``
     (a :class:`RunStop`) lets the parts of one run end each other. ``share=(k, K)``: only the examples
     of launch classes of share k (K runs, k = 0..K-1, run one's examples). ``result.costs``: the time spent.
-    ``op``: "merge_state" or "combine" runs :func:`fuzz.merge.check_op` (the options of :data:`OP_OPTIONS`).
+    ``lse_base=2``: an LSE in base 2. ``op``: "merge_state", "combine": :func:`fuzz.merge.check_op`.
     """
-    if op != "lse" or lse_base != "e":  # an op's run, or the row LSE in base 2 (refused so far)
+    if op != "lse":
         return _other_op(impl, op, {name: value for name, value in locals().items() if name not in ("impl", "op")})
     if not callable(impl):
         raise InvalidArgument(f"impl={impl!r} is not callable; pass a function x -> Tensor.")
@@ -146,7 +145,7 @@ def check(
     shrink_seconds = validate.seconds(default_shrink_seconds(device) if shrink_seconds is None else shrink_seconds,
                                       name="shrink_seconds", zero=True)
     contract = Contract.parse(contract).with_options(dtypes=dtypes, layouts=layouts, output_dtype=output_dtype,
-                                                     max_n=max_n, call=call)
+                                                     max_n=max_n, call=call, lse_base=None if lse_base == "e" else lse_base)
     names, backward = _selected(checks, backward)
     _interpreter_semantics(device)  # and the count of what an in-process implementation launches
     run = Run(impl, names, contract, describe_target(impl) if target is None else target, reproducer_dir,
@@ -183,8 +182,6 @@ OP_OPTIONS = ("budget", "seed", "device", "dtypes", "checks", "profile", "shrink
 
 def _other_op(impl: Callable, op: str, given: dict) -> OpResult:
     """An op's run (:func:`fuzz.merge.check_op`); InvalidArgument for an option of the row LSE given."""
-    if op == "lse":
-        _row_base(given["lse_base"])
     known_op(op)
     defaults_ = {name: p.default for name, p in inspect.signature(check).parameters.items()}
     row_only = sorted(name for name, value in given.items() if name not in OP_OPTIONS and value != defaults_[name])
@@ -192,12 +189,6 @@ def _other_op(impl: Callable, op: str, given: dict) -> OpResult:
         raise InvalidArgument(f"{', '.join(f'{name}=' for name in row_only)}...: options of the row LSE (op='lse'); "
                               f"op={op!r} takes {', '.join(OP_OPTIONS)}.")
     return check_op(impl, op=op, **{name: given[name] for name in OP_OPTIONS})
-
-
-def _row_base(lse_base: object) -> None:
-    if merge_ops.lse_base(lse_base) != "e":
-        raise InvalidArgument(f"lse_base={lse_base!r}: the row LSE is judged in base e only so far; --lse-base 2 "
-                              "is for --op merge_state and --op combine.")
 
 
 def _last_examples(contract: Contract, device: torch.device, huge_offsets: bool, *, default_shapes: bool,
@@ -256,6 +247,8 @@ def _gradient(impl: Callable, contract: Contract) -> Callable:
     if not contract.call.is_default:
         raise InvalidArgument("--backward judges the gradient of the 2-D lse(x): drop the call convention's "
                               "options (--ndim, --dim, --keepdim, --call-args, --result) or --backward.")
+    if contract.lse_base != "e":
+        raise InvalidArgument("--backward judges the gradient of a natural-log LSE: drop --lse-base 2 or --backward.")
     twin = getattr(impl, "gradient", None)
     return twin() if callable(twin) else gradient_of(impl)
 

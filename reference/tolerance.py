@@ -59,6 +59,7 @@ from typing import overload
 import torch
 
 from .errors import InvalidArgument
+from .merge_oracle import check_base
 from .oracle import lse_reference, validate_input
 
 UNIT_ROUNDOFF: dict[torch.dtype, float] = {
@@ -74,6 +75,7 @@ SAFETY_FACTOR = 2.0  # K above
 MIN_PARTIAL_SUMS = 32  # P = ceil(N / MIN_PARTIAL_SUMS)
 SIGNIFICANT_RANGE = 128.0  # entries below m - 128 cannot move y: e^-128 * N is far below any bound
 FIXED_ULPS = 16.0  # exp, log and the final add, a few ulps each
+LOG2E = 1.0 / math.log(2.0)  # a base-2 LSE is the natural one times log2(e)
 
 
 @dataclass(frozen=True)
@@ -363,19 +365,50 @@ def _pick(values: torch.Tensor, row: int | None) -> torch.Tensor | float:
     return values if row is None else float(values[row])
 
 
-def compare(x: torch.Tensor, got: torch.Tensor, *, expected: torch.Tensor | None = None) -> Comparison:
+def base2_bound(x: torch.Tensor, expected: torch.Tensor, bound: torch.Tensor, *,
+                out_dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """b of the model for a kernel that returns its LSE in base 2, log2(sum_j e^x_j) = y / ln 2 (the
+    base-2 LSEs of FlashInfer and TensorRT-LLM), from ``bound``, the natural-log b of ``x``.
+
+    Such a kernel computes in base-2 units what a natural-log one computes in natural units: its
+    exponent arguments, its sum and its log2 carry the same relative errors, so each term of b
+    scales by log2(e). What it does besides is one more rounding of the max scaled by log2(e)
+    (u |m| log2(e), where it scales x and m before subtracting) or of the result scaled by log2(e)
+    (u |y| log2(e), a natural-log LSE converted at the end), u the coarser of the accumulation's and
+    the output's unit roundoff, with the margin K. 0 where ``expected`` (the natural-log oracle) is
+    not finite.
+    """
+    values = x.detach().to(torch.float64)
+    y = expected.detach().to(device="cpu", dtype=torch.float64)
+    finite_y = torch.isfinite(y)
+    if values.shape[1]:
+        row_max = torch.where(torch.isfinite(values), values, torch.full_like(values, -math.inf)).amax(dim=1).cpu()
+    else:
+        row_max = torch.zeros(values.shape[0], dtype=torch.float64)
+    unit = max(UNIT_ROUNDOFF[ACCUMULATION_DTYPE], UNIT_ROUNDOFF[out_dtype])
+    scaled = (torch.where(finite_y, row_max.abs(), torch.zeros_like(y)) + torch.where(finite_y, y.abs(), torch.zeros_like(y)))
+    total = (bound.to(torch.float64) + SAFETY_FACTOR * unit * scaled) * LOG2E
+    return torch.where(finite_y, total, torch.zeros_like(total))
+
+
+def compare(x: torch.Tensor, got: torch.Tensor, *, expected: torch.Tensor | None = None,
+            base: str | int = "e") -> Comparison:
     """Compare a candidate's output ``got`` for input ``x`` with the oracle, in ``got``'s dtype.
 
     ``got`` must already have shape (M,); its dtype is the D of the model (a dtype outside the
-    supported four is judged as float32). ``expected`` may be passed when the caller computed the
-    oracle already (e.g. in another process). The oracle and the bound are computed on ``x``'s
-    device; the Comparison holds CPU tensors.
+    supported four is judged as float32). ``expected`` (the natural-log oracle) may be passed when
+    the caller computed it already (e.g. in another process). ``base=2``: ``got`` is the LSE in base
+    2, log2(sum_j e^x_j), judged against y / ln 2 within :func:`base2_bound`. The oracle and the bound
+    are computed on ``x``'s device; the Comparison holds CPU tensors, in the base's units.
     """
+    base = check_base(base)
     if expected is None:
         expected = lse_reference(x)  # where x is: on a GPU, the float64 passes cost microseconds
     out_dtype = got.dtype if got.dtype in UNIT_ROUNDOFF else torch.float32
     bound = pre_rounding_bound(x, expected, out_dtype=out_dtype)
-    expected = expected.detach().to(device="cpu", dtype=torch.float64)
+    if base == 2:
+        bound = base2_bound(x, expected, bound, out_dtype=out_dtype)
+    expected = expected.detach().to(device="cpu", dtype=torch.float64) * (LOG2E if base == 2 else 1.0)
     low, high = acceptance_interval(expected, bound, out_dtype=out_dtype)
     got64 = got.detach().to(device="cpu").to(torch.float64)
     accepted = in_interval(got64, low, high)

@@ -222,7 +222,7 @@ class Context:
         """
         if self._comparison is None:
             out = rows_of(check, self.out, self.example.shape[0], self.example.x.device)
-            self._comparison = compare(self.on_device(self.example.values), out)
+            self._comparison = compare(self.on_device(self.example.values), out, base=self.contract.lse_base)
         return self._comparison
 
     def on_device(self, values: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import torch
 
-from reference import acceptance_interval
+from reference import acceptance_interval, compare
 
 from ..contract import OutputDtype, dtype_name
 from ..failures import CheckFailure
@@ -100,7 +100,18 @@ def raise_if_input_changed(check: str, example: LseInput, ctx: Context, who: str
 
 
 def check_agreement(impl: Impl, example: LseInput, ctx: Context) -> None:
-    raise_disagreement("agreement", example, ctx.comparison("agreement"), "differs from the float64 reference")
+    comparison = ctx.comparison("agreement")
+    if comparison.ok:
+        return
+    declared = ctx.contract.lse_base
+    other = 2 if declared == "e" else "e"
+    # A kernel whose LSE is in the other base: the failure says so, and how to declare it.
+    out = rows_of("agreement", ctx.out, example.shape[0], example.x.device)
+    agrees = compare(ctx.on_device(example.values), out, base=other).ok
+    base = [f"base:     the LSE is declared in base {declared} (--lse-base {declared})"
+            + (f"; the result agrees with the reference in base {other}: the kernel's LSE is base {other}"
+               if agrees else "")] if agrees or declared != "e" else []
+    raise_disagreement("agreement", example, comparison, "differs from the float64 reference", details=base)
 
 
 def raise_disagreement(check: str, example: LseInput, comparison, what: str, *, details: Sequence[str] = ()) -> None:
@@ -146,7 +157,9 @@ def check_bounds(impl: Impl, example: LseInput, ctx: Context) -> None:
     log_n = math.log(cols)
     # m <= y <= m + log N, and rounding to the output dtype is monotone: every accepted output lies
     # in the acceptance interval of [m - b, m + log N + b] (rounded outwards to the dtype, as for
-    # agreement), an overflow to +inf the dtype makes right included.
+    # agreement), an overflow to +inf the dtype makes right included. A base-2 LSE: all times log2(e).
+    scale = 1.0 if ctx.contract.lse_base == "e" else 1.0 / math.log(2.0)
+    row_max, log_n = row_max * scale, log_n * scale
     low, high = acceptance_interval(row_max + log_n / 2, log_n / 2 + bound, out_dtype=dtype)
     outside = checked & ~((got >= low) & (got <= high))
     if not outside.any():
@@ -154,7 +167,8 @@ def check_bounds(impl: Impl, example: LseInput, ctx: Context) -> None:
     row = int(torch.nonzero(outside)[0])
     raise CheckFailure(
         "bounds",
-        f"row {row} lies outside [max, max + log N] = [{float(row_max[row])!r}, {float(row_max[row] + log_n)!r}]",
+        f"row {row} lies outside [max, max + log N]{'' if scale == 1.0 else ' x log2(e)'} = "
+        f"[{float(row_max[row])!r}, {float(row_max[row] + log_n)!r}]",
         row=row,
         got=float(got[row]),
         mismatches=int(outside.sum()),

@@ -18,7 +18,7 @@ from .._version import __version__
 from ..checks import validate_checks
 from ..profiles import PROFILES
 from ..calls import CallConvention
-from ..contract import DTYPES, Contract, Layouts, OutputDtype, parse_dtypes
+from ..contract import DTYPES, Contract, Layouts, OutputDtype, parse_dtypes, parse_lse_base
 from ..isolation import scrub_from_proc
 from ..target import parse_target
 
@@ -30,7 +30,7 @@ DEFAULT_BENCH_SHAPE = (8192, 8192)
 BENCH_DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 
-CONTRACT_FIELDS = ("contract", "dtypes", "layouts", "output_dtype", "max_n")
+CONTRACT_FIELDS = ("contract", "dtypes", "layouts", "output_dtype", "max_n", "lse_base")
 """The options that declare the contract (``contract``: its values policy; fuzz.contract)."""
 CALL_FIELDS = ("ndim", "dim", "keepdim", "call_args", "result")
 """The options that declare the call convention (fuzz.calls)."""
@@ -112,6 +112,9 @@ class GradeOptions:
                                   "GradeOptions.of(contract='finite', dtypes=..., ...).")
         if not isinstance(self.backward, bool):
             raise InvalidArgument(f"{name('backward')}={self.backward!r}; expected True or False.")
+        if self.backward and self.contract.lse_base != "e":
+            raise InvalidArgument(f"{name('backward')} judges the gradient of a natural-log LSE: drop it, or the "
+                                  "LSE base 2.")
         if self.backward and not self.contract.call.is_default:
             raise InvalidArgument(f"{name('backward')} judges the gradient of the 2-D lse(x): drop the call "
                                   "convention's options (ndim, dim, keepdim, call_args, result) or it.")
@@ -160,6 +163,8 @@ class GradeOptions:
                 validate.choice(declared[key], name=name(key), choices=[v.value for v in choices])
         if declared.get("max_n") is not None:
             validate.integer(declared["max_n"], name=name("max_n"), low=1)
+        if declared.get("lse_base") is not None:
+            declared["lse_base"] = parse_lse_base(declared["lse_base"], flag=name("lse_base"))
         contract = contract.with_options(**declared)
         given = {"args" if key == "call_args" else key: value for key, value in call.items() if value is not None}
         if given:

@@ -4,7 +4,8 @@ runs :func:`fuzz.merge.check_op`, writes what it found as JSON to the file it wa
     python -m fuzz.merge.child OPTIONS_JSON RESULT_PATH
 
 The result file holds one of: ``{"usage": line}`` (bad input), ``{"internal": line}`` (the harness
-failed) or ``{"verdict", "summary", "result"}``. No file: the implementation ended the process.
+failed) or ``{"verdict", "summary", "result"}``. No file, but ``RESULT_PATH.ready`` (written once the
+harness's own modules imported): the implementation ended the process. Neither: the harness did.
 """
 
 from __future__ import annotations
@@ -24,17 +25,22 @@ def _write(path: Path, data: dict) -> None:
 
 def main(argv: list[str]) -> int:
     options, path = json.loads(argv[0]), Path(argv[1])
-    if options["device"] == "cpu":
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is imported
-        from ..interpreter.numpy_compat import install
+    try:
+        if options["device"] == "cpu":
+            os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is imported
+            from ..interpreter.numpy_compat import install
 
-        install()
-    from reference.errors import InvalidArgument
+            install()
+        from reference.errors import InvalidArgument
 
-    from ..outcomes import verdict_of
-    from ..target import load_target
-    from .runner import check_op
-
+        from ..outcomes import verdict_of
+        from ..target import load_target
+        from .runner import check_op
+    except Exception as exc:  # the harness's own modules: no verdict on the implementation
+        _write(path, {"internal": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        return 3
+    # From here on, a process that ends without a result was ended by the implementation.
+    path.with_name(path.name + ".ready").touch()
     target = options.pop("target")
     try:
         fn = load_target(target, name="TARGET")

@@ -53,7 +53,11 @@ def run_in_child(options: dict, *, timeout: float) -> ChildRun:
                             f"within --worker-timeout {timeout:g} s (a call hung, or the run is slower than that)",
                             seconds=time.perf_counter() - started)
         data = json.loads(report.read_text()) if report.is_file() else None
+        ready = report.with_name(report.name + ".ready").is_file()
     seconds = time.perf_counter() - started
+    if data is None and not ready:  # the child ended before its own imports were done: ours, not the kernel's
+        return ChildRun(None, "", internal=f"the run's process ended (status {child.returncode}) before it loaded "
+                        f"the implementation:\n{stderr[-_TAIL:]}", seconds=seconds)
     if data is None:  # the implementation ended its process: a signal, os._exit, sys.exit
         code = child.returncode
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import torch
 
 from reference.errors import InvalidArgument
-from reference.merge_oracle import check_base
+
+from ..contract import parse_lse_base
 
 __all__ = ["OPS", "Op", "V_DTYPE_NAMES", "lse_base", "op", "probe", "v_dtypes"]
 
@@ -62,12 +63,8 @@ def op(name: object, *, flag: str = "op") -> Op:
 
 
 def lse_base(value: object, *, flag: str = "lse_base") -> str | int:
-    """"e" or 2 (the text "2" too, as a command line gives it)."""
-    try:
-        return check_base(2 if value == "2" else value)
-    except InvalidArgument:
-        raise InvalidArgument(f"{flag}={value!r}; choose e (natural-log LSEs: vLLM, SGLang, FlashAttention) or 2 "
-                              "(base-2 LSEs: FlashInfer, TensorRT-LLM).") from None
+    """"e" or 2 (the text "2" too, as a command line gives it): :func:`fuzz.contract.parse_lse_base`."""
+    return parse_lse_base(value, flag=flag)
 
 
 def v_dtypes(names: object, *, flag: str = "dtypes") -> tuple[torch.dtype, ...]:
