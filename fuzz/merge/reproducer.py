@@ -56,8 +56,9 @@ class OpReproducer:
 
 
 def save_op_reproducer(directory: Path | str, what: Op, example, *, checks: tuple[str, ...], check: str | None,
-                       message: str, seed: int) -> Path:
-    """Write ``example`` to ``directory`` (created if needed); the name depends only on the content."""
+                       message: str, seed: int, kind: str | None = None) -> Path:
+    """Write ``example`` to ``directory`` (created if needed); the name depends only on the content
+    (``kind`` names the file where no check failed: ``error``, ``crash``)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tensors = {name: _pack(t) for name, t in example.named().items()}
@@ -71,7 +72,7 @@ def save_op_reproducer(directory: Path | str, what: Op, example, *, checks: tupl
         flat = data["flat"]
         digest.update(repr((str(flat.dtype), data["shape"], data["stride"])).encode())
         digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
-    path = directory / f"lse-fuzz-{what.name}-{check or 'error'}-{digest.hexdigest()[:10]}.pt"
+    path = directory / f"lse-fuzz-{what.name}-{check or kind or 'error'}-{digest.hexdigest()[:10]}.pt"
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path)  # never half a file

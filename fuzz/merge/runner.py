@@ -81,12 +81,14 @@ def check_op(
     reproducer_dir: Path | str | None = None,
     target: str | None = None,
     profile: str | None = None,
+    pending: Path | str | None = None,
 ) -> OpResult:
     """Fuzz ``fn`` as the op ``op`` computes it (:data:`fuzz.merge.ops.OPS`) and return what was found.
 
     ``lse_base`` is the declared base of every LSE in and out ("e" or 2); ``dtypes`` the dtypes of v
     drawn (float32, float16, bfloat16); ``checks`` a subset of the op's checks. Failures are saved
-    under ``reproducer_dir`` (default ``./.lse-fuzz``).
+    under ``reproducer_dir`` (default ``./.lse-fuzz``). ``pending``: a file each example is written
+    to before its calls (what a process that crashed was running; :mod:`fuzz.merge.child_run`).
     """
     what = _ops.op(op)
     if not callable(fn):
@@ -99,9 +101,10 @@ def check_op(
     target = describe_target(fn) if target is None else target
     if device.type == "cpu":
         repairs.install()  # the interpreter's semantics of what it cannot run (refused by name, as on a GPU)
+    run = _Run(fn, what, names, ShrinkClock(shrink), None if pending is None else Path(pending))
+    run.save_pending(what.parts.probe_input(device, base))  # the probe's call may be the one that crashes
     probe(fn, what, target=target, device=device, base=base)
     strategy = what.parts.inputs(dtypes=v_dtypes(dtypes), base=base, device=device)
-    run = _Run(fn, what, names, ShrinkClock(shrink))
     started = time.perf_counter()
     with shrink_limit(shrink):
         found, reproduced = run.hypothesis(strategy, settings(profile_settings(profile), max_examples=budget), seed)
@@ -123,13 +126,23 @@ def check_op(
 class _Run:
     """One run: the body of the Hypothesis test (:meth:`one`) and what it saw."""
 
-    def __init__(self, fn: Callable, what: Op, names: tuple[str, ...], clock: ShrinkClock) -> None:
-        self.fn, self.what, self.names, self.clock = fn, what, names, clock
+    def __init__(self, fn: Callable, what: Op, names: tuple[str, ...], clock: ShrinkClock,
+                 pending: Path | None = None) -> None:
+        self.fn, self.what, self.names, self.clock, self.pending = fn, what, names, clock, pending
         self.examples = 0
         self.last: _Falsified | None = None
 
+    def save_pending(self, example) -> None:
+        """``example`` as the input a crash leaves behind (replaced whole, never half written)."""
+        if self.pending is not None:
+            written = save_op_reproducer(self.pending.parent, self.what, example, checks=self.names, check=None,
+                                         message="the process running this example ended before it finished",
+                                         seed=0, kind="crash")
+            written.replace(self.pending)
+
     def one(self, example) -> None:
         self.examples += 1
+        self.save_pending(example)
         try:
             # On a copy: the example stays as drawn (the counterexample saved), whatever the call writes.
             self.what.parts.run_checks(self.fn, example.clone(), checks=self.names)

@@ -68,12 +68,17 @@ def test_a_crash_and_a_hang_are_verdicts(cli, tmp_path):
                             "    return v_a.clone(), torch.logaddexp(s_a, s_b)\n")
     code, out, _ = cli("check", crash, "--op", "merge_state", "--device", "cpu", "--reproducers", str(tmp_path))
     assert code == 1 and out.startswith("CRASH ") and "killed by SIGABRT" in out, out
+    # The input it died on, saved before the call, and its replay command.
+    assert "input:    v " in out and "(0, " in out.split("input:")[1].splitlines()[0], out
+    saved = out.split("replay:   lse-fuzz replay ")[1].split()[0]
+    assert Path(saved).parent == tmp_path and Path(saved).is_file()
     hang = _file(tmp_path, "def merge_state(v_a, s_a, v_b, s_b):\n"
                            "    if v_a.shape[0] == 0:\n        time.sleep(600)\n"
                            "    return v_a.clone(), torch.logaddexp(s_a, s_b)\n")
     code, out, _ = cli("check", hang, "--op", "merge_state", "--device", "cpu", "--worker-timeout", "20",
                        "--reproducers", str(tmp_path))
     assert code == 1 and out.startswith("TIMEOUT ") and "--worker-timeout 20 s" in out, out
+    assert "input:    v " in out and "replay:   lse-fuzz replay" in out
 
 
 @pytest.mark.parametrize(("argv", "message"), [
