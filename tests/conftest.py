@@ -40,6 +40,7 @@ INTEGRATION = (
     "examples/real_world/test_fla_logsumexp.py",
     "examples/real_world/test_flash_attn_cross_entropy.py",
     "examples/real_world/test_liger_cross_entropy.py",
+    "examples/real_world/test_merge_adapters.py",  # vLLM's, SGLang's and FlashInfer's merge kernels fuzzed
     "examples/real_world/test_te_cross_entropy.py",
     "fuzz/cli/test_backward.py",  # `check --backward` through the CLI and isolated workers
     "fuzz/cli/test_check.py",  # `lse-fuzz check` as a subprocess, every exit path
