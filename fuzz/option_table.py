@@ -66,6 +66,7 @@ class Option:
     defaults: dict[str, object] = field(default_factory=dict)  # command (or "plugin") -> its own default
     helps: dict[str, str] = field(default_factory=dict)  # command (or "plugin") -> its own help
     api: str | None = None  # the keyword of lse_fuzz.check (and lse_suite) it sets; None: it sets none
+    plugin_spelling: str | None = None  # the plugin's flag where "--lse-" + flag would stutter (--lse-base)
 
     def default_for(self, command: str) -> object:
         return self.defaults.get(command, self.default)
@@ -76,7 +77,7 @@ class Option:
 
     @property
     def plugin_flag(self) -> str:
-        return "--lse-" + self.flag.removeprefix("--")
+        return self.plugin_spelling or "--lse-" + self.flag.removeprefix("--")
 
     def kwargs(self, command: str) -> dict[str, object]:
         """The keyword arguments of ``add_argument`` for ``command``."""
@@ -106,12 +107,15 @@ OPTIONS: tuple[Option, ...] = (
            "attention states (v (T, H, D), s (T, H) float32) merged; combine: combine(v, s) -> (v_out, s_out), S split "
            "states (v (S, T, H, D), s (S, T, H)) combined as split-K flash decoding does",
            group=OP, commands=("check", "grade", "mutants"), choices=("lse", "merge_state", "combine"), api="op",
+           plugin=True,
            helps={"mutants": "lse: the row LSE kernel's mutants (default); merge_state: the merge kernel's "
-                             "(mutants.MERGE_NAMES), each fuzzed as check --op merge_state fuzzes a kernel"}),
+                             "(mutants.MERGE_NAMES), each fuzzed as check --op merge_state fuzzes a kernel",
+                  "plugin": "what --lse-impl computes: lse (default), merge_state or combine (the shipped suite "
+                            "then has the op's checks)"}),
     Option("lse_base", "--lse-base", str, "e",
            "the base of every LSE the implementation reads and returns: e (natural logs: vLLM, SGLang, FlashAttention; "
-           "default) or 2 (FlashInfer, TensorRT-LLM); --op merge_state and combine", group=OP, commands=("check", "grade"),
-           choices=("e", "2"), api="lse_base"),
+           "default) or 2 (FlashInfer, TensorRT-LLM)", group=OP, commands=("check", "grade"),
+           choices=("e", "2"), api="lse_base", plugin=True, plugin_spelling="--lse-base"),
     # -- fuzzing ---------------------------------------------------------------------------------
     Option("budget", "--budget", int, defaults.CHECK_BUDGET,
            "examples to generate unless a check fails first (default {default}; about 3 calls each)",

@@ -42,6 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "lse_fuzz: runs the fuzz checks against --lse-impl (default reference.lse)")
     target = config.getoption("lse_impl", default=None)
     isolate = config.getoption("lse_isolate", default=False)
+    if isolate and (config.getoption("lse_op", default="lse") or "lse") != "lse":
+        raise pytest.UsageError("--lse-isolate runs the row LSE in a worker; an op (--lse-op) runs in the test's "
+                                "process: drop --lse-isolate.")
     if target is not None or isolate:
         # Loaded here, not in the fixture, so a bad target stops the run with one usage line.
         from reference.errors import InvalidArgument
@@ -71,6 +74,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
                                  for pattern in parent.config.getini("python_files")):
         return None
     return pytest.Module.from_parent(parent, path=file_path)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``--lse-impl``'s suite (``lse_suite()``): one item per check of ``--lse-op``'s op, and ALL."""
+    if getattr(metafunc.function, "lse_checks_from_command_line", False):
+        from .suite import command_line_checks
+
+        metafunc.parametrize("check_name", command_line_checks(metafunc.config))
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -41,8 +41,8 @@ from .outcomes import Status
 from .runner import OP_OPTIONS, check
 from .target import load_target, parse_target
 
-__all__ = ["ALL", "code_options", "command_line_call", "command_line_options", "contract_options", "load_implementation",
-           "lse_suite", "run_options"]
+__all__ = ["ALL", "code_options", "command_line_call", "command_line_checks", "command_line_options", "contract_options",
+           "load_implementation", "lse_suite", "op_options", "run_options"]
 
 ALL = "all"
 """The parameter of the item that runs every check together."""
@@ -55,8 +55,16 @@ def contract_options() -> tuple[str, ...]:
 
 
 def run_options() -> dict[str, str]:
-    """``lse_fuzz.check`` option -> the pytest option that sets it when the code does not."""
-    return {entry.api: "lse_" + entry.name for entry in plugin_options() if entry.api and entry.group != option_table.CONTRACT}
+    """``lse_fuzz.check`` option -> the pytest option that sets it when the code does not (what the
+    implementation is, its contract and its op, come from code, or from the command line for
+    ``--lse-impl`` alone)."""
+    return {entry.api: "lse_" + entry.name for entry in plugin_options()
+            if entry.api and entry.group not in (option_table.CONTRACT, option_table.OP)}
+
+
+def op_options() -> tuple[str, ...]:
+    """What the implementation computes (``op``, ``lse_base``): from :data:`fuzz.option_table.OPTIONS`."""
+    return tuple(entry.api for entry in api_options() if entry.group == option_table.OP)
 
 
 def code_options() -> tuple[str, ...]:
@@ -86,7 +94,7 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
     fuzzes an op instead of the row LSE (:mod:`fuzz.merge.ops`): one item per check of that op, the
     implementation called in the test's process.
     """
-    allowed = (*contract_options(), *run_options(), *code_options())
+    allowed = (*contract_options(), *op_options(), *run_options(), *code_options())
     for name in options:
         if name not in allowed:
             raise InvalidArgument(f"lse_suite({name}=...): not an option; choose from {', '.join(allowed)}.")
@@ -103,12 +111,13 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
             **{name: options[name] for name in contract_options()[1:] if name in options})
 
     @pytest.mark.lse_fuzz
-    @pytest.mark.parametrize("check_name", [*names, ALL])
     def test_lse(check_name: str, request: pytest.FixtureRequest) -> None:
         impl, described = _implementation(request, target, isolate, options.get("device"), options.get("call"))
         given = command_line_options(request.config, with_contract=target is None)
-        if names is not CHECKS:  # an op's run takes the run's knobs only (fuzz.runner._OP_OPTIONS)
+        op = options.get("op", given.pop("op", None) or "lse")
+        if op != "lse":  # an op's run takes the run's knobs only (fuzz.runner.OP_OPTIONS)
             given = {name: value for name, value in given.items() if name in OP_OPTIONS and value is not None}
+            given["op"] = op
         run = functools.partial(check, impl, target=described, **{**given, **options})
         result = run(checks=None if check_name == ALL else [check_name])
         if result.status is Status.UNSUPPORTED:  # no verdict on this device: not the implementation's failure
@@ -116,7 +125,10 @@ def lse_suite(target: Callable | str | None = None, *, isolate: bool | None = No
         if not result.passed:
             pytest.fail(result.summary(), pytrace=False)  # the summary is the report: no traceback under it
 
-    return test_lse
+    if target is None:  # --lse-impl's suite: its checks are --lse-op's, known once pytest parsed the options
+        test_lse.lse_checks_from_command_line = True
+        return test_lse
+    return pytest.mark.parametrize("check_name", [*names, ALL])(test_lse)
 
 
 def _op_checks(target: Callable | str | None, isolate: bool | None, options: dict) -> tuple[str, ...] | None:
@@ -178,7 +190,14 @@ def command_line_options(config: pytest.Config, *, with_contract: bool) -> dict[
     if with_contract:
         given.update({name: config.getoption(f"lse_{name}") for name in contract_options() if name != "call"})
         given["call"] = command_line_call(config)
+        given.update({name: config.getoption(f"lse_{name}") for name in op_options()})
     return given
+
+
+def command_line_checks(config: pytest.Config) -> list[str]:
+    """The items of ``--lse-impl``'s suite: the checks of ``--lse-op``'s op, and ALL."""
+    op = config.getoption("lse_op", default="lse") or "lse"
+    return [*(CHECKS if op == "lse" else merge_ops.op(op, flag="--lse-op").checks), ALL]
 
 
 def command_line_call(config: pytest.Config) -> CallConvention | None:

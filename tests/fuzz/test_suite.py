@@ -141,3 +141,22 @@ def test_an_op_suite_has_the_ops_checks_and_judges_in_the_declared_base(tmp_path
     assert failed == {"test_ops.py::test_undeclared"}, done.stdout
     assert "the result agrees with the oracle in base 2: the kernel's LSEs are base 2" in done.stdout
     assert "Traceback" not in done.stdout
+
+
+def test_the_shipped_suite_takes_the_op_and_the_base_from_the_command_line(tmp_path):
+    target = f"{HERE / 'merge_correct' / 'reference_base2.py'}:merge_state"
+
+    def run(*options: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                               "--lse-impl", target, "--lse-op", "merge_state", "--lse-budget", "15",
+                               "--lse-reproducers", str(tmp_path / "repro"), *options],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    from fuzz.merge import MERGE_CHECKS
+
+    declared = run("--lse-base", "2")
+    assert declared.returncode == 0 and f"{len(MERGE_CHECKS) + 1} passed" in declared.stdout, declared.stdout
+    undeclared = run()
+    assert undeclared.returncode == 1 and "the kernel's LSEs are base 2" in undeclared.stdout, undeclared.stdout
+    isolated = run("--lse-isolate")
+    assert isolated.returncode != 0 and "drop --lse-isolate" in isolated.stderr + isolated.stdout
