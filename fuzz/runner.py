@@ -175,8 +175,8 @@ def _huge_slots(device: torch.device, huge_offsets: bool) -> HugeInputSlots | No
     return HugeInputSlots(device) if dense else None
 
 
-OP_OPTIONS = ("budget", "seed", "device", "dtypes", "checks", "profile", "shrink_seconds", "reproducer_dir",
-               "target", "lse_base")
+OP_OPTIONS = ("budget", "seed", "device", "dtypes", "layouts", "checks", "profile", "shrink_seconds",
+              "reproducer_dir", "target", "lse_base")
 """The options of :func:`check` an op's run takes; the others are the row LSE's."""
 
 

@@ -7,15 +7,16 @@ import torch
 from .combine_checks import COMBINE_CHECKS as CHECKS
 from .combine_checks import run_combine_checks as run_checks
 from .combine_strategies import CombineInput, combine_inputs
-from .strategies import V_DTYPES
+from .strategies import LAYOUTS, V_DTYPES
 
 __all__ = ["CHECKS", "expected_outputs", "input_type", "inputs", "probe_input", "run_checks"]
 
 input_type = CombineInput
 
 
-def inputs(*, dtypes: tuple[torch.dtype, ...] = V_DTYPES, base: str | int = "e", device: torch.device | str = "cpu"):
-    return combine_inputs(dtypes=dtypes, base=base, device=device)
+def inputs(*, dtypes: tuple[torch.dtype, ...] = V_DTYPES, base: str | int = "e", device: torch.device | str = "cpu",
+           layouts: tuple[str, ...] = LAYOUTS):
+    return combine_inputs(dtypes=dtypes, base=base, device=device, layouts=layouts)
 
 
 def probe_input(device: torch.device | str, base: str | int) -> CombineInput:

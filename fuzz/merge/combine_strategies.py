@@ -102,9 +102,9 @@ def _split_lses(kinds: tuple[str, ...], splits: int, gen: torch.Generator) -> to
 @st.composite
 def combine_inputs(draw: st.DrawFn, *, dtypes: tuple[torch.dtype, ...] = V_DTYPES, max_splits: int = MAX_SPLITS,
                    max_tokens: int = 6, max_heads: int = 4, max_dim: int = 160, base: str | int = "e",
-                   device: str | torch.device = "cpu") -> CombineInput:
+                   device: str | torch.device = "cpu", layouts: tuple[str, ...] = LAYOUTS) -> CombineInput:
     """A :class:`CombineInput`: S of 1 to ``max_splits``, T of 0 to ``max_tokens``, H of 1 to
-    ``max_heads``, D of 1 to ``max_dim``; the tensors are built on ``device``."""
+    ``max_heads``, D of 1 to ``max_dim``, laid out as one of ``layouts``; the tensors are built on ``device``."""
     for name, value, low in (("max_splits", max_splits, 1), ("max_tokens", max_tokens, 0),
                              ("max_heads", max_heads, 1), ("max_dim", max_dim, 1)):
         integer(value, name=name, low=low)
@@ -115,7 +115,7 @@ def combine_inputs(draw: st.DrawFn, *, dtypes: tuple[torch.dtype, ...] = V_DTYPE
     heads = draw(st.integers(1, max_heads))
     dim = min(draw(st.one_of(st.integers(1, 8), st.sampled_from([16, 64, 100, 128, max_dim]))), max_dim)
     dtype = draw(st.sampled_from(dtypes))
-    layout = draw(st.sampled_from(LAYOUTS))
+    layout = draw(st.sampled_from(layouts))
     seed = draw(st.integers(0, 2**16))
     kinds = tuple(draw(st.lists(st.sampled_from(COMBINE_KINDS), min_size=tokens * heads, max_size=tokens * heads)))
     gen = torch.Generator().manual_seed(seed)

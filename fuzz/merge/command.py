@@ -20,12 +20,12 @@ from .. import defaults, option_table, validate
 from ..isolation import release_signals
 from ..outcomes import CHECK_EXIT_CODES, ExitCode
 from .child_run import run_in_child
-from .ops import lse_base, op, v_dtypes
+from .ops import layouts, lse_base, op, v_dtypes
 
 __all__ = ["CLI_OPTIONS", "refuse_row_options", "run_check"]
 
-CLI_OPTIONS = ("budget", "seed", "device", "checks", "dtypes", "profile", "shrink_seconds", "reproducers", "json",
-               "timeout", "op", "lse_base")
+CLI_OPTIONS = ("budget", "seed", "device", "checks", "dtypes", "layouts", "profile", "shrink_seconds", "reproducers",
+               "json", "timeout", "op", "lse_base")
 """The options of ``lse-fuzz check`` an op's run takes; the others are the row LSE's."""
 
 
@@ -45,6 +45,7 @@ def _child_options(args: argparse.Namespace, target: str) -> dict:
     options = {"op": what.name, "target": target, "budget": validate.integer(args.budget, name="--budget", low=1),
                "seed": validate.integer(args.seed, name="--seed", low=0), "device": device,
                "lse_base": lse_base(args.lse_base, flag="--lse-base"), "checks": args.checks, "dtypes": args.dtypes,
+               "layouts": layouts(args.layouts, flag="--layouts") and args.layouts,
                "profile": args.profile, "shrink_seconds": validate.seconds(args.shrink_seconds, name="--shrink-seconds",
                                                                            optional=True, zero=True),
                "reproducer_dir": args.reproducers}

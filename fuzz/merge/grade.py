@@ -28,11 +28,11 @@ from ..grading.candidates import Candidate, discover
 from ..outcomes import ExitCode, Verdict, batch_exit_code
 from .child_run import ChildRun, run_in_child
 from .command import refuse_row_options
-from .ops import lse_base, op, v_dtypes
+from .ops import layouts, lse_base, op, v_dtypes
 
 __all__ = ["GRADE_OPTIONS", "grade_op"]
 
-GRADE_OPTIONS = ("budget", "seed", "device", "checks", "dtypes", "profile", "shrink_seconds", "timeout", "jobs",
+GRADE_OPTIONS = ("budget", "seed", "device", "checks", "dtypes", "layouts", "profile", "shrink_seconds", "timeout", "jobs",
                  "out_dir", "quiet", "op", "lse_base")
 """The options of ``lse-fuzz grade`` an op's batch takes; the others are the row LSE's."""
 
@@ -63,6 +63,7 @@ def grade_op(args: argparse.Namespace) -> int:
                "seed": validate.integer(args.seed, name="--seed", low=0),
                "device": str(validate.device(args.device, name="--device")),
                "lse_base": lse_base(args.lse_base, flag="--lse-base"), "checks": args.checks, "dtypes": args.dtypes,
+               "layouts": layouts(args.layouts, flag="--layouts") and args.layouts,
                "profile": args.profile, "reproducer_dir": str(out / "reproducers"),
                "shrink_seconds": validate.seconds(args.shrink_seconds, name="--shrink-seconds", optional=True,
                                                   zero=True)}

@@ -6,15 +6,16 @@ import torch
 
 from .checks import MERGE_CHECKS as CHECKS
 from .checks import run_merge_checks as run_checks
-from .strategies import V_DTYPES, MergeInput, merge_inputs
+from .strategies import LAYOUTS, V_DTYPES, MergeInput, merge_inputs
 
 input_type = MergeInput
 
 __all__ = ["CHECKS", "expected_outputs", "input_type", "inputs", "probe_input", "run_checks"]
 
 
-def inputs(*, dtypes: tuple[torch.dtype, ...] = V_DTYPES, base: str | int = "e", device: torch.device | str = "cpu"):
-    return merge_inputs(dtypes=dtypes, base=base, device=device)
+def inputs(*, dtypes: tuple[torch.dtype, ...] = V_DTYPES, base: str | int = "e", device: torch.device | str = "cpu",
+           layouts: tuple[str, ...] = LAYOUTS):
+    return merge_inputs(dtypes=dtypes, base=base, device=device, layouts=layouts)
 
 
 def probe_input(device: torch.device | str, base: str | int) -> MergeInput:

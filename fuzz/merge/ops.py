@@ -21,8 +21,9 @@ import torch
 from reference.errors import InvalidArgument
 
 from ..contract import parse_lse_base
+from .strategies import LAYOUTS
 
-__all__ = ["OPS", "Op", "V_DTYPE_NAMES", "lse_base", "op", "probe", "v_dtypes"]
+__all__ = ["OPS", "Op", "V_DTYPE_NAMES", "layouts", "lse_base", "op", "probe", "v_dtypes"]
 
 V_DTYPE_NAMES = ("float32", "float16", "bfloat16")
 """The dtypes of v an op's kernels take; the LSEs are float32."""
@@ -77,6 +78,17 @@ def v_dtypes(names: object, *, flag: str = "dtypes") -> tuple[torch.dtype, ...]:
     if unknown or not parts:
         raise InvalidArgument(f"{flag}={names!r}; an op's v is one of {', '.join(V_DTYPE_NAMES)} (comma-separated).")
     return tuple(getattr(torch, p) for p in dict.fromkeys(parts))
+
+
+def layouts(value: object, *, flag: str = "layouts") -> tuple[str, ...]:
+    """The inputs' layouts an op's kernel declares it takes: "any" (default: contiguous, transposed
+    LSEs and head-major v, strided) or "contiguous" (every tensor contiguous)."""
+    if value is None or value == "any":
+        return LAYOUTS
+    if value == "contiguous":
+        return ("contiguous",)
+    raise InvalidArgument(f"{flag}={value!r}; an op's kernel takes any layouts (the default) or contiguous tensors "
+                          "only (contiguous).")
 
 
 def _bad(what: Op, target: str, text: str) -> InvalidArgument:

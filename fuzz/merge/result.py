@@ -33,6 +33,13 @@ class OpResult:
     notes: list[str] = field(default_factory=list)
     shrink_seconds: float = 0.0
     shrink_stopped: bool = False
+    layouts: tuple[str, ...] = ()  # the layouts drawn (empty: every layout)
+
+    @property
+    def declared(self) -> str:
+        """What the run assumed of the kernel, as the report's heading says it."""
+        return f"--op {self.op}, LSE base {self.base}" + (", contiguous tensors only" if self.layouts == ("contiguous",)
+                                                           else "")
 
     @property
     def passed(self) -> bool:
@@ -48,12 +55,12 @@ class OpResult:
         verdict = verdict_of(status=self.status).label
         pace = f"{self.examples} examples in {self.seconds:.1f} s"
         if self.passed:
-            return (f"{verdict} {self.target} (--op {self.op}, LSE base {self.base}): {pace}; checks: "
+            return (f"{verdict} {self.target} ({self.declared}): {pace}; checks: "
                     f"{', '.join(self.checks)}; seed {self.seed}")
         what = f"check {self.check!r}" if self.check else "the implementation raised"
         if isinstance(self.failure, Unsupported):
             what = "no verdict on the CPU"
-        lines = [f"{verdict} {self.target} (--op {self.op}, LSE base {self.base}): {what} after {pace}; "
+        lines = [f"{verdict} {self.target} ({self.declared}): {what} after {pace}; "
                  f"seed {self.seed}", *self.notes]
         if isinstance(self.failure, MergeFailure):
             lines.append(str(self.failure))
@@ -74,7 +81,8 @@ class OpResult:
         return {
             "op": self.op, "status": self.status.value, "passed": self.passed, "check": self.check,
             "target": self.target, "examples": self.examples, "seconds": round(self.seconds, 3), "seed": self.seed,
-            "budget": self.budget, "lse_base": str(self.base), "checks": list(self.checks), "failure": failure,
+            "budget": self.budget, "lse_base": str(self.base), "layouts": list(self.layouts), "checks": list(self.checks),
+            "failure": failure,
             "counterexample": None if self.counterexample is None else {"description": self.counterexample.describe()},
             "reproducer": None if self.reproducer is None else str(self.reproducer), "notes": list(self.notes),
             "shrink_seconds": round(self.shrink_seconds, 3), "shrink_stopped": self.shrink_stopped,

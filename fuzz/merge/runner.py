@@ -76,6 +76,7 @@ def check_op(
     device: torch.device | str | None = None,
     lse_base: str | int = "e",
     dtypes: Iterable[str] | str | None = None,
+    layouts: str | None = None,
     checks: Iterable[str] | str | None = None,
     shrink_seconds: float | None = None,
     reproducer_dir: Path | str | None = None,
@@ -86,7 +87,8 @@ def check_op(
     """Fuzz ``fn`` as the op ``op`` computes it (:data:`fuzz.merge.ops.OPS`) and return what was found.
 
     ``lse_base`` is the declared base of every LSE in and out ("e" or 2); ``dtypes`` the dtypes of v
-    drawn (float32, float16, bfloat16); ``checks`` a subset of the op's checks. Failures are saved
+    drawn (float32, float16, bfloat16); ``layouts`` "any" (default) or "contiguous" (a kernel that
+    takes contiguous tensors only); ``checks`` a subset of the op's checks. Failures are saved
     under ``reproducer_dir`` (default ``./.lse-fuzz``). ``pending``: a file each example is written
     to before its calls (what a process that crashed was running; :mod:`fuzz.merge.child_run`).
     """
@@ -95,7 +97,7 @@ def check_op(
         raise InvalidArgument(f"impl={fn!r} is not callable; pass a function {what.call}.")
     budget = defaults.CHECK_BUDGET if budget is None else validate.integer(budget, name="budget", low=1)
     seed, device = validate.integer(seed, name="seed", low=0), validate.device(device)
-    base, names = _ops.lse_base(lse_base), _checks(what, checks)
+    base, names, shapes = _ops.lse_base(lse_base), _checks(what, checks), _ops.layouts(layouts)
     shrink = validate.seconds(default_shrink_seconds(device) if shrink_seconds is None else shrink_seconds,
                               name="shrink_seconds", zero=True)
     target = describe_target(fn) if target is None else target
@@ -104,14 +106,15 @@ def check_op(
     run = _Run(fn, what, names, ShrinkClock(shrink), None if pending is None else Path(pending))
     run.save_pending(what.parts.probe_input(device, base))  # the probe's call may be the one that crashes
     probe(fn, what, target=target, device=device, base=base)
-    strategy = what.parts.inputs(dtypes=v_dtypes(dtypes), base=base, device=device)
+    strategy = what.parts.inputs(dtypes=v_dtypes(dtypes), base=base, device=device, layouts=shapes)
     started = time.perf_counter()
     with shrink_limit(shrink):
         found, reproduced = run.hypothesis(strategy, settings(profile_settings(profile), max_examples=budget), seed)
     result = OpResult(op=what.name, status=run_status(None if found is None else found[0], reproduced=reproduced),
                       examples=run.examples, seconds=time.perf_counter() - started, target=target, seed=seed,
                       budget=budget, base=base, checks=names, shrink_seconds=run.clock.spent(),
-                      shrink_stopped=run.clock.shrinking and run.clock.out_of_time())
+                      shrink_stopped=run.clock.shrinking and run.clock.out_of_time(),
+                      layouts=() if len(shapes) > 1 else shapes)
     if found is not None:
         _record(result, what, *found, reproducer_dir)
         if not reproduced:

@@ -92,14 +92,15 @@ def _laid_out(values: torch.Tensor, layout: str) -> torch.Tensor:
 @st.composite
 def merge_inputs(draw: st.DrawFn, *, dtypes: tuple[torch.dtype, ...] = V_DTYPES, max_tokens: int = 9,
                  max_heads: int = 5, max_dim: int = 160, base: str | int = "e",
-                 device: str | torch.device = "cpu") -> MergeInput:
-    """A :class:`MergeInput`: T of 0 to ``max_tokens``, H of 1 to ``max_heads``, D of 1 to ``max_dim``."""
+                 device: str | torch.device = "cpu", layouts: tuple[str, ...] = LAYOUTS) -> MergeInput:
+    """A :class:`MergeInput`: T of 0 to ``max_tokens``, H of 1 to ``max_heads``, D of 1 to ``max_dim``,
+    laid out as one of ``layouts`` (:data:`LAYOUTS`)."""
     tokens = draw(st.integers(0, max_tokens))
     heads = draw(st.integers(1, max_heads))
     sizes = [d for d in (16, 64, 100, 128) if d < max_dim] + [max_dim]
     dim = draw(st.one_of(st.integers(1, min(8, max_dim)), st.sampled_from(sizes)))
     dtype = draw(st.sampled_from(dtypes))
-    layout = draw(st.sampled_from(LAYOUTS))
+    layout = draw(st.sampled_from(layouts))
     seed = draw(st.integers(0, 2**16))
     kinds = tuple(draw(st.lists(st.sampled_from(STATE_KINDS), min_size=tokens * heads, max_size=tokens * heads)))
     gen = torch.Generator().manual_seed(seed)

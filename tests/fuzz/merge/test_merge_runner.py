@@ -147,3 +147,17 @@ def test_the_combine_op_passes_the_correct_kernels_and_names_a_broken_ones_check
     assert replay_op(broken.reproducer, combines.correct).passed
     with pytest.raises(InvalidArgument, match="--op combine calls combine"):
         check_op(merges.correct, op="combine")
+
+
+def test_a_contiguous_only_kernel_declares_it_and_gets_contiguous_inputs(tmp_path):
+    seen = set()
+
+    def contiguous_only(v_a, s_a, v_b, s_b):
+        seen.update(t.is_contiguous() for t in (v_a, s_a, v_b, s_b))
+        return merges.lse_read_as_contiguous(v_a, s_a, v_b, s_b)
+
+    assert check_op(contiguous_only, layouts="contiguous", budget=60, reproducer_dir=tmp_path).passed
+    assert seen == {True}
+    assert not check_op(contiguous_only, budget=60, reproducer_dir=tmp_path).passed  # any layouts: found
+    with pytest.raises(InvalidArgument, match="layouts='rows'; an op's kernel takes any layouts"):
+        check_op(merges.correct, layouts="rows")
