@@ -33,7 +33,7 @@ from . import validate
 from .calls import CallConvention
 from .layouts import LayoutKind
 
-__all__ = ["DTYPES", "Contract", "Layouts", "OutputDtype", "Values", "dtype_name", "parse_dtypes"]
+__all__ = ["DTYPES", "Contract", "Layouts", "OutputDtype", "Values", "dtype_name", "parse_dtypes", "parse_lse_base"]
 
 DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 """Input dtypes, float32 first: shrinking ends there."""
