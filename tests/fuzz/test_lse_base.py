@@ -26,7 +26,7 @@ def _natural(x):
 def test_a_base2_kernel_passes_declared_and_fails_undeclared(name, tmp_path):
     target = f"{BASE2}/{name}.py:lse"
     impl = load_target(target)
-    declared = lse_fuzz.check(impl, lse_base=2, budget=30, seed=1, target=target, reproducer_dir=tmp_path)
+    declared = lse_fuzz.check(impl, lse_base=2, budget=20, seed=1, target=target, reproducer_dir=tmp_path)
     assert declared.passed, declared.summary()
     assert "LSE base 2" in declared.summary()
     undeclared = lse_fuzz.check(impl, budget=30, seed=1, target=target, reproducer_dir=tmp_path)
