@@ -31,7 +31,7 @@ from ..interpreter.emulation import raised_by_emulator
 
 from .strategies import MergeInput
 
-__all__ = ["MERGE_CHECKS", "MergeFailure", "base_hint", "bits", "invoke", "run_merge_checks"]
+__all__ = ["MERGE_CHECKS", "MergeFailure", "base_hint", "bits", "invoke", "run_merge_checks", "run_op_checks"]
 
 MERGE_CHECKS = ("output_contract", "inputs_unchanged", "agreement", "swap", "empty_identity", "shift")
 
@@ -127,19 +127,28 @@ def _metamorphic(fn: MergeFn, example: MergeInput, check: str) -> None:
         _agree("shift", shifted, v2, s2, f"adding {c} to both LSEs does not add {c} to s and leave v")
 
 
-def run_merge_checks(fn: MergeFn, example: MergeInput, *, checks: tuple[str, ...] = MERGE_CHECKS) -> None:
-    """Run the selected checks on one example; raise the first :class:`MergeFailure` (or the
-    :class:`ImplError` of a call that raised, or :class:`Unsupported`: see :func:`invoke`). The
-    oracle and the metamorphic checks read a copy taken before the call: a kernel that writes into
-    its inputs is judged on what it was given (and fails inputs_unchanged, where selected)."""
-    given = example.clone()
-    v, s = _call(fn, example, "merge(a, b)")
+def run_op_checks(fn: Callable, example, checks: tuple[str, ...], *, what: str, call: Callable, agree: Callable,
+                  metamorphic: Callable, metamorphic_checks: tuple[str, ...]) -> None:
+    """The checks of one op's example, in order: the call (``call(fn, example, what)``, its
+    output_contract), inputs_unchanged, agreement (``agree``), then each selected metamorphic check.
+    The call gets a copy: ``example`` stays as drawn, for the oracle, the metamorphic checks and the
+    report, whatever a kernel writes into its inputs (it fails inputs_unchanged, where selected)."""
+    called = example.clone()
+    outputs = call(fn, called, what)
     if "inputs_unchanged" in checks:
-        for name, old in given.named().items():
-            if not torch.equal(bits(old), bits(example.named()[name])):
-                raise MergeFailure("inputs_unchanged", f"the call changed {name}", given)
+        for name, old in example.named().items():
+            if not torch.equal(bits(old), bits(called.named()[name])):
+                raise MergeFailure("inputs_unchanged", f"the call changed {name}", example)
     if "agreement" in checks:
-        _agree("agreement", given, v, s, "merge(a, b) differs from the float64 oracle")
-    for check in ("swap", "empty_identity", "shift"):
+        agree("agreement", example, *outputs, f"{what} differs from the float64 oracle")
+    for check in metamorphic_checks:
         if check in checks:
-            _metamorphic(fn, given.clone(), check)
+            metamorphic(fn, example.clone(), check)  # the transformed inputs share the example's tensors
+
+
+def run_merge_checks(fn: MergeFn, example: MergeInput, *, checks: tuple[str, ...] = MERGE_CHECKS) -> None:
+    """Run the selected checks on one example (:func:`run_op_checks`); raise the first
+    :class:`MergeFailure` (or the :class:`ImplError` of a call that raised, or :class:`Unsupported`:
+    see :func:`invoke`)."""
+    run_op_checks(fn, example, checks, what="merge(a, b)", call=_call, agree=_agree, metamorphic=_metamorphic,
+                  metamorphic_checks=("swap", "empty_identity", "shift"))

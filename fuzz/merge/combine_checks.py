@@ -26,7 +26,7 @@ import torch
 
 from reference import check_combine
 
-from .checks import MergeFailure, bits, base_hint, invoke
+from .checks import MergeFailure, base_hint, invoke, run_op_checks
 from .combine_strategies import MAX_SPLITS, CombineInput, laid_out
 
 __all__ = ["COMBINE_CHECKS", "SHIFT", "run_combine_checks"]
@@ -97,18 +97,8 @@ def _metamorphic(fn: CombineFn, example: CombineInput, check: str) -> None:
 
 
 def run_combine_checks(fn: CombineFn, example: CombineInput, *, checks: tuple[str, ...] = COMBINE_CHECKS) -> None:
-    """Run the selected checks on one example; raise the first :class:`~fuzz.merge.checks.MergeFailure`
-    (or the ``ImplError`` of a call that raised, or ``Unsupported``: see :func:`~fuzz.merge.checks.invoke`).
-    The oracle and the metamorphic checks read a copy taken before the call: a kernel that writes into
-    its inputs is judged on what it was given (and fails inputs_unchanged, where selected)."""
-    given = example.clone()
-    v_out, s_out = _call(fn, example, "combine(v, s)")
-    if "inputs_unchanged" in checks:
-        for name, old in given.named().items():
-            if not torch.equal(bits(old), bits(example.named()[name])):
-                raise MergeFailure("inputs_unchanged", f"the call changed {name}", given)
-    if "agreement" in checks:
-        _agree("agreement", given, v_out, s_out, "combine(v, s) differs from the float64 oracle")
-    for check in ("permute", "empty_split", "shift"):
-        if check in checks:
-            _metamorphic(fn, given.clone(), check)
+    """Run the selected checks on one example (:func:`~fuzz.merge.checks.run_op_checks`); raise the first
+    :class:`~fuzz.merge.checks.MergeFailure` (or the ``ImplError`` of a call that raised, or
+    ``Unsupported``: see :func:`~fuzz.merge.checks.invoke`)."""
+    run_op_checks(fn, example, checks, what="combine(v, s)", call=_call, agree=_agree, metamorphic=_metamorphic,
+                  metamorphic_checks=("permute", "empty_split", "shift"))

@@ -22,7 +22,7 @@ from ..outcomes import CHECK_EXIT_CODES, ExitCode
 from .child_run import run_in_child
 from .ops import layouts, lse_base, op, v_dtypes
 
-__all__ = ["CLI_OPTIONS", "refuse_row_options", "run_check"]
+__all__ = ["CLI_OPTIONS", "refuse_row_options", "run_check", "run_options"]
 
 CLI_OPTIONS = ("budget", "seed", "device", "checks", "dtypes", "layouts", "profile", "shrink_seconds", "reproducers",
                "json", "timeout", "op", "lse_base")
@@ -38,27 +38,32 @@ def refuse_row_options(args: argparse.Namespace, name: str, command: str, allowe
             raise InvalidArgument(f"{entry.flag}: an option of the row LSE; {command} --op {name} takes {taken}.")
 
 
+def run_options(args: argparse.Namespace, name: str, *, reproducer_dir: str) -> dict:
+    """What every op run of a command takes (the child's options but its target), validated here
+    so that a bad value is one line before any child starts: the command's own values, and the
+    defaults for what it has no option for (``mutants`` fixes the base, the dtypes and the layouts)."""
+    what = op(name, flag="--op")
+    checks = getattr(args, "checks", None)
+    unknown = [c.strip() for c in checks.split(",") if c.strip() not in what.checks] if checks is not None else []
+    if unknown:
+        raise InvalidArgument(f"--checks={checks!r}; --op {what.name} has the checks {', '.join(what.checks)}.")
+    dtypes, shapes = getattr(args, "dtypes", None), getattr(args, "layouts", None)
+    v_dtypes(dtypes, flag="--dtypes")
+    layouts(shapes, flag="--layouts")
+    return {"op": what.name, "budget": validate.integer(args.budget, name="--budget", low=1),
+            "seed": validate.integer(args.seed, name="--seed", low=0),
+            "device": str(validate.device(args.device, name="--device")),
+            "lse_base": lse_base(getattr(args, "lse_base", "e"), flag="--lse-base"), "checks": checks,
+            "dtypes": dtypes, "layouts": shapes, "profile": getattr(args, "profile", None),
+            "shrink_seconds": validate.seconds(args.shrink_seconds, name="--shrink-seconds", optional=True, zero=True),
+            "reproducer_dir": reproducer_dir}
+
+
 def _child_options(args: argparse.Namespace, target: str) -> dict:
-    what = op(args.op, flag="--op")
-    refuse_row_options(args, what.name, "check", CLI_OPTIONS)
-    device = str(validate.device(args.device, name="--device"))
-    options = {"op": what.name, "target": target, "budget": validate.integer(args.budget, name="--budget", low=1),
-               "seed": validate.integer(args.seed, name="--seed", low=0), "device": device,
-               "lse_base": lse_base(args.lse_base, flag="--lse-base"), "checks": args.checks, "dtypes": args.dtypes,
-               "layouts": layouts(args.layouts, flag="--layouts") and args.layouts,
-               "profile": args.profile, "shrink_seconds": validate.seconds(args.shrink_seconds, name="--shrink-seconds",
-                                                                           optional=True, zero=True),
-               "reproducer_dir": args.reproducers}
-    v_dtypes(args.dtypes, flag="--dtypes")
-    if args.checks is not None:
-        unknown = [c.strip() for c in args.checks.split(",") if c.strip() not in what.checks]
-        if unknown:
-            raise InvalidArgument(f"--checks={args.checks!r}; --op {what.name} has the checks {', '.join(what.checks)}.")
-    for name in ("json",):
-        value = getattr(args, name)
-        if value is not None and not Path(value).parent.is_dir():
-            raise InvalidArgument(f"--{name}={value!r}: the directory {str(Path(value).parent)!r} does not exist.")
-    return options
+    refuse_row_options(args, op(args.op, flag="--op").name, "check", CLI_OPTIONS)
+    if args.json is not None and not Path(args.json).parent.is_dir():
+        raise InvalidArgument(f"--json={args.json!r}: the directory {str(Path(args.json).parent)!r} does not exist.")
+    return {**run_options(args, args.op, reproducer_dir=args.reproducers), "target": target}
 
 
 def run_check(args: argparse.Namespace, target: str) -> int:

@@ -27,8 +27,8 @@ from .. import defaults, validate
 from ..grading.candidates import Candidate, discover
 from ..outcomes import ExitCode, Verdict, batch_exit_code
 from .child_run import ChildRun, run_in_child
-from .command import refuse_row_options
-from .ops import layouts, lse_base, op, v_dtypes
+from .command import refuse_row_options, run_options
+from .ops import op
 
 __all__ = ["GRADE_OPTIONS", "grade_op"]
 
@@ -55,18 +55,10 @@ def grade_op(args: argparse.Namespace) -> int:
     """The exit code of the batch (:func:`fuzz.outcomes.batch_exit_code`)."""
     what = op(args.op, flag="--op")
     refuse_row_options(args, what.name, "grade", GRADE_OPTIONS)
-    v_dtypes(args.dtypes, flag="--dtypes")
+    out = Path(args.out_dir)
+    options = run_options(args, what.name, reproducer_dir=str(out / "reproducers"))
     function = what.name if args.function == "lse" else args.function  # the default names the op's function
     candidates = discover(args.paths, function=function)
-    out = Path(args.out_dir)
-    options = {"op": what.name, "budget": validate.integer(args.budget, name="--budget", low=1),
-               "seed": validate.integer(args.seed, name="--seed", low=0),
-               "device": str(validate.device(args.device, name="--device")),
-               "lse_base": lse_base(args.lse_base, flag="--lse-base"), "checks": args.checks, "dtypes": args.dtypes,
-               "layouts": layouts(args.layouts, flag="--layouts") and args.layouts,
-               "profile": args.profile, "reproducer_dir": str(out / "reproducers"),
-               "shrink_seconds": validate.seconds(args.shrink_seconds, name="--shrink-seconds", optional=True,
-                                                  zero=True)}
     timeout = validate.seconds(defaults.GRADE_TIMEOUT if args.timeout is None else args.timeout,
                                name="--worker-timeout")
     jobs = 1 if args.jobs is None else validate.integer(args.jobs, name="--jobs", low=1)

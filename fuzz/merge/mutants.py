@@ -24,7 +24,7 @@ from reference.errors import InvalidArgument
 from .. import defaults, validate
 from ..outcomes import ExitCode, Verdict
 from .child_run import ChildRun, run_in_child
-from .command import refuse_row_options
+from .command import refuse_row_options, run_options
 
 __all__ = ["MERGE_MUTANT_OPTIONS", "MutantRow", "run_merge_mutants"]
 
@@ -93,12 +93,7 @@ def _names(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _options(args: argparse.Namespace, target: str) -> dict:
-    return {"op": "merge_state", "target": target, "budget": validate.integer(args.budget, name="--budget", low=1),
-            "seed": validate.integer(args.seed, name="--seed", low=0),
-            "device": str(validate.device(args.device, name="--device")), "lse_base": "e", "checks": args.checks,
-            "dtypes": None, "profile": None,
-            "shrink_seconds": validate.seconds(args.shrink_seconds, name="--shrink-seconds", optional=True, zero=True),
-            "reproducer_dir": str(Path(args.out_dir) / "reproducers")}
+    return {**run_options(args, "merge_state", reproducer_dir=str(Path(args.out_dir) / "reproducers")), "target": target}
 
 
 def run_merge_mutants(args: argparse.Namespace) -> int:

@@ -65,8 +65,6 @@ class OpResult:
         if isinstance(self.failure, MergeFailure):
             lines.append(str(self.failure))
         elif self.failure is not None:
-            if self.counterexample is not None:
-                self.failure.input = self.counterexample.describe()
             lines.append(self.failure.message())
         if self.replay and isinstance(self.failure, MergeFailure):
             lines.append(f"  replay:   {self.replay}")

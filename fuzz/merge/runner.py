@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 from hypothesis import errors as hypothesis_errors
-from hypothesis import given, settings
+from hypothesis import given, reject, settings
 from hypothesis import seed as hypothesis_seed
 
 from reference.errors import InvalidArgument
@@ -147,8 +147,8 @@ class _Run:
         self.examples += 1
         self.save_pending(example)
         try:
-            # On a copy: the example stays as drawn (the counterexample saved), whatever the call writes.
-            self.what.parts.run_checks(self.fn, example.clone(), checks=self.names)
+            # The checks call on a copy: the example stays as drawn (the counterexample saved).
+            self.what.parts.run_checks(self.fn, example, checks=self.names)
         except (MergeFailure, ImplError) as failure:
             failure.__traceback__ = None  # its frames hold the tensors; Hypothesis keeps every failure it meets
             self.clock.start()
@@ -156,8 +156,6 @@ class _Run:
             raise self.last from None
         except Unsupported as refusal:
             if self.last is not None:  # a failure was found: it wins, this example is no instance of it
-                from hypothesis import reject
-
                 reject()
             raise _Refused(refusal, example) from None
 
@@ -185,6 +183,8 @@ class _Run:
 
 def _record(result: OpResult, what: Op, failure, example, reproducer_dir) -> None:
     result.failure, result.counterexample = failure, example
+    if not isinstance(failure, MergeFailure):  # an error's report names its input (a check's failure holds it)
+        failure.input = example.describe()
     directory = Path(defaults.REPRODUCER_DIR) if reproducer_dir is None else Path(reproducer_dir)
     message = str(failure) if isinstance(failure, MergeFailure) else failure.message()
     check = failure.check if isinstance(failure, MergeFailure) else None
@@ -220,5 +220,5 @@ def replay_op(path: Path | str, fn: Callable, *, device: torch.device | str | No
     if failure is not None:
         result.replay = op_replay_command(path, target)
         if not isinstance(failure, MergeFailure):
-            failure.replay = result.replay
+            failure.replay, failure.input = result.replay, example.describe()
     return result
