@@ -36,12 +36,17 @@ from .journal import Journal
 from .options import GradeOptions
 from .record import GradeRecord
 
-__all__ = ["CHECK_BUDGET", "CHECK_MAX_ELEMENTS", "LocalBatch"]
+__all__ = ["CHECK_BUDGET", "CHECK_CALL_TIMEOUT", "CHECK_MAX_ELEMENTS", "LocalBatch"]
 
 CHECK_BUDGET = 5
 CHECK_MAX_ELEMENTS = 1024
 """Examples, and elements per input, of a short run alone: whether a candidate attacks the grading
 shows with its first calls, whatever the input (a few seconds, where its whole run can take minutes)."""
+CHECK_CALL_TIMEOUT = 10.0
+"""A short run's first deadline of a call (its second one is twice that; compiling is not counted):
+nothing else runs meanwhile, so a suspect that hangs or sleeps holds the whole batch for it, not
+only its own slot. A call of at most 1024 elements takes far less; one past it shows no attack and
+is graded beside the others, under the batch's own deadlines."""
 
 
 class LocalBatch:
@@ -147,7 +152,8 @@ class LocalBatch:
 
     def _briefly_alone(self, job: Job) -> Iterator[JobResult]:
         """The result of a short run of ``job`` alone (:data:`CHECK_BUDGET`), not a verdict."""
-        options = replace(self.options, budget=min(self.options.budget, CHECK_BUDGET), max_elements=CHECK_MAX_ELEMENTS)
+        options = replace(self.options, budget=min(self.options.budget, CHECK_BUDGET), max_elements=CHECK_MAX_ELEMENTS,
+                          call_timeout=min(self.options.call_timeout, CHECK_CALL_TIMEOUT))
         return self._alone(Job(job.key, job.entry, dict(job.payload, options=options.to_wire())), short=True)
 
     def _alone(self, job: Job, *, short: bool = False) -> Iterator[JobResult]:
