@@ -17,8 +17,11 @@ by side. (The grader dying of something else while a suspect runs alone, a power
 cut or the machine's out-of-memory killer, convicts that suspect too; its reason says what was
 seen, not what was proven.) A candidate whose record is written but which is still to be graded
 again alone (a suspect of a stop or of an orphan's signal, :mod:`fuzz.grading.batch`) is written
-down as in doubt until it is: should the grader die first, ``--resume`` grades it alone too,
-whatever its record says. Entries hold the candidate's file hash and the options' key: a
+down as in doubt until it is: should the grader die first, ``--resume`` drops that record and
+grades it again beside the others. It was over when the grader died, so it is no suspect of the
+death; an attacker among those attacks again there, and is settled after the batch as in any run
+(graded alone, its freed neighbours briefly, all at once). Run alone first instead, one at a time,
+a batch's worth of neighbours named by one stopper held every other candidate for minutes. Entries hold the candidate's file hash and the options' key: a
 changed file or other options start afresh.
 
 What is written when (a JSON object a line, each on disk before anything goes on):
@@ -111,15 +114,18 @@ class Journal:
         started last first (an attack comes with a candidate's first calls); convicted in
         ``pending``'s order. A candidate in flight beside others only in runs whose death a
         convicted one explains (it was in flight then too) is neither: it needs no run alone, and
-        is graded as any other."""
+        is graded as any other; so is one whose record that run wrote in doubt (:meth:`doubted`):
+        it was over by then."""
         alone, deaths = set(), []  # each dead run's candidates in the order they started
         for entry in self._entries():
             if "run" in entry:
                 deaths.append([])
                 continue
-            if "doubted" in entry:
-                continue
             ident = (entry.get("target"), entry.get("sha256"))
+            if "doubted" in entry:  # its record is written: it was over before the death, unless it starts again
+                if entry["doubted"] is True and deaths and ident in deaths[-1]:
+                    deaths[-1].remove(ident)
+                continue
             if entry.get("ended") is True or entry.get("cleared") is True:  # its run alone ended, the grader
                 alone.discard(ident)  # alive ("cleared": what an earlier version wrote after a short run)
                 continue
@@ -129,7 +135,6 @@ class Journal:
                 deaths[-1].append(ident)
         explained = [death for death in deaths if alone & set(death)]
         suspected = [ident for death in deaths if death not in explained for ident in reversed(death)]
-        suspected += sorted(self.in_doubt())  # another attack's suspects: no death explains them
         by_ident = {(c.target, c.sha256): c for c in pending}
         convicted = [c for c in pending if (c.target, c.sha256) in alone]
         suspects = [by_ident[ident] for ident in dict.fromkeys(suspected) if ident in by_ident and ident not in alone]

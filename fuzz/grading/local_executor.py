@@ -5,10 +5,12 @@ A candidate whose processes signal the grader or stop the grading processes cras
 (:mod:`fuzz.isolation.guard`); what the guard can tie to no candidate names every one in flight,
 and those suspects are settled after the batch so that no bad candidate holds the others up:
 
-* a suspect that passed is graded again alone, one at a time, the one named most first (the
-  quickest among equals), and that record replaces the first; once one is convicted, the events
-  of that kind that named it beside others are its doing, and a passing neighbour they named runs
-  only briefly alone (a few small examples: an attack shows with the first calls), keeping its
+* a suspect that passed runs again alone, one at a time, the one named most first (the quickest
+  among equals): briefly (a few small examples: an attack shows with the first calls), where an
+  attacker is convicted; one that shows none there is graded alone in full, and that record
+  replaces the first. Once one is convicted, the events of that kind that named it beside others
+  are its doing, and the passing neighbours they named run briefly, all at once (should one of
+  them attack where none is tied to it, those it names run briefly alone), each keeping its
   record unless it attacks too;
 * a suspect that did not pass keeps its record: alone it could only turn a failure into an
   attack, at the cost of its whole time again (a hang's deadlines); the stops and signals beside
@@ -26,7 +28,7 @@ was in flight alone when the grader died.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import replace
 
 from ..isolation import Job, JobResult, Pool, SignalEvent, SignalGuard
@@ -119,16 +121,15 @@ class LocalBatch:
                 break
             tried.add(job.key)
             self.withdraw(job.key)
-            yield from self._by_itself(job)
+            # Briefly first: an attack comes with a candidate's first calls, so an attacker is
+            # convicted in seconds where its whole run alone takes a minute, the batch held meanwhile.
+            if not (yield from self._checked(job, self.first[job.key], restore=False)):
+                yield from self._by_itself(job)
             self._doubt(cleared=[job.key])  # its record is the solo run's now
         # A freed neighbour that passed could hide an attack of the same kind behind the convicted
-        # one's: it runs alone briefly, and keeps its record unless it attacks.
-        for job in self.work:
-            record = self.first.get(job.key)
-            if job.key in freed - tried - set(self.attackers) and record is not None and record.passed:
-                self.withdraw(job.key)
-                yield from self._checked(job, record)
-                self._doubt(cleared=[job.key])
+        # one's: it runs briefly, and keeps its record unless it attacks.
+        yield from self._checked_together([job for job in self.work if job.key in freed - tried - set(self.attackers)
+                                           and job.key in self.first and self.first[job.key].passed])
 
     # -- one job -----------------------------------------------------------------------------------
 
@@ -151,10 +152,8 @@ class LocalBatch:
             yield self._judged(result)
 
     def _briefly_alone(self, job: Job) -> Iterator[JobResult]:
-        """The result of a short run of ``job`` alone (:data:`CHECK_BUDGET`), not a verdict."""
-        options = replace(self.options, budget=min(self.options.budget, CHECK_BUDGET), max_elements=CHECK_MAX_ELEMENTS,
-                          call_timeout=min(self.options.call_timeout, CHECK_CALL_TIMEOUT))
-        return self._alone(Job(job.key, job.entry, dict(job.payload, options=options.to_wire())), short=True)
+        """The result of a short run of ``job`` alone (:meth:`_brief`), not a verdict."""
+        return self._alone(self._brief(job), short=True)
 
     def _alone(self, job: Job, *, short: bool = False) -> Iterator[JobResult]:
         """``job`` run with nothing else in flight: written down as alone as it starts, and as ended
@@ -166,18 +165,67 @@ class LocalBatch:
             self.pool.wait_until_quiet()
             self.journal.ended(self.by_key[job.key])
 
-    def _checked(self, job: Job, first: GradeRecord) -> Iterator[GradeRecord]:
-        """``job`` run briefly alone: ``first`` blamed for what it did then, or restored."""
+    def _checked(self, job: Job, first: GradeRecord, *, restore: bool = True) -> Generator[GradeRecord, None, bool]:
+        """``job`` run briefly alone: ``first`` blamed for what it did then, or (``restore``) put
+        back. Returns whether it attacked."""
+        attacked = False
         for result in self._briefly_alone(job):
             if result.killed_fork_server or result.killed_its_driver:
+                attacked = True
                 yield self._judged(result)
                 continue
             events = self.guard.claim(result.job.key, result.processes)
             if not events:
-                self.restore(first)
+                if restore:
+                    self.restore(first)
                 continue
+            attacked = True
             self.attackers.setdefault(job.key, []).extend(events)
             yield blame_signals(replace(first), events)
+        return attacked
+
+    def _checked_together(self, jobs: list[Job]) -> Iterator[GradeRecord]:
+        """Each of ``jobs`` (passed, freed) run briefly, all at once: the others of the batch are
+        over, so whatever attack happens names only them. A job whose own processes did it is
+        blamed at once; a job named by an attack that none of them is tied to (a stop) runs briefly
+        alone again (:meth:`_checked`); the rest keep their records. Where no one attacks, which is
+        the rule, that is one short run's time for all of them, not one each."""
+        if len(jobs) < 2:
+            for job in jobs:
+                self.withdraw(job.key)
+                yield from self._checked(job, self.first[job.key])
+                self._doubt(cleared=[job.key])
+            return
+        for job in jobs:
+            self.withdraw(job.key)
+        self.pool.wait_until_quiet()
+        results = {result.job.key: result for result in self.pool.run(self._written_down(map(self._brief, jobs), short=True))}
+        self.pool.wait_until_quiet()
+        again = []
+        for job in jobs:
+            result, first = results.get(job.key), self.first[job.key]
+            if result is not None and (result.killed_fork_server or result.killed_its_driver):
+                yield self._judged(result)
+                continue
+            events = self.guard.claim(job.key, () if result is None else result.processes)
+            if events:
+                self.attackers.setdefault(job.key, []).extend(events)
+                yield blame_signals(replace(first), events)
+            elif self.guard.suspicion()[job.key]:  # named by what none of them was tied to
+                again.append(job)
+                continue
+            else:
+                self.restore(first)
+            self._doubt(cleared=[job.key])
+        for job in again:
+            yield from self._checked(job, self.first[job.key])
+            self._doubt(cleared=[job.key])
+
+    def _brief(self, job: Job) -> Job:
+        """``job`` as a short run (:data:`CHECK_BUDGET`), which shows an attack, not a verdict."""
+        options = replace(self.options, budget=min(self.options.budget, CHECK_BUDGET), max_elements=CHECK_MAX_ELEMENTS,
+                          call_timeout=min(self.options.call_timeout, CHECK_CALL_TIMEOUT))
+        return Job(job.key, job.entry, dict(job.payload, options=options.to_wire()))
 
     def _doubt(self, *, cleared: Iterable[str] = ()) -> None:
         """Write down every job with a record that is a suspect now, and the ``cleared`` ones no

@@ -62,9 +62,11 @@ def test_a_death_the_convicted_one_was_not_in_flight_for_still_names_its_own_sus
     assert names(convicted) == ["killer"] and names(suspects) == ["other", "b"]
 
 
-def test_a_record_left_in_doubt_by_a_dead_run_is_graded_alone_first_unless_it_was_cleared(tmp_path):
+def test_a_record_left_in_doubt_by_a_dead_run_is_graded_again_beside_the_others_unless_it_was_cleared(tmp_path):
     # a stopped the fork server beside b: both records written, both suspects; the grader died
-    # before either was graded again alone. b was cleared meanwhile (graded alone), a was not.
+    # before either was graded again alone. b was cleared meanwhile (graded alone), a was not: its
+    # record goes (batch._resumed), and a is graded again beside the others. Over before the
+    # death, a is no suspect of it; the killer, in flight then, is.
     c = candidates(tmp_path, "a", "b", "killer")
     journal = Journal(tmp_path / "out", "key")
     (tmp_path / "out").mkdir()
@@ -75,7 +77,20 @@ def test_a_record_left_in_doubt_by_a_dead_run_is_graded_alone_first_unless_it_wa
     journal.started(c["killer"], alone=False)
     assert journal.in_doubt() == {(c["a"].target, c["a"].sha256)}
     convicted, suspects = journal.suspects(list(c.values()))
-    assert convicted == [] and names(suspects)[0] == "killer" and "a" in names(suspects)
+    assert convicted == [] and names(suspects) == ["killer"]
+
+
+def test_a_record_in_doubt_that_starts_again_is_a_suspect_of_a_later_death(tmp_path):
+    # Graded again beside the others on --resume (its record in doubt), a is in flight when the
+    # grader dies again: a suspect of that death, as any candidate in flight then.
+    c = candidates(tmp_path, "a", "killer")
+    journal = Journal(tmp_path / "out", "key")
+    (tmp_path / "out").mkdir()
+    died(journal, (c["a"], False))
+    journal.doubted(c["a"])
+    died(journal, (c["a"], False), (c["killer"], False))
+    convicted, suspects = journal.suspects(list(c.values()))
+    assert convicted == [] and names(suspects) == ["killer", "a"]
 
 
 def test_a_suspect_whose_short_run_alone_ended_is_not_convicted_by_a_later_death(tmp_path):

@@ -84,3 +84,80 @@ def test_a_short_run_alone_has_short_deadlines_and_the_full_run_the_batchs(tmp_p
     assert (short[1].budget, short[1].max_elements) == (CHECK_BUDGET, CHECK_MAX_ELEMENTS)
     assert sorted(key for key, _ in full) == sorted([sleeper, neighbour])
     assert all(handed.call_timeout == options.call_timeout for _, handed in full)
+
+
+class _StoppingPool(_Pool):
+    """As _Pool; ``stops[(k, key)]``: the jobs a stop names (the fork server found stopped) when
+    ``key`` runs in the pool's k-th run (its first: the batch; then each run alone or together)."""
+
+    def __init__(self, by_key, options, guard, stops) -> None:
+        super().__init__(by_key, options)
+        self.guard, self.stops, self.runs = guard, stops, []
+
+    def run(self, jobs):
+        jobs = list(jobs)
+        k = len(self.runs)
+        self.runs.append([(job.key, job.payload["options"]["budget"]) for job in jobs])
+        for job in jobs:
+            if (k, job.key) in self.stops:
+                self.guard.add(stop_event(Stopped.FORK_SERVER, FORK_SERVER, self.stops[(k, job.key)]))
+        yield from super().run(jobs)
+
+
+def _freed_batch(tmp_path, stops):
+    from fuzz.grading.candidates import Candidate
+    from fuzz.grading.local_executor import LocalBatch
+    from fuzz.grading.options import GradeOptions
+
+    options = GradeOptions()
+    by_key = {}
+    for name in ("stopper", "a", "b", "c"):
+        path = tmp_path / f"{name}.py"
+        path.write_text("def lse(x):\n    return x\n")
+        by_key[name] = Candidate(path.name, str(path), name, "0" * 64)
+    guard = SignalGuard()  # not entered: its list of events is what the stops fill
+    pool = _StoppingPool(by_key, options, guard, stops)
+    restored, withdrawn = [], []
+    batch = LocalBatch([Job(key, "m:f", {"options": options.to_wire()}) for key in by_key], by_key, options, pool,
+                       guard=guard, withdraw=withdrawn.append, restore=lambda record: restored.append(record.target))
+    records = {}
+    for record in batch.records():
+        records[record.target] = record
+    return pool.runs, records, sorted(restored), sorted(withdrawn)
+
+
+def test_freed_neighbours_are_checked_briefly_all_at_once(tmp_path):
+    # The stopper stops the fork server in the batch (a, b and c beside it) and again alone: convicted,
+    # it explains the first stop. Its neighbours then run briefly together, once, not one at a time.
+    from fuzz.grading.local_executor import CHECK_BUDGET
+
+    everyone = ("stopper", "a", "b", "c")
+    runs, records, restored, withdrawn = _freed_batch(tmp_path, {(0, "stopper"): everyone, (1, "stopper"): ("stopper",)})
+    assert [[key for key, _ in run] for run in runs] == [list(everyone), ["stopper"], ["a", "b", "c"]]
+    assert all(budget == CHECK_BUDGET for run in runs[1:] for _, budget in run)  # convicted by its short run
+    assert records["stopper"].verdict.value == "crash"
+    assert restored == ["a", "b", "c"] and withdrawn == ["a", "b", "c", "stopper"]
+
+
+def test_a_stop_among_the_freed_neighbours_sends_those_it_names_alone(tmp_path):
+    # In the short run together, b stops the fork server beside a (c is over by then): neither is
+    # tied to it, so both run briefly alone; alone, b stops it again and is blamed, a keeps its record.
+    everyone = ("stopper", "a", "b", "c")
+    runs, records, restored, _ = _freed_batch(tmp_path, {(0, "stopper"): everyone, (1, "stopper"): ("stopper",),
+                                                         (2, "b"): ("a", "b"), (4, "b"): ("b",)})
+    assert [[key for key, _ in run] for run in runs] == [list(everyone), ["stopper"], ["a", "b", "c"], ["a"], ["b"]]
+    assert records["b"].verdict.value == "crash" and "stopped the fork server" in records["b"].reason
+    assert restored == ["a", "c"]
+
+
+def test_a_suspect_that_shows_no_attack_briefly_is_graded_alone_in_full(tmp_path):
+    # A stop names all four, and none of them stops anything alone: each runs briefly alone, then
+    # in full alone (its record the full run's), the one named most and quickest first.
+    from fuzz.grading.local_executor import CHECK_BUDGET
+    from fuzz.grading.options import GradeOptions
+
+    everyone = ("stopper", "a", "b", "c")
+    runs, records, restored, _ = _freed_batch(tmp_path, {(0, "stopper"): everyone})
+    full = GradeOptions().budget
+    assert runs[1:] == [[(key, budget)] for key in everyone for budget in (CHECK_BUDGET, full)]
+    assert all(record.verdict.value == "pass" for record in records.values()) and restored == []
