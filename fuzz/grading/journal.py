@@ -143,8 +143,8 @@ class Journal:
     def doubted(self, candidate: Candidate, doubt: bool = True) -> None:
         """``candidate``'s record is written, but it is a suspect of a stop or an orphan's signal
         that no candidate could be tied to yet, to be graded again alone after the batch (``doubt``
-        False: no longer, it was). Should the grader die before, ``--resume`` grades it alone
-        first, whatever its record says (:meth:`in_doubt`)."""
+        False: no longer, it was). Should the grader die before, ``--resume`` drops that record and
+        grades it again beside the others (:meth:`in_doubt`), no suspect of the death."""
         self._append({"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "doubted": doubt})
 
     def in_doubt(self) -> set[tuple[str, str | None]]:
