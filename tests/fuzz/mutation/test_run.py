@@ -134,14 +134,16 @@ def _editing_the_kernel_rejudges_its_mutants(project, cache):
 
 def test_a_timeout_is_confirmed_by_a_second_run_with_a_longer_limit(tmp_path, monkeypatch):
     """Stryker counts a Timeout as detected, so one that only load caused would be a kill the mutant
-    never earned. Every run here is stopped after 1 s, which the surviving mutant's 10 examples
-    take longer than; its second run gets 200 s: it survives, and is re-run thoroughly (also timed
-    out at first, and run again). A kill that comes within the second stays a kill. With no more
+    never earned. Every run here is stopped after 1 s, which the surviving mutant's 20 examples of
+    up to 1024 elements take longer than (10 of at most 256 took about 1 s, and in one CI run the
+    first pass ended within it: the test failed); its second run gets 200 s: it survives, and is re-run thoroughly (also timed out
+    at first, and run again). A kill that comes within the second stays a kill. With no more
     time the second time, a timeout stays a timeout."""
     import fuzz.mutation.judge as judge
 
     killed, survivor = "mask_off_by_one@tiny_lse.py:43:68", "int64_promotion_removed@tiny_lse.py:32:34"
-    options = {**OPTIONS, "timeout_factor": 0, "timeout_floor": 1}
+    slow = replace(OPTIONS["options"], budget=20, max_elements=1024)
+    options = {**OPTIONS, "options": slow, "thorough_budget": 30, "timeout_factor": 0, "timeout_floor": 1}
     monkeypatch.setattr(judge, "RETRY_FACTOR", 200.0)
     report = run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=[killed, survivor], cache=tmp_path / "v", **options)
     assert {r.name: r.status for r in report.results} == {killed: MutantStatus.KILLED,
