@@ -21,8 +21,9 @@ down as in doubt until it is: should the grader die first, ``--resume`` drops th
 grades it again beside the others. It was over when the grader died, so it is no suspect of the
 death; an attacker among those attacks again there, and is settled after the batch as in any run
 (graded alone, its freed neighbours briefly, all at once). Run alone first instead, one at a time,
-a batch's worth of neighbours named by one stopper held every other candidate for minutes. Entries hold the candidate's file hash and the options' key: a
-changed file or other options start afresh.
+a batch's worth of neighbours named by one stopper held every other candidate for minutes.
+Entries hold the candidate's file hash and the options' key: a changed file or other options
+start afresh.
 
 What is written when (a JSON object a line, each on disk before anything goes on):
 

@@ -170,19 +170,25 @@ class LocalBatch:
         back. Returns whether it attacked."""
         attacked = False
         for result in self._briefly_alone(job):
-            if result.killed_fork_server or result.killed_its_driver:
+            record = self._attack(job, result, first)
+            if record is not None:
                 attacked = True
-                yield self._judged(result)
-                continue
-            events = self.guard.claim(result.job.key, result.processes)
-            if not events:
-                if restore:
-                    self.restore(first)
-                continue
-            attacked = True
-            self.attackers.setdefault(job.key, []).extend(events)
-            yield blame_signals(replace(first), events)
+                yield record
+            elif restore:
+                self.restore(first)
         return attacked
+
+    def _attack(self, job: Job, result: JobResult | None, first: GradeRecord) -> GradeRecord | None:
+        """The record of what a short run of ``job`` (``result``; None: it gave none) showed against
+        it: a fork server or driver it killed, or ``first`` blamed for the events tied to it; None
+        when nothing was tied to it."""
+        if result is not None and (result.killed_fork_server or result.killed_its_driver):
+            return self._judged(result)
+        events = self.guard.claim(job.key, () if result is None else result.processes)
+        if not events:
+            return None
+        self.attackers.setdefault(job.key, []).extend(events)
+        return blame_signals(replace(first), events)
 
     def _checked_together(self, jobs: list[Job]) -> Iterator[GradeRecord]:
         """Each of ``jobs`` (passed, freed) run briefly, all at once: the others of the batch are
@@ -203,19 +209,14 @@ class LocalBatch:
         self.pool.wait_until_quiet()
         again = []
         for job in jobs:
-            result, first = results.get(job.key), self.first[job.key]
-            if result is not None and (result.killed_fork_server or result.killed_its_driver):
-                yield self._judged(result)
-                continue
-            events = self.guard.claim(job.key, () if result is None else result.processes)
-            if events:
-                self.attackers.setdefault(job.key, []).extend(events)
-                yield blame_signals(replace(first), events)
+            record = self._attack(job, results.get(job.key), self.first[job.key])
+            if record is not None:
+                yield record
             elif self.guard.suspicion()[job.key]:  # named by what none of them was tied to
                 again.append(job)
                 continue
             else:
-                self.restore(first)
+                self.restore(self.first[job.key])
             self._doubt(cleared=[job.key])
         for job in again:
             yield from self._checked(job, self.first[job.key])
