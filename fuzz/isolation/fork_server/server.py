@@ -16,6 +16,7 @@ Linux only (fork, SCM_RIGHTS descriptor passing, PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import faulthandler
+import gc
 import importlib
 import json
 import os
@@ -90,6 +91,9 @@ def zygote_main(lifeline_fd: int) -> None:
         except Exception:  # a broken optional module must not stop the zygote; workers re-import
             pass
     _hash_triton()
+    # Every child inherits these modules for its whole life: frozen, its cycle collector never
+    # scans them (nor writes to their pages, which stay shared with us).
+    gc.freeze()
     address = os.path.join(tempfile.mkdtemp(prefix="lse-fuzz-zygote-"), "socket")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)

@@ -133,6 +133,24 @@ def test_an_interpreted_kernel_meets_one_huge_input_after_another_within_the_add
             assert torch.allclose(out, torch.logsumexp(values, dim=1))
 
 
+def test_what_the_worker_holds_before_its_first_call_is_out_of_the_cycle_collectors_sight(tmp_path):
+    # The worker collects cycles before each huge input (a launch's cycles hold the last one): with
+    # torch, Triton and the candidate's module frozen, such a collection scans only what calls made.
+    evidence = tmp_path / "evidence"
+    (tmp_path / "counts.py").write_text(
+        "import gc\nimport torch\n\nMADE_AT_IMPORT = [None]\n\n"
+        "def lse(x):\n"
+        "    seen = any(o is MADE_AT_IMPORT for o in gc.get_objects())  # the permanent generation excluded\n"
+        f"    with open({str(evidence)!r}, 'w') as f:\n"
+        "        f.write(f'{gc.get_freeze_count()} {seen}')\n"
+        "    return torch.logsumexp(x.double(), dim=1).float()\n")
+    with IsolatedImpl(f"{tmp_path / 'counts.py'}:lse") as impl:
+        impl(torch.randn(2, 3))
+    frozen, seen = evidence.read_text().split()
+    assert int(frozen) > 10_000, f"{frozen} objects frozen: torch alone makes more than 10,000"
+    assert seen == "False", "the candidate's module is still scanned by every full collection"
+
+
 def test_empty_inputs_travel(correct):
     assert correct(torch.empty(0, 5)).shape == (0,)
     assert torch.equal(correct(torch.empty(3, 0)), torch.full((3,), -math.inf))
