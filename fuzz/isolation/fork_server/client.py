@@ -28,8 +28,11 @@ from .server import MAX_SPAWN_MESSAGE
 
 DEFAULT_START_TIMEOUT = 120.0
 
-# The fork server imports only its server module (and torch, triton), never the kernels.
-_BOOT = "import sys; from fuzz.isolation.fork_server.server import zygote_main; zygote_main(int(sys.argv[1]))"
+# The fork server imports only its server module (and torch, triton), never the kernels. Once it
+# has served, it leaves without the interpreter's shutdown: what it preloaded is frozen (out of the
+# collector's sight for its children), and nanobind would report what a shutdown left as leaks.
+_BOOT = ("import os, sys; from fuzz.isolation.fork_server.server import zygote_main; zygote_main(int(sys.argv[1])); "
+         "sys.stdout.flush(); sys.stderr.flush(); os._exit(0)")
 
 
 SPAWN_UNANSWERED = "the worker fork server did not answer a spawn request"
