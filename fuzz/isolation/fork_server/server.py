@@ -56,6 +56,19 @@ def _hash_triton() -> None:
         pass
 
 
+def _preload() -> None:
+    """Import :data:`PRELOAD` and hash Triton, then freeze it all: every child inherits these modules
+    for its whole life, and frozen, its cycle collector never scans them (nor writes to their pages,
+    which stay shared with us)."""
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except Exception:  # a broken optional module must not stop the zygote; workers re-import
+            pass
+    _hash_triton()
+    gc.freeze()
+
+
 def _address_space() -> int:
     """Bytes of address space this process maps now (VmSize), 0 when it cannot be read."""
     try:
@@ -85,15 +98,7 @@ def zygote_main(lifeline_fd: int) -> None:
     # Orphans of every process we fork become our children (not init's): a candidate's detached
     # process (double fork, setsid) cannot outlive its worker and write after the grader.
     prctl(PR_SET_CHILD_SUBREAPER, 1)
-    for name in PRELOAD:
-        try:
-            __import__(name)
-        except Exception:  # a broken optional module must not stop the zygote; workers re-import
-            pass
-    _hash_triton()
-    # Every child inherits these modules for its whole life: frozen, its cycle collector never
-    # scans them (nor writes to their pages, which stay shared with us).
-    gc.freeze()
+    _preload()
     address = os.path.join(tempfile.mkdtemp(prefix="lse-fuzz-zygote-"), "socket")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)

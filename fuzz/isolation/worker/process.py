@@ -102,11 +102,7 @@ def worker_main(channel_fd: int, args: dict) -> int:
                    "description": autotune.describe(tuners)},
     })
     state = _WorkerState(impl, device, tuners, gradient=args["target"].endswith("@backward"))
-    # What exists now lives as long as the worker (torch, Triton, the candidate's module): out of
-    # the cycle collector's sight, so a collection scans only what the calls made. Before a huge
-    # input the worker collects the cycles a launch leaves (_poison): a full collection took about
-    # 0.12 s on the 2-core CPU machine, and a default check of a two-pass kernel met 57 of them.
-    gc.freeze()
+    gc.freeze()  # torch, Triton, the candidate: out of the cycle collector's sight (see _poison)
     while True:
         try:
             header, frames = recv_message(conn)
@@ -232,9 +228,9 @@ class _WorkerState:
         self.key = self.flat = self.x = self.sent = None
         # Managed memory on a GPU backs only a few pages of a huge storage: nothing to hurry.
         if huge and not (self.device.type == "cuda" and sparse_huge_inputs(self.device)):
-            # A launch in Triton's interpreter leaves reference cycles that hold its arguments (and
-            # so the storage) until the cycle collector runs: collect now, or the next huge input
-            # is allocated beside this one (and runs into the address-space limit).
+            # An interpreted launch leaves cycles that hold its arguments (so the storage) until the
+            # collector runs: collect now, or the next huge input lands beside this one, past the
+            # address-space limit (quick: worker_main froze torch and Triton, 0.12 s in sight).
             gc.collect()
             if self.device.type == "cuda":
                 # Gigabytes of device memory a GPU cannot leave to the caching allocator: the next
