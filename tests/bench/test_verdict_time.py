@@ -47,3 +47,16 @@ def test_the_summary_says_which_target_is_met_and_which_missed():
     assert "1 over 30 s: t1 31 s" in alone and "target" not in alone
     assert "1 over 30 s" in bench.summary(runs("mutants", 62.8), "cuda")
     assert bench.summary([], "cpu") == "no runs"
+
+
+def test_on_the_cpu_the_summary_judges_the_triton_kernels_median_apart():
+    bench = _load()
+    kernel = {"specializations": 12}
+    runs = [bench.Run("checks -j 1", "torch", 4.0, 0, "pass"), bench.Run("checks -j 1", "scipy", 5.0, 0, "pass"),
+            bench.Run("checks -j 1", "k1", 14.0, 0, "pass", costs=kernel),
+            bench.Run("checks -j 1", "k2", 17.0, 0, "pass", costs=kernel),
+            bench.Run("checks -j 1", "k3", 18.0, 0, "pass", costs=kernel)]
+    text = bench.summary(runs, "cpu")
+    assert "median 14.0 s (target 15: met)" in text  # all five: the torch runs pull it down
+    assert "the 3 Triton kernels: median 17.0 s (target 15: missed)" in text
+    assert "Triton kernels" not in bench.summary(runs, "cuda")
