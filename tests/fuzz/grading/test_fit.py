@@ -103,3 +103,50 @@ def test_an_import_that_hangs_in_the_probe_is_the_verdict_and_not_loaded_a_secon
     assert record.verdict.value == "load_error"
     assert "no answer within 2 s while loading the target" in record.reason
     assert len(evidence.read_text().split()) == 1  # one worker loaded it
+
+
+class _Timings:
+    """The fit's clocks, made up: the reference takes the next of ``reference`` (its last one
+    again once they run out); the candidate costs ``per_column`` seconds a column, and the row
+    lengths it was timed on are kept."""
+
+    def __init__(self, monkeypatch, reference: list[float], per_column: float) -> None:
+        from fuzz.grading import fit
+
+        self.reference, self.per_column, self.timed = list(reference), per_column, []
+        monkeypatch.setattr(fit, "_best", lambda call, x, repeats: self._reference())
+        monkeypatch.setattr(fit, "_slowest_config", lambda impl, x, repeats: self._candidate(x.shape[1]))
+
+    def _reference(self) -> float:
+        return self.reference.pop(0) if len(self.reference) > 1 else self.reference[0]
+
+    def _candidate(self, cols: int) -> float:
+        self.timed.append(cols)
+        return self.per_column * cols
+
+
+CHEAP_TO_LOAD = f"{CANDIDATES / 'torch_float64.py'}:lse"  # the clocks are made up: any target that loads
+
+
+def test_a_busy_moment_while_the_reference_is_timed_does_not_double_the_rows(monkeypatch):
+    # The reference timed 60 % slow (as while the fork server imports), then as it is: the faster
+    # counts. Had the slow one counted, this kernel (the corpus's per-element one: 8.3 x the
+    # reference on rows of 4096) would have kept rows of 2048, not 1024.
+    _Timings(monkeypatch, reference=[0.113, 0.069], per_column=8.3 * 0.069 / 4096)
+    fit = fit_shapes(CHEAP_TO_LOAD, GradeOptions().validated())
+    assert fit is not None and fit.reference_seconds == 0.069 and fit.max_elements == 1024
+
+
+def test_rows_are_halved_until_they_cost_at_most_three_times_the_reference(monkeypatch):
+    # 3.5 x on rows of 2048, 1.75 x on rows of 1024. A per-element kernel's whole run costs about 300
+    # rows of the cap: with rows of 4 x, a default check of one took up to a minute on two cores.
+    clocks = _Timings(monkeypatch, reference=[0.069], per_column=3.5 * 0.069 / 2048)
+    assert fit_shapes(CHEAP_TO_LOAD, GradeOptions().validated()).max_elements == 1024
+    assert 65536 not in clocks.timed  # far past the trigger (112 x): the long row is not run
+
+
+def test_a_kernel_near_the_trigger_has_its_long_row_timed_before_it_is_fitted(monkeypatch):
+    # 40 x by the probe's scaling, which a launch's fixed cost can inflate: the long row decides.
+    clocks = _Timings(monkeypatch, reference=[0.069], per_column=40 * 0.069 / 65536)
+    assert fit_shapes(CHEAP_TO_LOAD, GradeOptions().validated()) is not None
+    assert 65536 in clocks.timed
