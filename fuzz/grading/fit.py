@@ -119,13 +119,13 @@ def fit_shapes(target: str, options: GradeOptions, *, memory_limit: int | None =
                             memory_limit=memory_limit, threads=1, calibrate=None)
         impl.start()
         probe = _slowest_config(impl, _row(PROBE_COLS), repeats=1)
+        per_column = probe / PROBE_COLS
+        if per_column * default <= TRIGGER * reference_seconds / 2:
+            return None  # far inside the bound: not worth timing the long row
         # Timed again, and the faster kept: the first timing runs while the fork server and the parts'
         # drivers still import (0.11-0.12 s in `check`, 0.07-0.08 s here), and a reference timed slow
         # once kept a per-element kernel's rows twice too long (a default check of 139 s, not 56 s).
         reference_seconds = min(reference_seconds, _best(reference.lse, _row(default), repeats=5))
-        per_column = probe / PROBE_COLS
-        if per_column * default <= TRIGGER * reference_seconds / 2:
-            return None  # far inside the bound: not worth timing the long row
         # Near it, the long row is timed itself (a launch's fixed cost, scaled from the probe, may be
         # what puts it there). The corpus's ordinary kernels come out at 2-10 x, its per-element one
         # at 130-150 x: timed, that row alone took it 18 s.
