@@ -71,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts))
     for result in report.results:
         parts = result.cell.record.parts or []
+        memory = result.cell.record.memory  # the GPU's memory phase: its own seconds, and the verdict's wait
         print(f"{result.name:26s} {result.status.value:9s} {result.cell.examples:4d} ex {result.cell.wall_seconds:6.1f} s; parts "
-              + ", ".join(f"{p.get('seconds', 0):.1f}" for p in parts))
+              + ", ".join(f"{p.get('seconds', 0):.1f}" for p in parts)
+              + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else ""))
     path = os.environ.get(ENV)
     if path:
         kernels = Counter()

@@ -11,7 +11,7 @@ from ..checks import CHECKS
 from ..contract import Layouts, dtype_name
 from ..outcomes import Verdict
 from .candidates import Candidate
-from .options import GradeOptions
+from .options import GradeOptions, MemoryPhase
 from .record import GradeRecord
 
 __all__ = ["memory_phase", "probing", "run_inputs"]
@@ -29,12 +29,13 @@ def _probes_memory(options: GradeOptions, record: GradeRecord, verdict: Verdict)
     values are judged, so a kernel whose bad read also spoils its values fails the memory check there;
     on a GPU the phase comes after the fuzzing, so it runs after a pass, after a value check's failure
     and after a crash the GPU reported as a kernel's fault, and names the access the same way."""
-    if not options.device.startswith("cuda") or options.part:
+    if not options.device.startswith("cuda") or options.part or options.memory is MemoryPhase.OFF:
         return False
     if verdict is Verdict.PASS:
         return True
     if verdict is Verdict.FAIL:
-        return record.check not in ("memory_bounds", "uninitialized_read", "time_limit")
+        return options.memory is MemoryPhase.BESIDE and record.check not in ("memory_bounds", "uninitialized_read",
+                                                                              "time_limit")
     return verdict is Verdict.CRASH and any(s in f"{record.reason}\n{record.details}" for s in _KERNEL_FAULT)
 
 
@@ -65,8 +66,8 @@ def probing(target: str, options: GradeOptions):
     """The phase's probes started now, on a GPU, to run beside the fuzzing (they need nothing from
     it): a verdict then waits only for what is left of them. Stopped on the way out if the run did
     not need them (a load error, a timeout). Yields None where no phase can follow (the CPU, a part
-    of a run)."""
-    if not options.device.startswith("cuda") or options.part:
+    of a run, a run whose options start the phase only once it is needed: ``options.memory``)."""
+    if not options.device.startswith("cuda") or options.part or options.memory is not MemoryPhase.BESIDE:
         yield None
         return
     probes = _started(target, options)
@@ -84,8 +85,10 @@ def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecor
     below it. On the CPU those checks judged every call already."""
     if not _probes_memory(options, record, verdict):
         return verdict
-    report = (probes or _started(candidate.target, options)).report(run_inputs(record, verdict),
-                                                                    most=memory.WAIT_SECONDS)
+    # Started beside the fuzzing, the phase has had the run's time: the verdict waits WAIT_SECONDS
+    # more at most. Started only now, it has the tools' own limit.
+    started = probes or _started(candidate.target, options)
+    report = started.report(run_inputs(record, verdict), most=memory.WAIT_SECONDS if probes else None)
     record.memory = report.to_dict()
     finding = report.finding
     if finding is None:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field, fields, replace
+from enum import Enum
 from pathlib import Path
 
 import torch
@@ -22,8 +23,8 @@ from ..contract import DTYPES, Contract, Layouts, OutputDtype, parse_dtypes, par
 from ..isolation import scrub_from_proc
 from ..target import parse_target
 
-__all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "driver_environment", "torch_threads",
-           "use_torch_threads"]
+__all__ = ["DEFAULT_BENCH_SHAPE", "DEFAULT_BUDGET", "GradeOptions", "MemoryPhase", "driver_environment",
+           "torch_threads", "use_torch_threads"]
 
 DEFAULT_BUDGET = defaults.CHECK_BUDGET
 DEFAULT_BENCH_SHAPE = (8192, 8192)
@@ -34,6 +35,21 @@ CONTRACT_FIELDS = ("contract", "dtypes", "layouts", "output_dtype", "max_n", "ls
 """The options that declare the contract (``contract``: its values policy; fuzz.contract)."""
 CALL_FIELDS = ("ndim", "dim", "keepdim", "call_args", "result")
 """The options that declare the call convention (fuzz.calls)."""
+
+
+class MemoryPhase(str, Enum):
+    """When a GPU run's memory phase (:mod:`fuzz.grading.memory_phase`) starts, and which verdicts it
+    may refine. Not an option of the command line: a mutation analysis picks it per job."""
+
+    BESIDE = "beside"
+    """Started with the run; it runs after a pass, after a value check's failure and after a kernel
+    fault, so a check names the same failure on both devices (the CPU sees a stray access first)."""
+    AFTER_PASS = "after_pass"
+    """Started only once the fuzzing passed or the GPU reported a kernel fault: a value check's
+    failure stands as the verdict. A mutant killed by a value check is killed whatever the phase
+    would name; its two sanitizer processes would only rename the check."""
+    OFF = "off"
+    """Never: a share of a run whose first share probes (the mutation gate's)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,7 @@ class GradeOptions:
     bench: bool = False
     # A part of a run (grading.parts.split): the run probes memory once, after its parts (fuzz.memory).
     part: bool = field(default=False, repr=False)
+    memory: MemoryPhase = field(default=MemoryPhase.BESIDE, repr=False)
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
     bench_dtype: str = "float32"
 
@@ -209,6 +226,8 @@ class GradeOptions:
         data.pop("stop_dir")
         data.pop("share")
         data.pop("part")
+        if self.memory is MemoryPhase.BESIDE:  # a check's and a grading's: their reports and keys as before
+            data.pop("memory")
         data["private_seed"] = self.private_seed is not None or derived is not None
         contract = data.pop("contract")
         # The contract flat, by its options' names, as the reports always gave it.
@@ -231,6 +250,7 @@ class GradeOptions:
         data["checks"] = None if self.checks is None else list(self.checks)
         data["bench_shape"] = list(self.bench_shape)
         data["share"] = None if self.share is None else list(self.share)
+        data["memory"] = self.memory.value
         return data
 
     def key(self) -> str:
@@ -255,6 +275,7 @@ class GradeOptions:
         data["contract"] = Contract.from_dict(data["contract"])
         data["bench_shape"] = tuple(data["bench_shape"])
         data["share"] = None if data.get("share") is None else tuple(data["share"])
+        data["memory"] = MemoryPhase(data.get("memory", MemoryPhase.BESIDE.value))
         return cls(**data)
 
 

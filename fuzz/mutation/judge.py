@@ -6,9 +6,10 @@ every verdict cached. :func:`judge` is called by :func:`fuzz.mutation.run_mutati
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
-from ..grading.options import GradeOptions
+from ..grading.options import GradeOptions, MemoryPhase
 from ..grading.record import GradeRecord
 from ..defaults import GRADE_TIMEOUT as GATE_LIMIT
 from ..outcomes import MutantStatus, Verdict
@@ -17,8 +18,8 @@ from .loading import coverage_target, mutant_target, read_coverage
 from .mutant import Mutant
 from .results import Cell, TestsVerdict
 
-__all__ = ["LINES_JOB", "LINE_NOT_RUN", "RETRY_FACTOR", "covered", "judge", "needs_lines", "never_ran",
-           "no_coverage_cell", "tests_record"]
+__all__ = ["LINES_JOB", "LINE_NOT_RUN", "MEMORY_CHECKS", "RETRY_FACTOR", "covered", "judge", "mutant_options",
+           "needs_lines", "never_ran", "no_coverage_cell", "tests_record"]
 
 RETRY_FACTOR = 4.0
 """A mutant that timed out is run once more, with this many times its limit, before Timeout is its
@@ -32,6 +33,9 @@ LINES_JOB = "gate-lines"
 """The key of the traced run of the unmutated kernel (its lines are the coverage of a CPU run)."""
 UNDECIDED = (MutantStatus.SURVIVED, MutantStatus.TIMEOUT)
 """The statuses a mutant whose edit never ran can have; every other one shows the edit ran."""
+
+MEMORY_CHECKS = ("memory_bounds", "uninitialized_read")
+"""The checks a GPU's memory phase decides (fuzz.grading.memory_phase)."""
 
 LINE_NOT_RUN = "the mutated line never ran on any generated input (coverage of the unmutated kernel's gate run)"
 
@@ -80,6 +84,17 @@ def never_ran(run, mutant: Mutant, device: str) -> bool:
     if run.launches is None or (run.lines is None and needs_lines(mutant, device)):
         return False
     return not covered(mutant, run.kernel.paths, run.lines or {}, device, run.launches)
+
+
+def mutant_options(options: GradeOptions, mutant: Mutant) -> GradeOptions:
+    """The options ``mutant`` is judged under. On a GPU the memory phase costs two processes under
+    compute-sanitizer per run; a mutant is killed by the first check that fails, so the phase starts
+    only where it can decide the kill (the fuzzing passed, or the GPU reported a kernel fault), or
+    where the mutant's documented check is a memory check: then it starts beside the fuzzing and
+    names the stray access after a value check's failure too, as the CPU names it."""
+    if not options.device.startswith("cuda") or mutant.expected_check in MEMORY_CHECKS:
+        return options
+    return replace(options, memory=MemoryPhase.AFTER_PASS)
 
 
 def tests_record(result) -> dict:
@@ -184,7 +199,8 @@ def _first_pass_jobs(run, mutants, options, keys, first_keys, pending, cells, th
             cells[mutant.name] = no_coverage_cell(mutant, options.device)
             run.store.put(keys[mutant.name], _stored(cells[mutant.name]))
         else:
-            jobs.append(run.grade_job(f"fuzz:{mutant.name}", mutant_target(run.kernel, mutant), options))
+            jobs.append(run.grade_job(f"fuzz:{mutant.name}", mutant_target(run.kernel, mutant),
+                                      mutant_options(options, mutant)))
     return jobs, survivors, timed_out
 
 
@@ -251,7 +267,7 @@ def _again(run, by_name, options, timed_out, survivors, cells, keys, thorough_na
         rounds += 1
         patience_of = {(name, deep): patience for name, deep, patience in pending}
         again = [run.grade_job(f"{'thorough' if deep else 'retry'}:{name}", mutant_target(run.kernel, by_name[name]),
-                               thorough if deep else options) for name, deep, _ in pending]
+                               mutant_options(thorough if deep else options, by_name[name])) for name, deep, _ in pending]
         run.limits.update({job.key: run.fuzz_limit * patience * (scale if deep else 1.0)
                            for job, (_, deep, patience) in zip(again, pending)})
         pending, first, extra = [], extra, []

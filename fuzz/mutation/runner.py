@@ -42,7 +42,7 @@ from .. import defaults, validate
 from ..checks import validate_checks
 from ..grading.candidates import Candidate
 from ..grading.evaluate import GRADE_ENTRY, job_record
-from ..grading.options import GradeOptions
+from ..grading.options import GradeOptions, MemoryPhase
 from ..grading.record import GradeRecord
 from ..isolation import Job, Pool, spread_over
 from ..outcomes import MutantStatus, Verdict
@@ -321,10 +321,14 @@ class Gate:
             shares = gate_shares(options)
             target = gate_target(kernel, self.gate_file)
             self.correct = [f"gate-correct-{k}" for k in range(shares)] if shares > 1 else ["gate-correct"]
-            self.jobs += [run.grade_job(key, target, replace(options, share=(k, shares)) if shares > 1 else options)
+            # One share probes memory (on a GPU: two processes under compute-sanitizer); the broken
+            # kernel must fail a value check, which no memory phase follows.
+            self.jobs += [run.grade_job(key, target, replace(options, share=(k, shares),
+                                                             memory=MemoryPhase.OFF if k else options.memory)
+                                        if shares > 1 else options)
                           for k, key in enumerate(self.correct)]
-            self.jobs += [
-                          run.grade_job("gate-broken", broken_target(kernel), options)]
+            self.jobs += [run.grade_job("gate-broken", broken_target(kernel),
+                                        replace(options, memory=MemoryPhase.AFTER_PASS))]
         if run.tests and self.kept_tests is None:
             self.jobs.append(run.tests_job("gate-tests", {}, "", GATE_TIMEOUT))
         self.records: dict[str, GradeRecord | dict] = {}  # a grading record; the tests' gate: its JSON

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import importlib
 import threading
 import time
@@ -359,3 +360,69 @@ def test_on_a_gpu_the_probes_start_beside_the_fuzzing_and_stop_when_the_run_need
         with memory_phase_module.probing("k.py:lse", options) as probes:
             assert probes is None
     assert started == ["k.py:lse"]
+
+
+def test_a_run_that_probes_memory_only_after_a_pass_leaves_a_value_checks_failure_as_it_is(monkeypatch):
+    # A mutation analysis judges most mutants so (fuzz.mutation.judge.mutant_options): a value check's
+    # kill needs no sanitizer processes to rename it; a pass and a kernel fault still go to the phase,
+    # which then starts only once it is needed, with the tools' own limit to finish.
+    from dataclasses import replace
+
+    from fuzz.grading import GradeOptions
+    from fuzz.grading.candidates import Candidate
+    from fuzz.grading.options import MemoryPhase
+    from fuzz.memory import MemoryReport, Probing
+    from fuzz.memory.sanitizer import Finding
+    from fuzz.outcomes import Verdict
+
+    finding = Finding("memory_bounds", "memcheck", "Invalid __global__ read of size 4 bytes",
+                      ["at _k+0x10 in k.py:12"], probe="3 x 5", errors=1)
+    started, waits = [], []
+
+    class Lazy(Probing):
+        def report(self, inputs=(), most=None):
+            waits.append(most)
+            return super().report(inputs, most)
+
+    def start(target, **options):
+        started.append(target)
+        return Lazy(MemoryReport("compute-sanitizer memcheck, initcheck", 7.0, 8, finding, [], "REPLAY"))
+
+    monkeypatch.setattr(memory_phase_module.memory, "start", start)
+    candidate = Candidate(name="k.py", path="", target="k.py:lse")
+    after = replace(GradeOptions(device="cuda"), memory=MemoryPhase.AFTER_PASS)
+    with memory_phase_module.probing(candidate.target, after) as probes:
+        assert probes is None and not started  # nothing beside the fuzzing
+    failed = evaluate.base_record(candidate, after)
+    failed.check, failed.reason = "agreement", "check 'agreement' failed: row 0 differs"
+    assert memory_phase(candidate, after, failed, Verdict.FAIL) is Verdict.FAIL
+    assert failed.check == "agreement" and failed.memory is None and not started
+    passed = evaluate.base_record(candidate, after)
+    assert memory_phase(candidate, after, passed, Verdict.PASS) is Verdict.FAIL
+    assert passed.check == "memory_bounds" and started == ["k.py:lse"] and waits == [None]
+    crashed = evaluate.base_record(candidate, after)
+    crashed.reason = "crashed: AcceleratorError: CUDA error: an illegal memory access was encountered"
+    assert memory_phase(candidate, after, crashed, Verdict.CRASH) is Verdict.FAIL and crashed.check == "memory_bounds"
+    off = replace(GradeOptions(device="cuda"), memory=MemoryPhase.OFF)
+    assert memory_phase(candidate, off, evaluate.base_record(candidate, off), Verdict.PASS) is Verdict.PASS
+    assert len(started) == 2
+    # The default starts beside the fuzzing and renames a value check's failure, as before.
+    beside = GradeOptions(device="cuda")
+    with memory_phase_module.probing(candidate.target, beside) as probes:
+        again = evaluate.base_record(candidate, beside)
+        again.check, again.reason = "agreement", "check 'agreement' failed: row 0 differs"
+        assert memory_phase(candidate, beside, again, Verdict.FAIL, probes) is Verdict.FAIL
+    assert again.check == "memory_bounds" and waits[-1] == memory_phase_module.memory.WAIT_SECONDS
+
+
+def test_the_memory_phase_option_travels_to_a_driver_and_stays_out_of_a_default_runs_report():
+    from dataclasses import replace
+
+    from fuzz.grading import GradeOptions
+    from fuzz.grading.options import MemoryPhase
+
+    default = GradeOptions(device="cuda")
+    after = replace(default, memory=MemoryPhase.AFTER_PASS)
+    assert GradeOptions.from_wire(json.loads(json.dumps(after.to_wire()))).memory is MemoryPhase.AFTER_PASS
+    assert "memory" not in default.public() and after.public()["memory"] == "after_pass"
+    assert after.key() != default.key()

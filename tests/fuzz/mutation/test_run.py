@@ -313,3 +313,46 @@ def test_a_verdict_s_key_changes_with_the_fuzzer_s_own_source(monkeypatch):
     before = cache.verdict_key("verdict", "mutant", "kernel", "options")
     monkeypatch.setattr(cache, "tool_digest", lambda: "another source")
     assert cache.verdict_key("verdict", "mutant", "kernel", "options") != before
+
+
+def test_on_a_gpu_a_mutant_probes_memory_beside_its_run_only_where_its_documented_check_is_a_memory_check():
+    """The GPU's memory phase is two processes under compute-sanitizer per run. A mutant killed by a
+    value check is killed whatever the phase would name, so only a mutant documented as a memory
+    check's starts the phase beside its run (to be named as the CPU names it); the others probe
+    only after a pass or a kernel fault. The CPU has no phase: its options stay as given."""
+    from fuzz.grading.options import GradeOptions, MemoryPhase
+    from fuzz.mutation.bundled import catalog
+    from fuzz.mutation.judge import MEMORY_CHECKS, mutant_options
+
+    mutants = catalog()
+    gpu, cpu = GradeOptions(device="cuda"), GradeOptions(device="cpu")
+    phases = {name: mutant_options(gpu, mutant).memory for name, mutant in mutants.items()}
+    assert phases["store_past_output"] is phases["skipped_empty_partial"] is MemoryPhase.BESIDE
+    assert phases["masked_lanes_zero"] is phases["no_max_added"] is MemoryPhase.AFTER_PASS
+    assert {name for name, phase in phases.items() if phase is MemoryPhase.BESIDE} == \
+        {name for name, mutant in mutants.items() if mutant.expected_check in MEMORY_CHECKS}
+    assert all(mutant_options(cpu, mutant) is cpu for mutant in mutants.values())
+
+
+def test_only_the_first_share_of_the_gate_probes_memory_and_the_broken_kernel_after_a_pass_only(tmp_path,
+                                                                                               monkeypatch):
+    """On a GPU host the gate's run of the unmutated kernel is split into shares: one memory phase
+    is the kernel's, not one per share; the broken kernel must fail a value check, after which no
+    phase runs."""
+    import fuzz.mutation.runner as runner
+    from fuzz.grading.options import MemoryPhase
+
+    asked = {}
+    real = runner.Run.grade_job
+
+    def grade_job(self, key, target, options):
+        asked[key] = options.memory
+        return real(self, key, target, options)
+
+    monkeypatch.setattr(runner.Run, "grade_job", grade_job)
+    monkeypatch.setattr(runner, "gate_shares", lambda options: 3)
+    run_mutation(str(TINY_DIR / "tiny_lse.py"), mutants=["mask_off_by_one@tiny_lse.py:43:68"], cache=None,
+                 **{**OPTIONS, "thorough_budget": 0})
+    assert {key: phase for key, phase in asked.items() if key.startswith("gate")} == {
+        "gate-correct-0": MemoryPhase.BESIDE, "gate-correct-1": MemoryPhase.OFF, "gate-correct-2": MemoryPhase.OFF,
+        "gate-broken": MemoryPhase.AFTER_PASS}
