@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grading_pools import GraderKilled, InstantPool
+
 from fuzz.grading.candidates import Candidate
 from fuzz.grading.journal import Journal
 
@@ -112,41 +114,6 @@ def test_a_suspect_whose_short_run_alone_ended_is_not_convicted_by_a_later_death
 # -- what the local executor writes (fuzz.grading.local_executor) ---------------------------------
 
 
-class GraderKilled(Exception):
-    """The grader SIGKILLed: nothing more is written."""
-
-
-class Pool:
-    """Runs each job at once, as ``outcomes[key]`` says: "attack" (found in its run: it crashes),
-    "pass", or "kills" (the grader dies as it starts)."""
-
-    def __init__(self, outcomes: dict[str, str], by_key: dict[str, Candidate], options) -> None:
-        self.outcomes, self.by_key, self.options = outcomes, by_key, options
-
-    def wait_until_quiet(self) -> None:
-        pass
-
-    def in_flight(self, since=None) -> tuple[str, ...]:
-        return ()
-
-    def run(self, jobs):
-        from fuzz.grading.evaluate import base_record
-        from fuzz.isolation import JobResult
-        from fuzz.outcomes import Outcome, Verdict
-
-        for job in jobs:
-            outcome = self.outcomes[job.key]
-            if outcome == "kills":
-                raise GraderKilled(job.key)
-            if outcome == "attack":
-                yield JobResult(job, Outcome.CRASHED, None, 1.0, detail="it killed the fork server",
-                                killed_fork_server=True)
-            else:
-                record = base_record(self.by_key[job.key], self.options)
-                record.verdict, record.reason = Verdict.PASS, "passed"
-                yield JobResult(job, Outcome.RETURNED, record.to_json(), 1.0)
-
-
 def resumed(out: Path, c: dict[str, Candidate], outcomes: dict[str, str], *, alone: list[str],
             briefly: list[str]) -> list[str]:
     """A --resume run of the local executor over ``c`` (``alone``: the suspects of a death, the
@@ -162,7 +129,7 @@ def resumed(out: Path, c: dict[str, Candidate], outcomes: dict[str, str], *, alo
     work = [Job(c[name].target, "m:f") for name in order]
     journal = Journal(out, "key")
     journal.begin()
-    pool = Pool({c[name].target: outcome for name, outcome in outcomes.items()}, by_key, options)
+    pool = InstantPool(by_key, options, {c[name].target: outcome for name, outcome in outcomes.items()})
     batch = LocalBatch(work, by_key, options, pool, journal=journal, alone={c[name].target for name in alone},
                        briefly={c[name].target for name in briefly})
     yielded = []

@@ -3,6 +3,8 @@ which suspect is graded again alone first, and when the others need not be."""
 
 from __future__ import annotations
 
+from grading_pools import InstantPool
+
 from fuzz.grading.local_executor import next_suspect
 from fuzz.isolation import Job
 from fuzz.isolation.guard.blame import stop_event
@@ -35,31 +37,6 @@ def test_without_a_conviction_each_suspect_runs_alone_once():
     assert next_suspect(guard, work, {"a", "b"}, {}) is None
 
 
-class _Pool:
-    """Runs each job at once, a pass, and keeps the options each was handed."""
-
-    def __init__(self, by_key, options) -> None:
-        self.by_key, self.options, self.handed = by_key, options, []
-
-    def wait_until_quiet(self) -> None:
-        pass
-
-    def in_flight(self, since=None) -> tuple[str, ...]:
-        return ()
-
-    def run(self, jobs):
-        from fuzz.grading.evaluate import base_record
-        from fuzz.grading.options import GradeOptions
-        from fuzz.isolation import JobResult
-        from fuzz.outcomes import Outcome, Verdict
-
-        for job in jobs:
-            self.handed.append((job.key, GradeOptions.from_wire(job.payload["options"])))
-            record = base_record(self.by_key[job.key], self.options)
-            record.verdict, record.reason = Verdict.PASS, "passed"
-            yield JobResult(job, Outcome.RETURNED, record.to_json(), 1.0)
-
-
 def test_a_short_run_alone_has_short_deadlines_and_the_full_run_the_batchs(tmp_path):
     # A suspect of the grader's death that hangs or sleeps runs briefly alone first, with nothing
     # else in flight: its calls' deadlines there are the short run's, not the batch's 60 s twice.
@@ -75,7 +52,7 @@ def test_a_short_run_alone_has_short_deadlines_and_the_full_run_the_batchs(tmp_p
         path.write_text("def lse(x):\n    return x\n")
         by_key[f"{path}:lse"] = Candidate(path.name, str(path), f"{path}:lse", "0" * 64)
     sleeper, neighbour = by_key
-    pool = _Pool(by_key, options)
+    pool = InstantPool(by_key, options)
     work = [Job(key, "m:f", {"options": options.to_wire()}) for key in by_key]
     records = list(LocalBatch(work, by_key, options, pool, alone={sleeper}, briefly={sleeper}).records())
     assert len(records) == 2
@@ -86,8 +63,8 @@ def test_a_short_run_alone_has_short_deadlines_and_the_full_run_the_batchs(tmp_p
     assert all(handed.call_timeout == options.call_timeout for _, handed in full)
 
 
-class _StoppingPool(_Pool):
-    """As _Pool; ``stops[(k, key)]``: the jobs a stop names (the fork server found stopped) when
+class _StoppingPool(InstantPool):
+    """As InstantPool; ``stops[(k, key)]``: the jobs a stop names (the fork server found stopped) when
     ``key`` runs in the pool's k-th run (its first: the batch; then each run alone or together)."""
 
     def __init__(self, by_key, options, guard, stops) -> None:
