@@ -78,3 +78,20 @@ def pytest_collection_modifyitems(config, items):
         # A slow or GPU test stays in its own tier: `-m integration` selects what .ci/run runs.
         if listed and not any(item.get_closest_marker(name) for name in ("slow", "gpu")):
             item.add_marker(pytest.mark.integration)
+
+
+FAST_TIER = "not slow and not gpu and not integration"
+"""The mark expression of the fast tier (pyproject.toml's addopts)."""
+
+
+def pytest_ignore_collect(collection_path, config):
+    # Under the fast tier's expression every item of a listed module is deselected (it is
+    # integration, slow or gpu): not importing those modules spares each worker their imports
+    # (flash-linear-attention's alone takes 3 s) and their assertion rewriting.
+    if " ".join(str(config.option.markexpr).split()) != FAST_TIER:
+        return None
+    root = Path(__file__).parent
+    path = Path(str(collection_path))
+    if path.is_relative_to(root) and path.relative_to(root).as_posix() in INTEGRATION:
+        return True
+    return None

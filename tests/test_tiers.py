@@ -32,3 +32,13 @@ def _collected(*options: str) -> set[str]:
 def test_the_default_run_leaves_integration_modules_out_and_m_integration_takes_only_them():
     assert _collected() == {"tests/fuzz/grading/test_evaluate.py"}
     assert _collected("-m", "integration") == {"tests/fuzz/grading/test_parts.py"}
+
+
+def test_the_fast_tiers_expression_is_the_one_the_collection_leaves_listed_modules_out_under():
+    # tests/conftest.py does not import the listed modules under the fast tier's expression; were
+    # pyproject.toml's addopts to change it, they would be imported again (slower, never wrong).
+    import shlex
+    import tomllib
+
+    addopts = shlex.split(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"])
+    assert addopts[addopts.index("-m") + 1] == _conftest.FAST_TIER
