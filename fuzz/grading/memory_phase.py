@@ -29,13 +29,12 @@ def _probes_memory(options: GradeOptions, record: GradeRecord, verdict: Verdict)
     values are judged, so a kernel whose bad read also spoils its values fails the memory check there;
     on a GPU the phase comes after the fuzzing, so it runs after a pass, after a value check's failure
     and after a crash the GPU reported as a kernel's fault, and names the access the same way."""
-    if not options.device.startswith("cuda") or options.part or options.memory is MemoryPhase.OFF:
+    if not options.device.startswith("cuda") or options.memory is MemoryPhase.OFF:
         return False
     if verdict is Verdict.PASS:
         return True
     if verdict is Verdict.FAIL:
-        return options.memory is MemoryPhase.BESIDE and record.check not in ("memory_bounds", "uninitialized_read",
-                                                                              "time_limit")
+        return options.memory is MemoryPhase.BESIDE and record.check not in (*memory.MEMORY_CHECKS, "time_limit")
     return verdict is Verdict.CRASH and any(s in f"{record.reason}\n{record.details}" for s in _KERNEL_FAULT)
 
 
@@ -67,7 +66,7 @@ def probing(target: str, options: GradeOptions):
     it): a verdict then waits only for what is left of them. Stopped on the way out if the run did
     not need them (a load error, a timeout). Yields None where no phase can follow (the CPU, a part
     of a run, a run whose options start the phase only once it is needed: ``options.memory``)."""
-    if not options.device.startswith("cuda") or options.part or options.memory is not MemoryPhase.BESIDE:
+    if not options.device.startswith("cuda") or options.memory is not MemoryPhase.BESIDE:
         yield None
         return
     probes = _started(target, options)

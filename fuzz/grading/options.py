@@ -49,7 +49,8 @@ class MemoryPhase(str, Enum):
     failure stands as the verdict. A mutant killed by a value check is killed whatever the phase
     would name; its two sanitizer processes would only rename the check."""
     OFF = "off"
-    """Never: a share of a run whose first share probes (the mutation gate's)."""
+    """Never: a part of a run (grading.parts.split), which probes once after its parts, or a share
+    of the mutation gate's run, whose first share probes."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,6 @@ class GradeOptions:
     # apart (the mutation gate on a GPU host spreads its compiles so; fuzz.run.Run.skips). Not an option.
     share: tuple[int, int] | None = field(default=None, repr=False)
     bench: bool = False
-    # A part of a run (grading.parts.split): the run probes memory once, after its parts (fuzz.memory).
-    part: bool = field(default=False, repr=False)
     memory: MemoryPhase = field(default=MemoryPhase.BESIDE, repr=False)
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
     bench_dtype: str = "float32"
@@ -225,8 +224,9 @@ class GradeOptions:
         derived = data.pop("derived_seed")
         data.pop("stop_dir")
         data.pop("share")
-        data.pop("part")
-        if self.memory is MemoryPhase.BESIDE:  # a check's and a grading's: their reports and keys as before
+        # Only a phase that changes a verdict's named check is the verdict's: not a part's or a share's
+        # (their run probes once), not a check's or a grading's (their reports and keys as before).
+        if self.memory is not MemoryPhase.AFTER_PASS:
             data.pop("memory")
         data["private_seed"] = self.private_seed is not None or derived is not None
         contract = data.pop("contract")

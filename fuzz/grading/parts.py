@@ -39,6 +39,7 @@ from pathlib import Path
 from ..costs import Costs
 from ..outcomes import Verdict
 from ..timing import merge_compile_summaries
+from .options import MemoryPhase
 from .record import GradeRecord
 from .options import GradeOptions
 
@@ -74,7 +75,8 @@ def split(options: GradeOptions, parts: int, *, max_elements: int | None) -> lis
     share, extra = divmod(options.budget, parts)
     seed = options.effective_seed
     return [replace(options, budget=share + (index < extra), private_seed=None, derived_seed=_part_seed(seed, index),
-                    parts=1, max_elements=max_elements, fit_shapes=False, bench=False, part=True)
+                    parts=1, max_elements=max_elements, fit_shapes=False, bench=False,
+                    memory=MemoryPhase.OFF)
             for index in range(parts)]
 
 

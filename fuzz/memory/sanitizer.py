@@ -23,10 +23,12 @@ import re
 import shutil
 from dataclasses import dataclass, field
 
-__all__ = ["Finding", "TOOLS", "find", "parse"]
+__all__ = ["CHECKS", "Finding", "TOOLS", "find", "parse"]
 
 TOOLS = {"memcheck": "memory_bounds", "initcheck": "uninitialized_read"}
 """The tools the memory phase runs, and the check each one's findings fail."""
+CHECKS = tuple(TOOLS.values())
+"""The checks the memory phase decides on a GPU."""
 
 _MARK = "========="
 _ERROR = re.compile(r"^(Invalid __\w+__ (read|write|atomic)|Uninitialized __\w+__ memory read|"

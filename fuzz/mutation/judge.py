@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..grading.options import GradeOptions, MemoryPhase
 from ..grading.record import GradeRecord
+from ..memory import MEMORY_CHECKS
 from ..defaults import GRADE_TIMEOUT as GATE_LIMIT
 from ..outcomes import MutantStatus, Verdict
 from .cache import verdict_key
@@ -18,7 +19,7 @@ from .loading import coverage_target, mutant_target, read_coverage
 from .mutant import Mutant
 from .results import Cell, TestsVerdict
 
-__all__ = ["LINES_JOB", "LINE_NOT_RUN", "MEMORY_CHECKS", "RETRY_FACTOR", "covered", "judge", "mutant_options",
+__all__ = ["LINES_JOB", "LINE_NOT_RUN", "RETRY_FACTOR", "covered", "judge", "mutant_options",
            "needs_lines", "never_ran", "no_coverage_cell", "tests_record"]
 
 RETRY_FACTOR = 4.0
@@ -33,9 +34,6 @@ LINES_JOB = "gate-lines"
 """The key of the traced run of the unmutated kernel (its lines are the coverage of a CPU run)."""
 UNDECIDED = (MutantStatus.SURVIVED, MutantStatus.TIMEOUT)
 """The statuses a mutant whose edit never ran can have; every other one shows the edit ran."""
-
-MEMORY_CHECKS = ("memory_bounds", "uninitialized_read")
-"""The checks a GPU's memory phase decides (fuzz.grading.memory_phase)."""
 
 LINE_NOT_RUN = "the mutated line never ran on any generated input (coverage of the unmutated kernel's gate run)"
 

@@ -208,6 +208,7 @@ def test_an_import_that_hangs_is_a_load_error_after_the_load_deadline(tmp_path, 
 
 
 def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the_check(monkeypatch):
+    from fuzz.grading.options import MemoryPhase
     from fuzz.grading import GradeOptions
     from fuzz.grading.candidates import Candidate
     from fuzz.grading.reports import format_record
@@ -232,7 +233,7 @@ def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the
     assert memory_phase(candidate, options, record, Verdict.FAIL) is Verdict.FAIL and not asked
     record.check = None
     assert memory_phase(candidate, GradeOptions(), record, Verdict.PASS) is Verdict.PASS and not asked
-    part = GradeOptions(device="cuda", part=True)  # a part of a run: the run probes once, after its parts
+    part = GradeOptions(device="cuda", memory=MemoryPhase.OFF)  # a part of a run: the run probes once, after its parts
     assert memory_phase(candidate, part, record, Verdict.PASS) is Verdict.PASS and not asked
     record.reason = "crashed: RuntimeError: CUDA error: out of memory"
     assert memory_phase(candidate, options, record, Verdict.CRASH) is Verdict.CRASH and not asked
@@ -339,6 +340,7 @@ def test_on_a_gpu_a_value_failure_or_an_illegal_address_is_named_by_the_memory_p
 
 
 def test_on_a_gpu_the_probes_start_beside_the_fuzzing_and_stop_when_the_run_needs_none(monkeypatch):
+    from fuzz.grading.options import MemoryPhase
     from fuzz.grading import GradeOptions
     from fuzz.memory import MemoryReport, Probing
 
@@ -356,7 +358,7 @@ def test_on_a_gpu_the_probes_start_beside_the_fuzzing_and_stop_when_the_run_need
     with memory_phase_module.probing("k.py:lse", GradeOptions(device="cuda")) as probes:
         assert isinstance(probes, Watched) and started == ["k.py:lse"] and not cancelled
     assert cancelled == [True]  # a run that ended without needing them (a load error, a timeout) stops them
-    for options in (GradeOptions(), GradeOptions(device="cuda", part=True)):
+    for options in (GradeOptions(), GradeOptions(device="cuda", memory=MemoryPhase.OFF)):
         with memory_phase_module.probing("k.py:lse", options) as probes:
             assert probes is None
     assert started == ["k.py:lse"]

@@ -322,7 +322,8 @@ def test_on_a_gpu_a_mutant_probes_memory_beside_its_run_only_where_its_documente
     only after a pass or a kernel fault. The CPU has no phase: its options stay as given."""
     from fuzz.grading.options import GradeOptions, MemoryPhase
     from fuzz.mutation.bundled import catalog
-    from fuzz.mutation.judge import MEMORY_CHECKS, mutant_options
+    from fuzz.memory import MEMORY_CHECKS
+    from fuzz.mutation.judge import mutant_options
 
     mutants = catalog()
     gpu, cpu = GradeOptions(device="cuda"), GradeOptions(device="cpu")
