@@ -86,7 +86,8 @@ class RunStop:
     """How the parts of one run stop each other: a part that fails says so (:meth:`failed`), and
     a part that has not failed ends at its next example once another has (:meth:`others_failed`).
     Any object with these two methods will do (:class:`fuzz.grading.parts.PartSignal` is the one
-    ``lse-fuzz check`` uses across processes)."""
+    ``lse-fuzz check`` uses across processes); its ``why``, if it has one, says in the result's notes
+    what ended the run (:class:`fuzz.grading.memory_phase.MemoryStop`: a stray access found beside it)."""
 
     def failed(self) -> None:  # pragma: no cover - the protocol
         raise NotImplementedError
@@ -310,7 +311,7 @@ class Run:
             costs=self._costs(before, seconds, here), largest=self.state.largest,
         )
         if self.state.stopped:
-            result.notes.append("stopped: another part of the run failed first")
+            result.notes.append(f"stopped: {getattr(self.stop, 'why', '') or 'another part of the run failed first'}")
         if falsified is not None:
             _record_failure(result, falsified, self.reproducer_dir)
             if isinstance(falsified.failure, Unsupported):

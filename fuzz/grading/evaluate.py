@@ -18,7 +18,7 @@ from pathlib import Path
 
 from reference.errors import InvalidArgument
 
-from . import static_scan
+from . import cpu_slots, static_scan
 from .. import memory
 from ..gpu_memory import gpu_name, sparse_huge_inputs
 from ..calls import ConventionError
@@ -34,10 +34,9 @@ from .candidates import Candidate
 from .fit import fitted
 from .blame import blame_signals
 from .gpu_lock import GpuLock
-from .memory_phase import memory_phase, probing
+from .memory_phase import memory_phase, probing, stop_for, watching
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
-from . import cpu_slots
-from .parts import PartSignal, decided, decides, merge_parts, part_count, split
+from .parts import decided, decides, merge_parts, part_count, split
 from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
 
@@ -188,7 +187,7 @@ def _evaluate(candidate: Candidate, options: GradeOptions, started: float, probe
     slots = cpu_slots.take(parts if each and side_by_side else 0)
     if len(slots) > 1:
         with slots:
-            merge_parts(record, decided(_side_by_side(candidate, each, len(slots), reproducer_dir, on_loaded)))
+            merge_parts(record, decided(_side_by_side(candidate, each, len(slots), reproducer_dir, on_loaded, probes)))
         record.verdict = memory_phase(candidate, options, record, record.verdict, probes)
         if record.verdict is Verdict.PASS and _benches(options):
             _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
@@ -206,9 +205,9 @@ def _evaluate(candidate: Candidate, options: GradeOptions, started: float, probe
         on_loaded()
     try:
         if each:
-            verdict = _in_turn(impl, candidate, each, record, reproducer_dir=reproducer_dir)
+            verdict = _in_turn(impl, candidate, each, record, reproducer_dir=reproducer_dir, probes=probes)
         else:
-            verdict = _record_result(record, _fuzz(impl, candidate, options, max_elements, reproducer_dir))
+            verdict = _record_result(record, _fuzz(impl, candidate, options, max_elements, reproducer_dir, probes))
     except ImplLost as lost:
         return _lost(record, lost, started, impl, candidate, options, probes)
     except HarnessError as exc:  # no verdict on the candidate: the run could not go on
@@ -239,17 +238,17 @@ def _lost(record: GradeRecord, lost: ImplLost, started: float, impl: IsolatedImp
 
 
 def _fuzz(impl: IsolatedImpl, candidate: Candidate, options: GradeOptions, max_elements: int | None,
-          reproducer_dir: Path | str) -> CheckResult:
+          reproducer_dir: Path | str, probes: memory.Probing | None = None) -> CheckResult:
     return check(impl, budget=options.budget, seed=options.effective_seed, device=options.device,
                  contract=options.declared(), checks=options.checks, profile=options.profile,
                  reproducer_dir=reproducer_dir, huge_offsets=options.huge_offsets,
                  max_elements=max_elements, time_limit=options.time_limit, target=candidate.target,
-                 backward=options.backward, shrink_seconds=options.shrink_seconds,
-                 stop=PartSignal(options.stop_dir) if options.stop_dir else None, share=options.share)
+                 backward=options.backward, shrink_seconds=options.shrink_seconds, stop=stop_for(options, probes),
+                 share=options.share)
 
 
 def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: GradeRecord, *,
-             reproducer_dir: Path | str) -> Verdict:
+             reproducer_dir: Path | str, probes: memory.Probing | None) -> Verdict:
     """The parts' runs one after another in ``impl``'s worker, up to the first that decides the
     verdict (the later ones cannot change it, see :func:`.parts.decided`), merged into ``record``.
     One worker serves them all, as it serves every example of one run: a part costs no start of
@@ -258,7 +257,7 @@ def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions],
     for options in each:
         part, began = base_record(candidate, options), time.monotonic()
         try:
-            part.verdict = _record_result(part, _fuzz(impl, candidate, options, options.max_elements, reproducer_dir))
+            part.verdict = _record_result(part, _fuzz(impl, candidate, options, options.max_elements, reproducer_dir, probes))
         except ImplLost as lost:  # the worker is gone: this part decides
             _record_lost(part, lost)
             part.verdict = verdict_of(outcome=lost.outcome)
@@ -304,14 +303,15 @@ def _bench_alone(candidate: Candidate, options: GradeOptions, record: GradeRecor
 
 
 def _side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, reproducer_dir: Path | str,
-                  on_loaded: Callable[[], None] | None) -> list[GradeRecord]:
-    """Part 0 here (so ``on_loaded`` is called as the target loads), the others at the same time in
-    the drivers of a pool run from a thread, each in a worker of its own: the same parts, in part
-    order, as one after another. The first part to fail stops the others (:class:`.parts.PartSignal`)."""
+                  on_loaded: Callable[[], None] | None, probes: memory.Probing | None = None) -> list[GradeRecord]:
+    """Part 0 here (``on_loaded`` is called as the target loads), the others at once in the drivers of a
+    pool run from a thread, each in a worker of its own. The first part to fail stops the others (:class:`.parts.PartSignal`),
+    as does a finding of the memory phase beside them (``probes``, :func:`.memory_phase.watching`)."""
     signals = tempfile.mkdtemp(prefix="lse-fuzz-parts-")
     try:
-        return _parts_side_by_side(candidate, [replace(options, stop_dir=signals) for options in each], at_once,
-                                   reproducer_dir=reproducer_dir, on_loaded=on_loaded)
+        with watching(probes, signals):
+            return _parts_side_by_side(candidate, [replace(options, stop_dir=signals) for options in each], at_once,
+                                       reproducer_dir=reproducer_dir, on_loaded=on_loaded)
     finally:
         shutil.rmtree(signals, ignore_errors=True)
 

@@ -80,6 +80,11 @@ def split(options: GradeOptions, parts: int, *, max_elements: int | None) -> lis
             for index in range(parts)]
 
 
+MEMORY_SIGNAL = "failed-memory-phase"
+"""The file the memory phase beside the parts leaves in their directory once a tool found a stray access."""
+MEMORY_FOUND = "the memory phase beside the run found a stray access (its verdict follows)"
+
+
 class PartSignal:
     """The parts of one run side by side tell each other of a failure through files in one
     directory, one per part that failed, named by its process (each part runs in a process of its
@@ -90,6 +95,12 @@ class PartSignal:
 
     def failed(self) -> None:
         (self.directory / self.name).touch()
+
+    @property
+    def why(self) -> str:
+        """What stopped the parts, in a stopped part's notes: the memory phase's finding (it runs
+        beside them on a GPU, :func:`fuzz.grading.memory_phase.watching`), else "" (another part)."""
+        return MEMORY_FOUND if (self.directory / MEMORY_SIGNAL).exists() else ""
 
     def others_failed(self) -> bool:
         try:

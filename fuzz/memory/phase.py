@@ -169,6 +169,23 @@ class Probing:
         self._running[name] = (subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True), output)
 
+    def found(self) -> bool:
+        """Whether a tool has reported a stray access already, read from its output so far without
+        waiting: the fuzzing beside the phase can then stop, as the verdict is the memory check's."""
+        if self._done is not None:
+            return self._done.finding is not None
+        for name, (_, output) in list(self._running.items()):
+            try:
+                text = os.pread(output.fileno(), 1 << 20, 0).decode(errors="replace")
+            except (OSError, ValueError):  # closed: report() or cancel() took it
+                continue
+            if name == "interpreter":
+                if _interpreted(self.target, [], self.tools, text, True, "").finding is not None:
+                    return True
+            elif sanitizer.parse(text, name) is not None:
+                return True
+        return False
+
     def cancel(self) -> None:
         """Stop what still runs (the run ended without needing the phase)."""
         for process, output in self._running.values():

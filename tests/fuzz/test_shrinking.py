@@ -8,6 +8,7 @@ import doubles
 import pytest
 import torch
 from hypothesis.database import InMemoryExampleDatabase
+from run_stops import FixedStop
 
 import fuzz
 import fuzz.run
@@ -123,25 +124,14 @@ def test_a_users_database_still_gets_the_failure(run):
     assert any(values for values in database.data.values())
 
 
-class _Stop:
-    def __init__(self, others_failed: bool) -> None:
-        self.others, self.marked = others_failed, 0
-
-    def failed(self) -> None:
-        self.marked += 1
-
-    def others_failed(self) -> bool:
-        return self.others
-
-
 def test_a_part_ends_at_its_next_example_once_another_part_failed(run):
-    result = run(doubles.lse_float64, budget=50, stop=_Stop(others_failed=True))
+    result = run(doubles.lse_float64, budget=50, stop=FixedStop(others_failed=True))
     assert result.passed and result.examples == 0
     assert "stopped: another part of the run failed first" in result.notes
 
 
 def test_a_failing_part_says_so_once_and_shrinks_on(run):
-    stop = _Stop(others_failed=False)
+    stop = FixedStop(others_failed=False)
     result = run(doubles.off_by_max, seed=0, stop=stop)
     assert result.check is not None and stop.marked == 1 and result.counterexample.shape == (1, 1)
 

@@ -32,10 +32,11 @@ FAKE = textwrap.dedent('''\
     if os.environ.get("FAKE_SANITIZER_SLEEPS"):
         time.sleep(60)
     print("========= COMPUTE-SANITIZER", flush=True)
-    done = subprocess.run(command, capture_output=True, text=True)
+    # As the tool does: the probe's lines and the tool's error blocks as they come.
+    done = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     found = 0
-    for line in done.stdout.splitlines():
-        print(line)
+    for line in done.stdout:
+        print(line, end="", flush=True)
         if line.startswith("lse-fuzz-probe 1 start") and os.environ.get("FAKE_SANITIZER_FINDS") == tool:
             found = 7
             print("========= Invalid __global__ read of size 4 bytes")
@@ -44,7 +45,8 @@ FAKE = textwrap.dedent('''\
             print("=========     Access to 0x7f0000000014 is out of bounds")
             print("=========     Saved host backtrace up to driver entry point at kernel launch time")
             print("=========         Host Frame: launch [0x1fdc] in __triton_launcher.so")
-            print("========= ")
+            print("========= ", flush=True)
+    done.wait()
     print(f"========= ERROR SUMMARY: {found} errors")
     sys.exit(86 if found else done.returncode)
 ''')
@@ -203,3 +205,32 @@ def test_a_verdict_waits_at_most_the_given_seconds_after_the_fuzzing(fake, monke
     report = probing.report([], most=1.0)
     assert report.waited < 10 and report.notes == [
         "memcheck stopped 1 s after the fuzzing ended (the most a verdict waits for it)"]
+
+
+def test_a_finding_is_seen_while_the_tools_still_run_and_a_clean_run_shows_none(fake, monkeypatch):
+    # What lets the fuzzing beside the phase stop early (fuzz.grading.memory_phase.MemoryStop).
+    def done_with_the_fixed_probes(probing) -> None:
+        deadline = time.monotonic() + 120
+        while len(list(Path(probing.directory).glob("waiting.*"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+    clean = phase.start("reference:lse", checks=BOTH, device="cpu", executable=fake)
+    done_with_the_fixed_probes(clean)
+    assert not clean.found() and clean.report().finding is None and not clean.found()
+    monkeypatch.setenv("FAKE_SANITIZER_FINDS", "memcheck")
+    probing = phase.start("reference:lse", checks=BOTH, device="cpu", executable=fake)
+    done_with_the_fixed_probes(probing)
+    assert all(process.poll() is None for process, _ in probing._running.values())  # waiting for the run's inputs
+    assert probing.found()
+    assert probing.report().finding is not None and probing.found()
+    probing.cancel()
+
+
+def test_the_cpus_checks_finding_is_seen_while_the_probes_still_run(monkeypatch):
+    monkeypatch.setattr(sanitizer, "find", lambda: None)
+    probing = phase.start(str(DOUBLES / "reads_past.py") + ":lse", checks=BOTH, device="cpu")
+    deadline = time.monotonic() + 120
+    while not list(Path(probing.directory).glob("waiting.*")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert probing.found()
+    assert probing.report().finding is not None
