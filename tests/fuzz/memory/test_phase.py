@@ -127,8 +127,9 @@ def test_started_beside_other_work_the_report_waits_only_for_what_is_left(fake):
     while len(list(Path(probing.directory).glob("waiting.*"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)  # the fuzzing would run here; the probe processes wait for its inputs once done
     assert all(process.poll() is None for process, _ in probing._running.values())
+    assert not probing.found()  # a clean run's output so far shows no stray access
     report = probing.report()
-    assert report.finding is None and report.probes == 8
+    assert report.finding is None and report.probes == 8 and not probing.found()
     assert report.waited < 2.0 < report.seconds
     assert "beside the fuzzing" in report.describe()
     assert probing.report() is report  # read once
@@ -207,19 +208,14 @@ def test_a_verdict_waits_at_most_the_given_seconds_after_the_fuzzing(fake, monke
         "memcheck stopped 1 s after the fuzzing ended (the most a verdict waits for it)"]
 
 
-def test_a_finding_is_seen_while_the_tools_still_run_and_a_clean_run_shows_none(fake, monkeypatch):
-    # What lets the fuzzing beside the phase stop early (fuzz.grading.memory_phase.MemoryStop).
-    def done_with_the_fixed_probes(probing) -> None:
-        deadline = time.monotonic() + 120
-        while len(list(Path(probing.directory).glob("waiting.*"))) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-
-    clean = phase.start("reference:lse", checks=BOTH, device="cpu", executable=fake)
-    done_with_the_fixed_probes(clean)
-    assert not clean.found() and clean.report().finding is None and not clean.found()
+def test_a_finding_is_seen_while_the_tools_still_run(fake, monkeypatch):
+    # What lets the fuzzing beside the phase stop early (fuzz.grading.memory_phase.MemoryStop); a clean
+    # run's tools show none (test_started_beside_other_work_the_report_waits_only_for_what_is_left).
     monkeypatch.setenv("FAKE_SANITIZER_FINDS", "memcheck")
     probing = phase.start("reference:lse", checks=BOTH, device="cpu", executable=fake)
-    done_with_the_fixed_probes(probing)
+    deadline = time.monotonic() + 120
+    while len(list(Path(probing.directory).glob("waiting.*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert all(process.poll() is None for process, _ in probing._running.values())  # waiting for the run's inputs
     assert probing.found()
     assert probing.report().finding is not None and probing.found()
