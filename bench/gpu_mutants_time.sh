@@ -5,7 +5,8 @@
 #
 # Writes OUT_DIR/<step>.log for each step:
 #   default   the analysis as shipped, from an empty Triton cache, with a timeline of the jobs
-#             (bench/mutants_timeline.py) and the launch variants of the run (LSE_FUZZ_VARIANTS)
+#             (bench/mutants_timeline.py), the launch variants of the run (LSE_FUZZ_VARIANTS) and its
+#             reports in OUT_DIR/default-report (mutation.json: each mutant's killing check)
 #   warm      the same again on the cache the first run filled: what is left without compiling
 #   part      one gate part alone (63 examples of the mutants' base), cold: seconds per compile
 #             without the other jobs' load
@@ -36,7 +37,7 @@ cold() {  # STEP [ARGS]: the analysis from an empty Triton cache
   tail -3 "$out/$step.log" >&2
   echo "$cache"
 }
-if wants default; then cache=$(cold default | tail -1); fi
+if wants default; then cache=$(cold default --out-dir "$out/default-report" | tail -1); fi
 if wants warm; then
   { header; echo "# the same, on the Triton cache the cold run filled"
     start=$(date +%s.%N)

@@ -65,6 +65,8 @@ class Run:
     examples: int | None = None
     costs: dict = field(default_factory=dict)
     parts: list = field(default_factory=list)  # each part's seconds, in part order
+    reason: str = ""  # the report's reason, for a verdict other than pass and fail (the harness's own errors)
+    details: str = ""  # and the end of its details (a traceback, a worker's stderr)
 
     @property
     def triton(self) -> bool:
@@ -134,8 +136,11 @@ def run_check(target: str, declared: list[str], device: str, section: str, timeo
             return Run(section, label, seconds, code,
                        verdict=f"exit {code}: {said}" if code != -1 else f"> {timeout:g} s")
         data = json.loads(report.read_text())
-        return Run(section, label, seconds, code, data.get("verdict", ""), data.get("check"), data.get("examples"),
-                   data.get("costs") or {}, [part.get("seconds") for part in data.get("parts") or []])
+        verdict = data.get("verdict", "")
+        return Run(section, label, seconds, code, verdict, data.get("check"), data.get("examples"),
+                   data.get("costs") or {}, [part.get("seconds") for part in data.get("parts") or []],
+                   **({} if verdict in ("pass", "fail") else
+                      {"reason": str(data.get("reason") or ""), "details": str(data.get("details") or "")[-3000:]}))
 
 
 def run_command(section: str, label: str, argv: list[str], timeout: float) -> Run:
@@ -234,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         if left() <= 0:
             return None
         run = run_check(*target, device, section, args.timeout)
-        print(f"{section}: {run.target}: {run.verdict} {run.check or ''} in {run.seconds:.1f} s", flush=True)
+        print(f"{section}: {run.target}: {run.verdict} {run.check or ''} in {run.seconds:.1f} s"
+              + (f" ({run.reason})" if run.reason else ""), flush=True)
         return run
 
     alone = chosen  # without the checks section: every chosen target, one at a time

@@ -83,6 +83,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lse-fuzz: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the tool's own failure: one paragraph, the traceback kept
+        print(_internal_error(exc), file=sys.stderr)
+        return ExitCode.INTERNAL
+
+
+def _internal_error(exc: Exception) -> str:
+    """What the command says when lse-fuzz itself failed (no verdict on any implementation): the
+    error in one line, and where its traceback was saved for a report."""
+    import tempfile
+    import traceback
+
+    with tempfile.NamedTemporaryFile("w", prefix="lse-fuzz-internal-error-", suffix=".txt", delete=False) as saved:
+        saved.write("".join(traceback.format_exception(exc)))
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return (f"lse-fuzz: internal error: {type(exc).__name__}: {first}\n"
+            f"  lse-fuzz itself failed; this is no verdict on the implementation. If the machine is\n"
+            f"  short of something (GPU memory held by other jobs, disk), run again with fewer jobs;\n"
+            f"  otherwise please report it with the traceback saved in {saved.name}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -33,8 +33,8 @@ import torch
 
 T = TypeVar("T")
 
-__all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "gpu_name", "huge_storage", "sparse_huge_inputs",
-           "with_memory_retry"]
+__all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "gpu_name", "huge_storage", "out_of_memory",
+           "sparse_huge_inputs", "with_memory_retry"]
 
 HUGE_INPUT_BYTES = (2**32 + 2**20) * 4
 """The largest huge-offset storage (2**32 elements of 4 bytes and a little)."""
@@ -81,6 +81,14 @@ MEMORY_WAIT = 120.0
 """Seconds an allocation of a huge input may wait for GPU memory another process is giving back."""
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` says the GPU had no room: PyTorch's allocator (``torch.OutOfMemoryError``),
+    or the CUDA runtime itself (``CUDA error: out of memory`` as a ``torch.AcceleratorError``, e.g.
+    a kernel launch on a GPU other processes filled)."""
+    return isinstance(exc, torch.OutOfMemoryError) or (
+        isinstance(exc, RuntimeError) and "CUDA error: out of memory" in str(exc))
+
+
 def with_memory_retry(make: Callable[[], T], device: torch.device, *, wait: float = MEMORY_WAIT) -> T:
     """``make()``, tried again while the GPU is out of memory, for up to ``wait`` seconds.
 
@@ -96,8 +104,8 @@ def with_memory_retry(make: Callable[[], T], device: torch.device, *, wait: floa
     while True:
         try:
             return make()
-        except torch.OutOfMemoryError:
-            if time.monotonic() + delay > deadline:
+        except RuntimeError as exc:  # torch.OutOfMemoryError is one
+            if not out_of_memory(exc) or time.monotonic() + delay > deadline:
                 raise
         gc.collect()
         torch.cuda.empty_cache()

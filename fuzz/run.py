@@ -29,7 +29,7 @@ from .checks import METAMORPHIC, Plan, run_checks
 from .checks.context import Pin
 from .costs import Costs
 from .failures import CheckFailure, ImplError, Unsupported, headline
-from .gpu_memory import HugeInputSlots, with_memory_retry
+from .gpu_memory import HugeInputSlots, out_of_memory, with_memory_retry
 from .outcomes import HarnessError, ImplLost, run_status
 from .reproducer import replay_command, save_reproducer
 from .result import CheckResult
@@ -413,7 +413,9 @@ def _materialize(example: LseInput) -> None:
     """Allocate a huge-offset input on the GPU (waiting for room other processes hold)."""
     try:
         with_memory_retry(lambda: example.x, example.device)
-    except torch.OutOfMemoryError as exc:
+    except RuntimeError as exc:  # torch.OutOfMemoryError is one
+        if not out_of_memory(exc):
+            raise
         raise HarnessError(f"the GPU had no room for a huge-offset input ({example.describe()}) even "
                            f"after waiting: {str(exc).splitlines()[0]} Run fewer jobs at once, or pass "
                            "--no-huge-offsets.") from None

@@ -29,9 +29,9 @@ from .merge.reproducer import is_op_reproducer
 from .calls import CallConvention
 from .checks import GRADIENT_CHECKS, METAMORPHIC, Plan, run_checks, validate_checks
 from .failures import CheckFailure, ImplError, Unsupported
-from .gpu_memory import HugeInputSlots, sparse_huge_inputs
+from .gpu_memory import HugeInputSlots, out_of_memory, sparse_huge_inputs, with_memory_retry
 from .gradient import gradient_of
-from .outcomes import run_status
+from .outcomes import HarnessError, run_status
 from .profiles import PROFILES, database_for, profile_settings
 from .reproducer import load_reproducer, replay_command
 from .result import CheckResult
@@ -197,10 +197,20 @@ def _last_examples(contract: Contract, device: torch.device, huge_offsets: bool,
     prefers (None: the run's first): the padded rows, the one ordinary small input among them, with
     fresh_values (an answer cached by object, pointer or shape shows on every seed), the views past
     2**31 elements (with huge offsets) and, with default shapes, the float16 overflow row; at most
-    ``budget - 1``."""
-    last = [(padded_example(contract, device), "fresh_values"),
-            *((e, None) for e in (huge_examples(contract, device) if huge_offsets else [])),
-            *([(overflow_example(contract, device), None)] if default_shapes else [])]
+    ``budget - 1``. On a GPU other processes filled, made once they gave room back (or a
+    HarnessError: no verdict on the implementation, not a traceback)."""
+    def made():
+        return [(padded_example(contract, device), "fresh_values"),
+                *((e, None) for e in (huge_examples(contract, device) if huge_offsets else [])),
+                *([(overflow_example(contract, device), None)] if default_shapes else [])]
+
+    try:
+        last = with_memory_retry(made, device)
+    except RuntimeError as exc:
+        if not out_of_memory(exc):
+            raise
+        raise HarnessError(f"the GPU had no room for the fuzzer's own fixed examples even after waiting: "
+                           f"{str(exc).splitlines()[0]} Run fewer jobs at once.") from None
     return tuple((e, check) for e, check in last if e is not None)[:budget - 1]
 
 

@@ -60,3 +60,27 @@ def test_on_the_cpu_the_summary_judges_the_triton_kernels_median_apart():
     assert "median 14.0 s (target 15: met)" in text  # all five: the torch runs pull it down
     assert "the 3 Triton kernels: median 17.0 s (target 15: missed)" in text
     assert "Triton kernels" not in bench.summary(runs, "cuda")
+
+
+def test_a_verdict_other_than_pass_or_fail_keeps_the_reports_reason(monkeypatch):
+    # An internal error under load is a finding to explain: its reason and details come with the run.
+    import json
+    import subprocess
+
+    bench = _load()
+
+    def checked(verdict, reason):
+        def run(command, **kwargs):
+            report = command[command.index("--json") + 1]
+            Path(report).write_text(json.dumps({"verdict": verdict, "check": None, "reason": reason,
+                                                "details": "x" * 5000 + "the end"}))
+            return subprocess.CompletedProcess(command, 3, "", "")
+
+        monkeypatch.setattr(bench.subprocess, "run", run)
+        return bench.run_check("t.py", [], "cuda", "checks -j 8", 10.0)
+
+    failed = checked("internal_error", "the harness failed: the worker could not start cuda")
+    assert failed.reason == "the harness failed: the worker could not start cuda"
+    assert failed.details.endswith("the end") and len(failed.details) == 3000
+    passed = checked("pass", "")
+    assert (passed.reason, passed.details) == ("", "")

@@ -44,23 +44,44 @@ def test_a_slot_holds_every_copy_of_the_largest_huge_input():
     assert 139 * 2**30 // gpu_memory._PER_SLOT == 2  # an H200: two huge examples at a time
 
 
-def _flaky_allocation(failures):
+ALLOCATOR_OOM = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB.")
+RUNTIME_OOM = RuntimeError("CUDA error: out of memory\nSearch for `cudaErrorMemoryAllocation' in https://docs.nvidia.com/")
+"""What torch.AcceleratorError says when the CUDA runtime itself has no room (a kernel launch)."""
+
+
+def _flaky_allocation(failures, error=ALLOCATOR_OOM):
     attempts = []
 
     def make():
         attempts.append(1)
         if len(attempts) <= failures:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB.")
+            raise error
         return "tensor"
 
     return make, attempts
 
 
-def test_an_allocation_waits_for_memory_another_process_gives_back(monkeypatch):
+@pytest.mark.parametrize("error", [ALLOCATOR_OOM, RUNTIME_OOM], ids=["allocator", "runtime"])
+def test_an_allocation_waits_for_memory_another_process_gives_back(monkeypatch, error):
     monkeypatch.setattr(gpu_memory.time, "sleep", lambda seconds: None)
-    make, attempts = _flaky_allocation(3)
+    make, attempts = _flaky_allocation(3, error)
     assert with_memory_retry(make, torch.device("cuda", 0)) == "tensor"
     assert len(attempts) == 4
+
+
+def test_another_cuda_error_is_raised_at_once(monkeypatch):
+    monkeypatch.setattr(gpu_memory.time, "sleep", lambda seconds: None)
+    make, attempts = _flaky_allocation(3, RuntimeError("CUDA error: an illegal memory access was encountered"))
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        with_memory_retry(make, torch.device("cuda", 0))
+    assert len(attempts) == 1
+
+
+@pytest.mark.parametrize(("error", "expected"), [(ALLOCATOR_OOM, True), (RUNTIME_OOM, True),
+                                                 (RuntimeError("CUDA error: misaligned address"), False),
+                                                 (MemoryError(), False)])
+def test_what_counts_as_a_gpu_out_of_memory(error, expected):
+    assert gpu_memory.out_of_memory(error) is expected
 
 
 def test_past_the_wait_the_out_of_memory_error_is_raised(monkeypatch):

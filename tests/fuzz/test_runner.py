@@ -437,3 +437,23 @@ def test_padding_writes_and_cached_answers_fail_on_every_seed_within_a_small_bud
     assert result.check == check and result.examples <= 3, result.summary()
     if impl is doubles.writes_padding:
         assert run(impl, budget=3, seed=seed, contract=Contract(layouts="contiguous")).passed
+
+
+def test_a_gpu_too_full_for_the_fixed_examples_is_the_harness_s_error(monkeypatch):
+    # Other processes hold the GPU's memory for longer than the wait: no verdict and no traceback.
+    from fuzz import gpu_memory, runner
+    from fuzz.strategies import Contract
+
+    clock = iter(itertools.count(step=30.0))
+    monkeypatch.setattr(gpu_memory, "time", type("Clock", (), {"monotonic": staticmethod(lambda: next(clock)),
+                                                                "sleep": staticmethod(lambda seconds: None)}))
+    made = []
+
+    def full(contract, device):
+        made.append(1)
+        raise RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported")
+
+    monkeypatch.setattr(runner, "padded_example", full)
+    with pytest.raises(HarnessError, match="no room for the fuzzer's own fixed examples.*Run fewer jobs"):
+        runner._last_examples(Contract.parse("strict"), torch.device("cuda", 0), False, default_shapes=True, budget=9)
+    assert len(made) > 1  # tried again while the wait lasted

@@ -44,7 +44,7 @@ import torch
 
 from ...interpreter import autotune, bounds, specialization
 from ...failures import exception_chain
-from ...gpu_memory import MEMORY_WAIT, huge_storage, sparse_huge_inputs, with_memory_retry
+from ...gpu_memory import MEMORY_WAIT, huge_storage, out_of_memory, sparse_huge_inputs, with_memory_retry
 from ..wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes
 from . import compile_watch
 from .appearance import look_ordinary
@@ -180,8 +180,8 @@ def _start_device(device: str) -> None:
             torch.empty(1, device=device)
             torch.cuda.synchronize(device)
             return
-        except RuntimeError as exc:  # torch.AcceleratorError: "CUDA error: out of memory"
-            if "out of memory" not in str(exc) or time.monotonic() > deadline:
+        except RuntimeError as exc:  # a GPU others filled: out of memory, or "busy or unavailable" for a context
+            if not (out_of_memory(exc) or "busy or unavailable" in str(exc)) or time.monotonic() > deadline:
                 raise
             time.sleep(1.0)
 
@@ -329,12 +329,9 @@ class _WorkerState:
         self._let_go(released)
         try:
             x = with_memory_retry(lambda: self.input_for(spec, frame, fd), self.device)
-        except torch.OutOfMemoryError as exc:
-            # The GPU is full of other processes' memory: the harness's problem, not the candidate's.
-            _reply_raised(conn, exc, during=REBUILDING_INPUT, kind="harness")
-            return
         except BaseException as exc:  # e.g. the memory limit is too small for this input
-            _reply_raised(conn, exc, during=REBUILDING_INPUT)
+            # A GPU full of other processes' memory: the harness's problem, not the candidate's.
+            _reply_raised(conn, exc, during=REBUILDING_INPUT, kind="harness" if out_of_memory(exc) else None)
             return
         started = time.perf_counter()
         pinning = None

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import COMMANDS, main
+from fuzz.outcomes import ExitCode
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -78,3 +79,18 @@ def test_the_fork_server_started_early_is_the_one_the_run_uses():
                           capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "fork servers started: 1" in done.stdout
+
+
+def test_the_tools_own_failure_is_one_paragraph_and_a_saved_traceback(monkeypatch, capsys):
+    # E.g. the GPU filled by other jobs while the fuzzer made its own inputs: no traceback on the screen.
+    def fails(*args, **kwargs):
+        raise RuntimeError("CUDA error: out of memory\nSearch for `cudaErrorMemoryAllocation'")
+
+    monkeypatch.setattr("fuzz.grading.evaluate", fails)
+    code = main(["check", "reference:lse", "--device", "cpu", "--budget", "3"])
+    err = capsys.readouterr().err
+    assert code == ExitCode.INTERNAL, err
+    assert "Traceback" not in err and "lse-fuzz: internal error: RuntimeError: CUDA error: out of memory" in err
+    saved = Path(err.rsplit("saved in ", 1)[1].strip())
+    assert "Traceback" in saved.read_text() and "cudaErrorMemoryAllocation" in saved.read_text()
+    saved.unlink()
