@@ -34,7 +34,7 @@ import torch
 T = TypeVar("T")
 
 __all__ = ["HUGE_INPUT_BYTES", "MEMORY_WAIT", "HugeInputSlots", "gpu_name", "huge_storage", "out_of_memory",
-           "sparse_huge_inputs", "with_memory_retry"]
+           "others_fill_the_gpu", "sparse_huge_inputs", "with_memory_retry"]
 
 HUGE_INPUT_BYTES = (2**32 + 2**20) * 4
 """The largest huge-offset storage (2**32 elements of 4 bytes and a little)."""
@@ -87,6 +87,28 @@ def out_of_memory(exc: BaseException) -> bool:
     a kernel launch on a GPU other processes filled)."""
     return isinstance(exc, torch.OutOfMemoryError) or (
         isinstance(exc, RuntimeError) and "CUDA error: out of memory" in str(exc))
+
+
+CONTEXT_BYTES = 1 << 30
+"""What this process's CUDA context and libraries hold beside PyTorch's allocator (0.6-1.2 GiB
+measured per process on an H100)."""
+
+
+def others_fill_the_gpu(device: torch.device | None = None) -> bool:
+    """Whether other processes hold more than half of this process's GPU (its current one).
+
+    Then an allocation the GPU refused is the machine's doing (jobs side by side), not the
+    candidate's: its out-of-memory is no verdict on it. What this process holds is PyTorch's
+    reserved memory and :data:`CONTEXT_BYTES`; False where CUDA is not started or cannot say.
+    """
+    try:
+        if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+            return False
+        free, total = torch.cuda.mem_get_info(device)
+        mine = torch.cuda.memory_reserved(device)
+    except Exception:  # noqa: BLE001 - no answer: the error stands as the candidate's
+        return False
+    return total - free - mine - CONTEXT_BYTES > total // 2
 
 
 def with_memory_retry(make: Callable[[], T], device: torch.device, *, wait: float = MEMORY_WAIT) -> T:

@@ -447,7 +447,7 @@ class IsolatedImpl(BenchRequests):
             if header.get("during"):
                 message += f" (while {header['during']})"
             if header.get("kind") == "harness":
-                raise HarnessError(f"{message} during {what}: the GPU stayed full while the worker waited; "
+                raise HarnessError(f"{message} during {what}: other processes held the GPU's memory; "
                                    "run fewer jobs at once, or pass --no-huge-offsets")
             outcome = call_outcome(error_kind=header.get("kind", "exception"))
             if outcome.fatal:

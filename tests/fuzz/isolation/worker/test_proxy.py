@@ -22,7 +22,7 @@ from fuzz import defaults
 from fuzz.gpu_memory import MEMORY_WAIT
 from fuzz.isolation import CandidateRaised, IsolatedImpl, LoadFailed, worker_environment
 from fuzz.isolation.worker.codec import ReturnedObject
-from fuzz.outcomes import ImplLost, Outcome
+from fuzz.outcomes import HarnessError, ImplLost, Outcome
 from fuzz.layouts import Layout, LayoutKind
 from reference.errors import InvalidArgument
 
@@ -269,6 +269,29 @@ def test_an_exception_comes_back_with_its_type_message_and_traceback_and_the_wor
     assert "raises.py\", line 8, in lse" in error.traceback_text
     assert any("traceback in the isolated worker" in note for note in error.__notes__)
     assert pid is not None
+
+
+GPU_OTHERS_FILL = """
+import torch
+
+# The worker's GPU as eight jobs side by side left it: 79 of 80 GiB held by other processes.
+torch.cuda.is_available = lambda: True
+torch.cuda.is_initialized = lambda: True
+torch.cuda.mem_get_info = lambda device=None: (1 << 30, 80 << 30)
+torch.cuda.memory_reserved = lambda device=None: 0
+
+
+def lse(x):
+    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 256.00 MiB.")
+"""
+
+
+def test_an_out_of_memory_on_a_gpu_others_fill_is_no_verdict_on_the_candidate(tmp_path):
+    # Measured on an H100: a correct autotuned kernel graded "crash: out of memory" that way.
+    (tmp_path / "gpu_full.py").write_text(GPU_OTHERS_FILL)
+    with IsolatedImpl(f"{tmp_path / 'gpu_full.py'}:lse") as impl:
+        with pytest.raises(HarnessError, match="CUDA out of memory.*other processes held the GPU's memory"):
+            impl(torch.zeros(1, 5))
 
 
 def test_noise_is_captured_and_reported_not_mixed_into_our_output(capfd):
