@@ -2,7 +2,7 @@
 
     python bench/verdict_time.py [--device cpu|cuda] [--sections checks,alone,mutants,mutate]
                                  [--set corpus|all] [--only NAMES] [--jobs N] [--alone K] [--deadline S]
-                                 [--check-options OPTIONS] [--out PREFIX]
+                                 [--check-options OPTIONS] [--memory] [--out PREFIX]
 
 Every run is a subprocess as a user types it, with an empty Triton cache of its own (cold):
 
@@ -17,6 +17,9 @@ Every run is a subprocess as a user types it, with an empty Triton cache of its 
 * ``alone``: the ``--alone`` slowest targets of ``checks`` again, one at a time (without ``checks``:
   every target of the set, or of ``--only``, one at a time).
 * ``mutants``: ``lse-fuzz mutants`` (``-j`` as ``--jobs``); ``mutate``: ``lse-fuzz mutate reference:lse``.
+
+``--memory`` samples the GPU's memory once a second while the checks run
+(:mod:`bench.gpu_memory_sampler`): the peak, and the largest process of each kind, in the report.
 
 Prints one table per section and a summary (median, slowest, and the targets of :data:`TARGETS`
 met or missed), and writes ``PREFIX.md`` (date, device,
@@ -217,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take")
     parser.add_argument("--check-options", default="", metavar="OPTIONS",
                         help="more options for every check, e.g. '--parts 1' (one string, split as a shell does)")
+    parser.add_argument("--memory", action="store_true", help="sample the GPU's memory while the checks run")
     parser.add_argument("--out", default=None, help="PREFIX of the .md and .jsonl written")
     args = parser.parse_args(argv)
     device = args.device
@@ -243,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
               + (f" ({run.reason})" if run.reason else ""), flush=True)
         return run
 
+    from bench.gpu_memory_sampler import GpuMemorySampler
+
+    sampler = GpuMemorySampler().start() if args.memory else None
     alone = chosen  # without the checks section: every chosen target, one at a time
     if "checks" in sections:
         with ThreadPoolExecutor(jobs) as pool:
@@ -252,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         alone = [t for t in chosen if t[0].replace(str(IMPLEMENTATIONS) + "/", "") in again]
     if "alone" in sections:
         runs += [run for t in alone if (run := timed(t, "alone"))]
+    if sampler is not None:
+        sampler.stop()
     for section, argv_ in (("mutants", ["mutants", "--device", device, "-j", str(jobs), "-q"]),
                            ("mutate", ["mutate", "reference:lse", "--device", device, "-j", str(jobs), "-q"])):
         if section in sections and left() > 0:
@@ -264,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     for section in dict.fromkeys(run.section for run in runs):
         chosen = [run for run in runs if run.section == section]
         text += [f"## {section}", "", table(chosen), "", summary(chosen, device), ""]
+    if sampler is not None:
+        text += [f"{sampler.summary()} (the checks' sections)", ""]
     report = "\n".join(text)
     print(report)
     if args.out:
