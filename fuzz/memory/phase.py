@@ -42,8 +42,8 @@ __all__ = ["MemoryReport", "Probing", "TOOL_SECONDS", "WAIT_SECONDS", "describe"
 
 TOOL_SECONDS = 90.0
 """The most one tool's run may take (measured on an H200: about 10 s each, CUDA 13's
-compute-sanitizer 2025.3, the eight probes; a kernel that autotunes benchmarks every config under
-the tool). Past it the tool is stopped and the report says so."""
+compute-sanitizer 2025.3, the eight probes; a kernel that autotunes runs each probe once per
+config, up to eight). Past it the tool is stopped and the report says so."""
 
 REPLAY_SECONDS = 45.0
 """How long the tools may take for the run's own inputs (a call or two each) when they are handed

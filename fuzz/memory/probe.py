@@ -12,6 +12,10 @@ the GPU (a kernel's read, which initcheck judges: a result holding bytes nothing
 belong to. A call that raises prints ``lse-fuzz-probe I raised TYPE: MESSAGE`` and ends the run
 (after an illegal address a CUDA context is unusable).
 
+An implementation with autotuned kernels runs each probe once per config (up to
+:data:`MAX_CONFIGS`), pinned as the fuzzing pins them (:mod:`fuzz.interpreter.autotune`): each
+config's accesses are checked, on a GPU and in the interpreter alike, and nothing is benchmarked.
+
 ``--interpreter`` is the fallback where compute-sanitizer is absent: the same probes on the CPU in
 Triton's interpreter, each call judged by ``memory_bounds`` and ``uninitialized_read``
 (:mod:`fuzz.interpreter.bounds`); a violation prints ``lse-fuzz-probe I violation JSON``.
@@ -120,7 +124,8 @@ def replay_inputs(entries: list[dict], device) -> list[tuple[str, object]]:
 
 
 def one_flush_buffer() -> None:
-    """Make Triton's benchmarks (an autotuner's, on each new key) reuse one L2-flush buffer.
+    """Make Triton's benchmarks (an autotuner's, on each new key) reuse one L2-flush buffer: for
+    autotuned kernels :func:`configs` does not find (a library's), which still benchmark.
 
     ``triton.testing.do_bench`` takes a fresh 256 MiB buffer from the driver for every benchmark
     run. Under compute-sanitizer, with PyTorch's caching allocator off, the GPU memory such a buffer
@@ -129,7 +134,8 @@ def one_flush_buffer() -> None:
     untuned kernel; eight checks side by side, two such runs each, filled the GPU and the checks
     beside them ran out of memory (a correct kernel graded a crash). The flush only makes timings
     fair, and timings under a sanitizer mean nothing; every config is still benchmarked, so each
-    one's accesses are still checked. Triton without this hook is left as it is."""
+    one's accesses are still checked. Triton without this hook is left as it is. (Measured with
+    this buffer alone, before the probes pinned configs: 1.06 GiB per probe process at most.)"""
     try:
         from triton.runtime import driver  # noqa: PLC0415
 
@@ -194,47 +200,63 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda":
         one_flush_buffer()
     impl = load_target(args.target)
+    pin, count = configs(impl)
     dtype = getattr(torch, args.dtype)
     fixed = probes(dtype, device) + (huge_probes(dtype, device) if args.huge else [])
-    inputs = [(description, x) for description, x in fixed
-              if (args.max_n is None or x.shape[1] <= args.max_n) and (not args.contiguous or x.is_contiguous())]
+    inputs = each_config([(description, x) for description, x in fixed if (args.max_n is None or x.shape[1] <= args.max_n)
+                          and (not args.contiguous or x.is_contiguous())], count)
     judging = None
     if args.interpreter:
         from ..interpreter import bounds  # noqa: PLC0415
         judging = bounds
     print(f"{PREFIX} probes {len(inputs)}", flush=True)
-    if not _call_each(impl, inputs, 0, device, judging):
+    if not _call_each(impl, inputs, 0, device, judging, pin):
         return 0
     entries = json.loads(args.inputs) if args.inputs else _handed(args.then, args.parent) if args.then else []
-    handed = replay_inputs(entries, device)
+    handed = each_config(replay_inputs(entries, device), count)
     if handed:
         print(f"{PREFIX} probes {len(inputs) + len(handed)}", flush=True)
-        _call_each(impl, handed, len(inputs), device, judging)
+        _call_each(impl, handed, len(inputs), device, judging, pin)
     return 0
 
 
-def _call_each(impl, inputs: list[tuple[str, object]], first: int, device, judging) -> bool:
-    """Call ``impl`` on each input, a start and an end line around each call (see the module
-    docstring); False once a call raised (after an illegal address a CUDA context is unusable)."""
-    import torch  # noqa: PLC0415
+MAX_CONFIGS = 8
+"""Configs each probe runs an autotuned implementation with, at most: the choices 0-7 of
+:func:`fuzz.interpreter.autotune.pinned`, every config of a kernel of up to eight."""
 
-    for index, (description, x) in enumerate(inputs, start=first):
+
+def configs(impl):
+    """``(pin, count)``: an implementation with autotuned kernels runs each probe once per config,
+    pinned as the fuzzing pins them (``pin(choice)``, a context), ``count`` of them; else
+    ``(None, 1)``. Left to itself the autotuner would benchmark every config on every new key
+    under the tools (dozens of runs each, a GPU timer's flush buffer each time), and in Triton's
+    interpreter it runs its first config only."""
+    from ..interpreter import autotune  # noqa: PLC0415
+
+    tuners = autotune.discover(impl)
+    count = min(autotune.combinations(tuners), MAX_CONFIGS) if tuners else 1
+    return ((lambda choice: autotune.pinned(tuners, choice)), count) if count > 1 else (None, 1)
+
+
+def each_config(inputs: list[tuple[str, object]], count: int) -> list[tuple[str, object, int | None]]:
+    """``(description, x, choice)``: each input once per config (``choice`` None: nothing pinned)."""
+    if count <= 1:
+        return [(description, x, None) for description, x in inputs]
+    return [(f"{description}, config {choice + 1} of {count}", x, choice)
+            for description, x in inputs for choice in range(count)]
+
+
+def _call_each(impl, inputs: list[tuple[str, object, int | None]], first: int, device, judging, pin=None) -> bool:
+    """Call ``impl`` on each input (pinned to its config), a start and an end line around each
+    call (see the module docstring); False once a call raised (after an illegal address a CUDA
+    context is unusable)."""
+    import contextlib  # noqa: PLC0415
+
+    for index, (description, x, choice) in enumerate(inputs, start=first):
         print(f"{PREFIX} {index} start {description}", flush=True)
         try:
-            if judging is None:
-                out = impl(x)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                    # Read the result on the GPU: initcheck sees reads by kernels, so a result holding
-                    # bytes nothing wrote (a row skipped) is reported here, as the CPU refuses it.
-                    print(f"{PREFIX} {index} result", flush=True)
-                    for tensor in out if isinstance(out, (tuple, list)) else (out,):
-                        if isinstance(tensor, torch.Tensor) and tensor.is_cuda and tensor.numel():
-                            bool((tensor.detach() != tensor.detach()).any())
-                    torch.cuda.synchronize(device)
-            else:
-                with judging.judging(True, initialized=True):
-                    judging.judge_result(impl(x))
+            with pin(choice) if pin is not None and choice is not None else contextlib.nullcontext():
+                _call_one(impl, x, index, device, judging)
         except Exception as exc:  # noqa: BLE001 (the candidate's: reported, never raised)
             violation = judging.violation_in(exc) if judging is not None else None
             if violation is not None:
@@ -246,6 +268,25 @@ def _call_each(impl, inputs: list[tuple[str, object]], first: int, device, judgi
         print(f"{PREFIX} {index} done", flush=True)
     return True
 
+
+def _call_one(impl, x, index: int, device, judging) -> None:
+    """One call: on a GPU, its result then read by a kernel (initcheck sees reads by kernels, so a
+    result holding bytes nothing wrote, a row skipped, is reported, as the CPU refuses it); in
+    Triton's interpreter, the CPU's bounds and initialization checks around it."""
+    import torch  # noqa: PLC0415
+
+    if judging is not None:
+        with judging.judging(True, initialized=True):
+            judging.judge_result(impl(x))
+        return
+    out = impl(x)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        print(f"{PREFIX} {index} result", flush=True)
+        for tensor in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(tensor, torch.Tensor) and tensor.is_cuda and tensor.numel():
+                bool((tensor.detach() != tensor.detach()).any())
+        torch.cuda.synchronize(device)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -105,6 +105,15 @@ def test_without_compute_sanitizer_the_cpu_checks_judge_the_same_probes(monkeypa
     assert phase.run("reference:lse", checks=BOTH).finding is None
 
 
+def test_an_autotuned_kernel_is_probed_with_each_config(monkeypatch):
+    # Its bug lives in the second config; unpinned, the interpreter would run the first only (and a
+    # GPU would benchmark every config on every new key under the tools).
+    monkeypatch.setattr(sanitizer, "find", lambda: None)
+    report = phase.run(str(DOUBLES / "tuned_reads_past.py"), checks=BOTH)
+    assert report.finding is not None and report.finding.check == "memory_bounds", report.describe()
+    assert report.finding.probe == "1 x 1, config 2 of 2"  # config 1 of 2 ran first, clean
+
+
 def test_what_the_phase_cannot_judge_is_said_not_failed():
     off = phase.run("reference:lse", checks=("agreement",))
     assert off.ran == "" and "leave memory_bounds and uninitialized_read out" in off.describe()
