@@ -70,6 +70,7 @@ class Run:
     parts: list = field(default_factory=list)  # each part's seconds, in part order
     reason: str = ""  # the report's reason, for a verdict other than pass and fail (the harness's own errors)
     details: str = ""  # and the end of its details (a traceback, a worker's stderr)
+    memory: dict = field(default_factory=dict)  # the GPU's memory phase: seconds, waited (after the fuzzing), notes
 
     @property
     def triton(self) -> bool:
@@ -142,6 +143,7 @@ def run_check(target: str, declared: list[str], device: str, section: str, timeo
         verdict = data.get("verdict", "")
         return Run(section, label, seconds, code, verdict, data.get("check"), data.get("examples"),
                    data.get("costs") or {}, [part.get("seconds") for part in data.get("parts") or []],
+                   memory={k: v for k, v in (data.get("memory") or {}).items() if k in ("seconds", "waited", "notes")},
                    **({} if verdict in ("pass", "fail") else
                       {"reason": str(data.get("reason") or ""), "details": str(data.get("details") or "")[-3000:]}))
 
@@ -243,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         if left() <= 0:
             return None
         run = run_check(*target, device, section, args.timeout)
+        waited = run.memory.get("waited")
         print(f"{section}: {run.target}: {run.verdict} {run.check or ''} in {run.seconds:.1f} s"
+              + (f", {waited:.1f} s of it waiting for the memory phase" if isinstance(waited, (int, float)) else "")
               + (f" ({run.reason})" if run.reason else ""), flush=True)
         return run
 

@@ -62,7 +62,7 @@ def test_on_the_cpu_the_summary_judges_the_triton_kernels_median_apart():
     assert "Triton kernels" not in bench.summary(runs, "cuda")
 
 
-def test_a_verdict_other_than_pass_or_fail_keeps_the_reports_reason(monkeypatch):
+def test_a_verdict_keeps_the_memory_phases_time_and_any_other_than_pass_or_fail_its_reason(monkeypatch):
     # An internal error under load is a finding to explain: its reason and details come with the run.
     import json
     import subprocess
@@ -73,7 +73,9 @@ def test_a_verdict_other_than_pass_or_fail_keeps_the_reports_reason(monkeypatch)
         def run(command, **kwargs):
             report = command[command.index("--json") + 1]
             Path(report).write_text(json.dumps({"verdict": verdict, "check": None, "reason": reason,
-                                                "details": "x" * 5000 + "the end"}))
+                                                "details": "x" * 5000 + "the end",
+                                                "memory": {"ran": "compute-sanitizer memcheck", "seconds": 27.4,
+                                                           "waited": 4.9, "notes": [], "replay": "a command"}}))
             return subprocess.CompletedProcess(command, 3, "", "")
 
         monkeypatch.setattr(bench.subprocess, "run", run)
@@ -84,3 +86,5 @@ def test_a_verdict_other_than_pass_or_fail_keeps_the_reports_reason(monkeypatch)
     assert failed.details.endswith("the end") and len(failed.details) == 3000
     passed = checked("pass", "")
     assert (passed.reason, passed.details) == ("", "")
+    # The memory phase's share of the time, for every verdict: how long the verdict waited for it.
+    assert passed.memory == {"seconds": 27.4, "waited": 4.9, "notes": []}
