@@ -14,8 +14,8 @@
 #   alone    the same checks one at a time (the 30 s target), until the time is up
 #
 # A step starts only while the time left can hold it. Writes OUT_DIR/header.txt, OUT_DIR/STEP.log
-# and OUT_DIR/STEP.{md,jsonl} (verdict_time's), and OUT_DIR/all.tgz holding them all (a lent machine
-# returns a few files only).
+# and OUT_DIR/STEP.{md,jsonl} (verdict_time's), and OUT_DIR/all.tgz holding them all (for a remote runner that
+# copies back a few files only).
 set -uo pipefail
 out=${1:?usage: bash bench/gpu_verdict_session.sh OUT_DIR [BASE.tar.gz]}
 base=${2:-}
