@@ -1,13 +1,15 @@
 """Where the time of one mutation analysis goes: when each job ended, and each part's seconds.
 
-    python bench/mutants_timeline.py [--device cuda] [-j 14] [--parts N] [MUTANT ...]
+    python bench/mutants_timeline.py [--device cuda] [-j 14] [--parts N] [--gate-shares N] [MUTANT ...]
 
 Runs :func:`fuzz.mutation.run_mutation` on the bundled catalog once (its workers' fork server started first,
 as the CLI starts it) and prints when each job reached a driver and, in the order they ended,
 every gate job and mutant with the second it ended (from the start of this script, imports included)
 and the seconds of each of its parts, then the report's summary. With ``LSE_FUZZ_VARIANTS`` set
 to a file, the launch variants of the whole run are summed per kernel at the end: the binaries a
-cold run compiles (see :mod:`fuzz.interpreter.specialization`).
+cold run compiles (see :mod:`fuzz.interpreter.specialization`). ``--gate-shares`` splits the gate's
+run of the unmutated kernel into that many jobs instead of :func:`fuzz.mutation.runner.gate_shares`'s
+count: an experiment on where a cold GPU run's tail goes.
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("-j", "--jobs", type=int, default=None)
     parser.add_argument("--parts", type=int, default=None, help="the examples' parts (default: the analysis's)")
+    parser.add_argument("--gate-shares", type=int, default=None, help="the gate's shares (default: the analysis's)")
     parser.add_argument("--out-dir", default=None, help="keep the reports here")
     args = parser.parse_args(argv)
+    if args.gate_shares is not None and args.gate_shares < 1:
+        parser.error(f"--gate-shares {args.gate_shares}: give 1 or more")
 
     from fuzz.isolation import Timeline
     from fuzz.mutation import mutation_options, run_mutation
@@ -49,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         started(self, key, at)
 
     Timeline.started = starting
+    if args.gate_shares is not None:
+        from fuzz.mutation import runner
+
+        runner.gate_shares = lambda options: args.gate_shares
 
     imported = time.perf_counter() - STARTED
     print(f"imports done at {imported:.1f} s", flush=True)

@@ -155,9 +155,13 @@ def merge_parts(record: GradeRecord, parts: list[GradeRecord]) -> GradeRecord:
     record.costs = sum(costs[1:], costs[0]).to_dict() if costs else None  # the parts' workers and time summed
     record.compiles = merge_compile_summaries([part.compiles for part in parts])
     record.noise = next((part.noise for part in parts if part.noise), None)
+    # Each part's compiles too: on a GPU the parts share Triton's cache, and which part pays for a
+    # binary every part draws decides which part a verdict waits for.
     record.parts = [{"part": index, "verdict": part.verdict.value, "check": part.check, "examples": part.examples,
                      "calls": part.calls or 0, "seconds": part.seconds or 0.0,
-                     "check_seconds": (part.result or {}).get("seconds")}
+                     "check_seconds": (part.result or {}).get("seconds"),
+                     **({"compiles": part.costs.get("compiles"),
+                         "compiling_seconds": (part.costs.get("seconds") or {}).get("compiling")} if part.costs else {})}
                     for index, part in enumerate(parts)]
     if chosen.verdict is Verdict.PASS:
         record.reason = f"{record.examples} examples passed every check (in {len(parts)} parts)"

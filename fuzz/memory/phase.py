@@ -53,6 +53,11 @@ WAIT_SECONDS = 30.0
 """The most a verdict waits for the phase once the fuzzing ended (what a grading passes to
 :meth:`Probing.report`): past it the tools are stopped and what they found by then counts."""
 
+PRINT_LIMIT = {"memcheck": 3, "initcheck": 100}
+"""Errors each tool prints. memcheck's first is the finding; initcheck may first print reads inside
+a library's kernel, which are not judged (:attr:`fuzz.memory.sanitizer.Finding.judged`; 66 for one
+``torch.amax``), and must not hide the implementation's own behind them."""
+
 _PROBE_MODULE = "fuzz.memory.probe"
 
 
@@ -145,7 +150,7 @@ def start(target: str, *, checks: tuple[str, ...], dtype: str = "float32", devic
                        _environment(TRITON_INTERPRET="1"))
     else:
         for tool in tools:
-            probing.launch(tool, [executable, "--tool", tool, "--print-limit", "3", "--error-exitcode", "86",
+            probing.launch(tool, [executable, "--tool", tool, "--print-limit", str(PRINT_LIMIT[tool]), "--error-exitcode", "86",
                                   *probe, "--device", device, *within, *extra[tool], *handed], _environment())
     return probing
 
@@ -290,6 +295,11 @@ def _sanitized(target: str, options: list[str], extra: dict[str, list[str]], exe
             report.replay = replay_command(target, tool, [*options, *extra.get(tool, [])], executable)
         if finding is None:
             report.notes += _notes_of(tool, output, finished, limit)
+        others = sanitizer.unjudged(output, tool)
+        if others:
+            report.notes.append(f"{tool} reported {len(others)} read{'s' * (len(others) > 1)} of uninitialized memory "
+                                f"inside a library's own kernel ({others[0].kernel}, probe {others[0].probe!r}), "
+                                f"not judged: the library's scratch, not the implementation's kernels or result")
     return report
 
 

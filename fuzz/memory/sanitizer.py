@@ -23,7 +23,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 
-__all__ = ["CHECKS", "Finding", "TOOLS", "find", "parse"]
+__all__ = ["CHECKS", "Finding", "TOOLS", "find", "parse", "reported", "unjudged"]
 
 TOOLS = {"memcheck": "memory_bounds", "initcheck": "uninitialized_read"}
 """The tools the memory phase runs, and the check each one's findings fail."""
@@ -53,14 +53,38 @@ class Finding:
 
     @property
     def kernel(self) -> str:
-        """'_lse_kernel at _lse_kernel.py:72' from the block's "at" line."""
+        """'_lse_kernel at _lse_kernel.py:72' from the block's "at" line; a compiled library's
+        kernel, which has no source line, by its symbol ('void at::native::reduce_kernel<...>')."""
         if self.in_result:
             return "the implementation's result (the probe read it after the call: bytes nothing wrote)"
         for line in self.lines:
             found = re.match(r"at (\S+?)(\+0x[0-9a-f]+)? in (\S+)", line)
             if found:
                 return f"{found.group(1)} at {found.group(3)}"
+            symbol = re.match(r"at (.+?)(\+0x[0-9a-f]+)?$", line)
+            if symbol:
+                return symbol.group(1) if len(symbol.group(1)) <= 120 else symbol.group(1)[:117] + "..."
         return "an unnamed kernel"
+
+    @property
+    def in_library(self) -> bool:
+        """Whether the access is a compiled library's kernel's own (PyTorch's ``at::native::...``,
+        CUB's): a C++ symbol with no Python source line, where the implementation's Triton kernels
+        (and torch.compile's) are named by their function and a ``.py`` line."""
+        at = next((line for line in self.lines if line.startswith("at ")), "")
+        if not at or re.search(r" in \S+\.py:\d+$", at):
+            return False
+        return bool(re.search(r"::|[<(]", at[3:]))
+
+    @property
+    def judged(self) -> bool:
+        """Whether this error is the implementation's to answer for. Every memcheck error is. An
+        initcheck read inside a library's kernel during the call is not: the library's own scratch
+        (PyTorch's split reductions read staging slots no block stored, for lanes they discard;
+        measured: ``torch.amax`` of a float64 (511, 8193) transposed view, 66 reports), as the CPU's
+        ``uninitialized_read`` judges Triton kernels' loads and the result, never a library's.
+        After the call, the probe's read of the result is judged whatever kernel does it."""
+        return not (self.check == "uninitialized_read" and not self.in_result and self.in_library)
 
     def to_dict(self) -> dict:
         return {"check": self.check, "tool": self.tool, "what": self.what, "kernel": self.kernel,
@@ -81,9 +105,26 @@ def find() -> str | None:
 
 
 def parse(text: str, tool: str) -> Finding | None:
-    """The first error of ``tool``'s report ``text`` (None: it reported none), with the probe it
-    happened in and how many errors the run had in all."""
-    probe, finding, reading = "", None, False
+    """The first error of ``tool``'s report ``text`` that the implementation answers for
+    (:attr:`Finding.judged`; None: none), with the probe it happened in and how many errors the run
+    had in all (those printed that it answers for, where the tool also reported others)."""
+    errors, total = reported(text, tool)
+    judged = [finding for finding in errors if finding.judged]
+    if not judged:
+        return None
+    judged[0].errors = len(judged) if len(judged) < len(errors) else max(1, total or 1)
+    return judged[0]
+
+
+def unjudged(text: str, tool: str) -> list[Finding]:
+    """The errors of ``tool``'s report that are not the implementation's (see :attr:`Finding.judged`)."""
+    return [finding for finding in reported(text, tool)[0] if not finding.judged]
+
+
+def reported(text: str, tool: str) -> tuple[list[Finding], int]:
+    """Every error block ``text`` prints, in order, each with its probe and whether the probe was
+    reading the result, and the summary's count of errors (0 when it has none)."""
+    probe, reading, found, total = "", False, [], 0
     lines = text.splitlines()
     index = 0
     while index < len(lines):
@@ -93,22 +134,21 @@ def parse(text: str, tool: str) -> Finding | None:
             probe, reading = started.group(2), False
         elif _RESULT_LINE.match(line.strip()):
             reading = True
-        elif line.startswith(_MARK) and finding is None:
-            body = line[len(_MARK):].strip()
-            if _ERROR.match(body):
-                finding = Finding(TOOLS.get(tool, "memory_bounds"), tool, body, probe=probe, in_result=reading)
+        elif line.startswith(_MARK) and _ERROR.match(line[len(_MARK):].strip()):
+            finding = Finding(TOOLS.get(tool, "memory_bounds"), tool, line[len(_MARK):].strip(), probe=probe,
+                              in_result=reading)
+            index += 1
+            while index < len(lines) and lines[index].startswith(_MARK):
+                detail = lines[index][len(_MARK):].strip()
+                if not detail:
+                    break
+                if not detail.startswith(("Saved host backtrace", "Host Frame")):
+                    finding.lines.append(detail)
                 index += 1
-                while index < len(lines) and lines[index].startswith(_MARK):
-                    detail = lines[index][len(_MARK):].strip()
-                    if not detail or detail.startswith(("Saved host backtrace", "Host Frame")):
-                        if not detail:
-                            break
-                    else:
-                        finding.lines.append(detail)
-                    index += 1
-                continue
+            found.append(finding)
+            continue
         summary = _SUMMARY.search(line)
-        if summary and finding is not None and "not printed" not in line:
-            finding.errors = max(1, int(summary.group(1)))
+        if summary and "not printed" not in line:
+            total = int(summary.group(1))
         index += 1
-    return finding
+    return found, total

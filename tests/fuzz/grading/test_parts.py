@@ -10,6 +10,7 @@ import pytest
 
 from fuzz.grading import GradeOptions, GradeRecord, cpu_slots
 from fuzz.grading.evaluate import evaluate
+from fuzz.costs import Costs
 from fuzz.grading.parts import CPU_PARTS, GPU_PARTS, MIN_PART_BUDGET, decided, merge_parts, part_count, split
 from fuzz.grading.reports import format_record, well_formed
 from fuzz.outcomes import Verdict
@@ -79,6 +80,16 @@ def test_the_first_failing_part_in_part_order_decides():
     assert record.examples == 115 and record.calls == 345 and record.candidate_seconds == 1.5
     assert len(record.slow) == 3
     assert [p["verdict"] for p in record.parts] == ["pass", "fail", "crash"]
+
+
+def test_each_part_shows_its_own_compiles():
+    # Which part paid for the binaries every part draws (they share Triton's cache) is where a verdict waits.
+    first, second = _part("pass", 100), _part("pass", 100)
+    first.costs = Costs(compiles=31, compile_seconds=20.5).to_dict()
+    second.costs = Costs(compiles=9, compile_seconds=4.0).to_dict()
+    record = merge_parts(_base(), [first, second, _part("pass", 100)])
+    assert [(p.get("compiles"), p.get("compiling_seconds")) for p in record.parts] == [(31, 20.5), (9, 4.0), (None, None)]
+    assert record.costs["compiles"] == 40
 
 
 def test_the_parts_that_decide_end_at_the_first_that_did_not_pass():

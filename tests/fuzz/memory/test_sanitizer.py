@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fuzz.memory.sanitizer import parse
+from fuzz.memory.sanitizer import Finding, parse, unjudged
 
 DATA = Path(__file__).parent / "data"
 
@@ -54,3 +54,46 @@ def test_an_uninitialized_read_after_the_result_line_is_the_results_unwritten_by
     carried = text.replace("lse-fuzz-probe 6 result\n", "").replace(
         "lse-fuzz-probe 5 done\n", "lse-fuzz-probe 5 result\nlse-fuzz-probe 5 done\n")
     assert not parse(carried, "initcheck").in_result
+
+
+def test_an_uninitialized_read_inside_a_librarys_kernel_is_not_the_implementations():
+    # torch.logsumexp on a large transposed float64 input: PyTorch's own split reduction reads
+    # scratch slots nobody stored. A correct wrapper; the CPU's check never judges a library's reads.
+    text = (DATA / "initcheck-torch-reduce.txt").read_text()
+    assert parse(text, "initcheck") is None
+    others = unjudged(text, "initcheck")
+    assert len(others) == 3 and all(o.in_library and not o.judged for o in others)
+    assert others[0].kernel.startswith("void at::native::reduce_kernel<(int)512") and others[0].kernel.endswith("...")
+    assert others[0].probe.startswith("the largest input drawn, float64 (511, 8193)")
+
+
+def test_a_librarys_read_of_the_result_after_the_call_is_still_judged():
+    # The probe's own read of the result is a torch kernel too: there it is the result's unwritten bytes.
+    text = (DATA / "initcheck-torch-reduce.txt").read_text().replace(
+        "255 x near_limit/3\n", "255 x near_limit/3\nlse-fuzz-probe 8 result\n", 1)
+    finding = parse(text, "initcheck")
+    assert finding is not None and finding.in_result and finding.judged and finding.errors == 66
+    assert unjudged(text, "initcheck") == []
+
+
+def test_the_implementations_own_read_is_found_behind_a_librarys():
+    library = (DATA / "initcheck-torch-reduce.txt").read_text().split("lse-fuzz-probe 8 result")[0]
+    own = (DATA / "initcheck-skipped-partial.txt").read_text().split("lse-fuzz-probe 6 done")[0]
+    own = own[own.index("lse-fuzz-probe 6 start"):]
+    finding = parse(library + own + "========= ERROR SUMMARY: 75 errors\n", "initcheck")
+    assert finding is not None and finding.kernel == "_lse_combine_kernel at _lse_combine.py:51"
+    assert finding.errors == 3  # its own three printed; the summary counts the library's too
+
+
+def test_memcheck_judges_a_librarys_kernel_too():
+    # An access out of bounds is wrong whoever makes it; only initcheck's scratch reads are a library's own.
+    text = (DATA / "initcheck-torch-reduce.txt").read_text().replace(
+        "Uninitialized __global__ memory read of size 8 bytes", "Invalid __global__ read of size 8 bytes")
+    finding = parse(text, "memcheck")
+    assert finding is not None and finding.in_library and finding.judged and finding.errors == 66
+
+
+def test_a_triton_kernel_without_line_info_is_the_implementations():
+    finding = Finding("uninitialized_read", "initcheck", "Uninitialized __global__ memory read of size 4 bytes",
+                      ["at _lse_combine_kernel+0x110", "by thread (2,0,0) in block (0,0,0)"])
+    assert not finding.in_library and finding.judged and finding.kernel == "_lse_combine_kernel"
