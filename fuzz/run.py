@@ -255,12 +255,6 @@ class Run:
             if self.state.last is not None:
                 reject()
             raise _Refused(_Falsified(_detached(refusal), example, plan)) from None
-        except torch.OutOfMemoryError as exc:
-            # The implementation's own errors arrive as ImplError: this one is a copy the checks
-            # made (a metamorphic transformation of a huge input) on a GPU other processes filled.
-            raise HarnessError(f"the GPU ran out of memory for the fuzzer's own copy of {example.describe()}: "
-                               f"{str(exc).splitlines()[0]} Run fewer jobs at once, or pass "
-                               "--no-huge-offsets.") from None
         except ImplLost as lost:
             # An isolated implementation's worker is gone (crash, exit, hang): keep the example it
             # was lost on, replayable like any failure, then stop the run (no shrinking).
@@ -270,6 +264,12 @@ class Run:
         except (HarnessError, ConventionError, hypothesis_errors.HypothesisException):
             raise
         except Exception as exc:
+            if out_of_memory(exc):  # the allocator's error or the runtime's "CUDA error: out of memory"
+                # The implementation's own errors arrive as ImplError: this one is a copy the checks
+                # made (a metamorphic transformation of a huge input) on a GPU other processes filled.
+                raise HarnessError(f"the GPU ran out of memory for the fuzzer's own checks on {example.describe()}: "
+                                   f"{str(exc).splitlines()[0]} Run fewer jobs at once, or pass "
+                                   "--no-huge-offsets.") from None
             # The checks' own code failed (the oracle; timing a slow call against reference.lse, which
             # a process compiling Triton for CUDA cannot run on a CPU input): no verdict on the
             # implementation, and nothing to shrink: a replay that misses it (the call is fast

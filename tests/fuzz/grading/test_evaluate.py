@@ -11,6 +11,7 @@ import traceback
 from datetime import timedelta
 
 import pytest
+import torch
 
 evaluate = importlib.import_module("fuzz.grading.evaluate")  # the module (the package exports the function)
 memory_phase_module = importlib.import_module("fuzz.grading.memory_phase")
@@ -189,6 +190,27 @@ def test_the_harness_failing_on_a_slow_call_ends_the_run_with_one_line_naming_th
 
 def _raise(make):
     raise raised(make)
+
+
+@pytest.mark.parametrize("error", [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB."),
+                                   RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be reported "
+                                                "asynchronously")])
+def test_the_gpu_out_of_memory_in_the_fuzzers_own_checks_says_so(error, monkeypatch, tmp_path):
+    # A GPU other processes filled fails the checks' own copies, by the allocator or by the runtime
+    # (a launch): no verdict on the implementation, and a message that says what to change.
+    from fuzz.outcomes import HarnessError
+    from fuzz.runner import check
+
+    def fails(x):
+        raise error
+
+    monkeypatch.setattr("fuzz.checks.context.SLOW_FLOOR", 0.1)
+    monkeypatch.setattr("fuzz.checks.context.reference_seconds", fails)
+    with pytest.raises(HarnessError) as caught:
+        check(SlowFifthCall(), budget=10, seed=0, max_elements=256, huge_offsets=False, reproducer_dir=tmp_path)
+    message = str(caught.value)
+    assert message.startswith("the GPU ran out of memory for the fuzzer's own checks on "), message
+    assert message.endswith("Run fewer jobs at once, or pass --no-huge-offsets.") and "\n" not in message
 
 
 def test_an_import_that_hangs_is_a_load_error_after_the_load_deadline(tmp_path, monkeypatch):
