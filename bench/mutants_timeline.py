@@ -3,7 +3,8 @@
     python bench/mutants_timeline.py [--device cuda] [-j 14] [--parts N] [--gate-shares N] [MUTANT ...]
 
 Runs :func:`fuzz.mutation.run_mutation` on the bundled catalog once (its workers' fork server started first,
-as the CLI starts it) and prints when each job reached a driver and, in the order they ended,
+as the CLI starts it) and prints when each job reached a driver and when it ended (which of the
+gate's shares is the tail), and, in the order they ended,
 every gate job and mutant with the second it ended (from the start of this script, imports included)
 and the seconds of each of its parts, then the report's summary. With ``LSE_FUZZ_VARIANTS`` set
 to a file, the launch variants of the whole run are summed per kernel at the end: the binaries a
@@ -54,6 +55,13 @@ def main(argv: list[str] | None = None) -> int:
         started(self, key, at)
 
     Timeline.started = starting
+    ended_at = Timeline.ended
+
+    def ending(self, key: str, at: float) -> None:  # when each job's driver gave its result back
+        print(f"{time.perf_counter() - STARTED:7.1f} s  end {key}", flush=True)
+        ended_at(self, key, at)
+
+    Timeline.ended = ending
     if args.gate_shares is not None:
         from fuzz.mutation import runner
 
@@ -76,8 +84,10 @@ def main(argv: list[str] | None = None) -> int:
           f"mutants after the gate {report.mutation_seconds:.1f} s; wall {time.perf_counter() - STARTED:.1f} s")
     for entry in report.gate:
         parts = entry.cell.record.parts or []
+        memory = entry.cell.record.memory  # the first share's, which probes memory
         print(f"gate {entry.label}: {entry.cell.examples} examples, parts "
-              + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts))
+              + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts)
+              + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else ""))
     for result in report.results:
         parts = result.cell.record.parts or []
         memory = result.cell.record.memory  # the GPU's memory phase: its own seconds, and the verdict's wait
