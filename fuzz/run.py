@@ -13,7 +13,6 @@ import gc
 import math
 import os
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from .gpu_memory import HugeInputSlots, out_of_memory, with_memory_retry
 from .outcomes import HarnessError, ImplLost, run_status
 from .reproducer import replay_command, save_reproducer
 from .result import CheckResult
+from .shares import ShareSplit
 from .shrinking import ShrinkClock, ShrinkStore, final_run, launch_class, same_example, shrink_limit
 from .strategies import Contract, LseInput
 from .timing import SlowCall
@@ -171,18 +171,17 @@ class Run:
     restricted: bool = False  # in that first phase now
     last_examples: tuple[tuple[LseInput, str | None], ...] = ()  # (example, its check): runner._last_examples
     share: tuple[int, int] | None = None  # (k, K): run the drawn examples of launch classes of share k only
+    split: ShareSplit | None = None  # which share runs which launch classes (fuzz.shares), with ``share``
     state: _RunState = field(default_factory=_RunState)
 
     def skips(self, example: LseInput) -> bool:
         """Whether ``example`` is another share's (``share``): skipped as if it passed. A share is a
-        set of launch classes (dtype and N's power of two: what a kernel's binaries depend on most),
-        so the shares compile apart. Hypothesis draws the same examples whatever a passing body did
+        set of launch classes (:mod:`fuzz.shares`), so the shares compile apart. Hypothesis draws the same examples whatever a passing body did
         (no target(), no event()), so the shares of one stream are disjoint and together the whole.
         Shrinking skips nothing."""
         if self.share is None or self.shrink.shrinking:
             return False
-        dtype, block = launch_class(example)[:2]
-        return zlib.crc32(f"{dtype}/{block}".encode()) % self.share[1] != self.share[0]
+        return self.split.owner(launch_class(example)) != self.share[0]
 
     def one(self, example: LseInput, plan: Plan) -> None:
         clock = self.shrink

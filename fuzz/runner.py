@@ -36,7 +36,8 @@ from .profiles import PROFILES, database_for, profile_settings
 from .reproducer import load_reproducer, replay_command
 from .result import CheckResult
 from .run import PREFER_COMPILED, Run, RunStop, Tuning, pristine
-from .shrinking import ShrinkClock, ShrinkStore, default_shrink_seconds
+from .shares import ShareSplit
+from .shrinking import ShrinkClock, ShrinkStore, default_shrink_seconds, launch_class
 from .strategies import Contract, LseInput, huge_examples, lse_inputs, overflow_example, padded_example
 from .target import describe_target
 
@@ -155,11 +156,18 @@ def check(
     inputs = lse_inputs(contract=contract, device=device, max_elements=max_elements, max_rows=max_rows,
                         huge_offsets=huge_offsets)
     last = _last_examples(contract, device, huge_offsets, default_shapes=max_elements is None, budget=budget)
-    run.last_examples = last if share is None or share[0] == 0 else ()  # share 0's
+    _shared(run, share, last)
     store = ShrinkStore()  # every share draws what the whole run draws: the shares split one stream
     tests = _phase_tests(run, inputs, settings(base, max_examples=budget - len(last)), seed,
                          database_for(database), store)
     return run.result(tests, device, seed, budget, store)
+
+
+def _shared(run: Run, share: tuple[int, int] | None, last: tuple[tuple[LseInput, str | None], ...]) -> None:
+    """The last examples are share 0's; which share runs which launch classes (fuzz.shares), the
+    same in every share: the last examples' classes, which share 0 runs, count for it in all."""
+    run.last_examples = last if share is None or share[0] == 0 else ()
+    run.split = None if share is None else ShareSplit(share[1], (launch_class(example) for example, _ in last))
 
 
 def _selected(checks: Iterable[str] | None, backward: bool) -> tuple[tuple[str, ...], bool]:
