@@ -69,6 +69,7 @@ class Run:
     costs: dict = field(default_factory=dict)
     parts: list = field(default_factory=list)  # each part's seconds, in part order
     part_compiles: list = field(default_factory=list)  # and each part's compiles (which part paid for the shared ones)
+    part_ended: list = field(default_factory=list)  # and when each ended, from the parts' start (side by side)
     reason: str = ""  # the report's reason, for a verdict other than pass and fail (the harness's own errors)
     details: str = ""  # and the end of its details (a traceback, a worker's stderr)
     memory: dict = field(default_factory=dict)  # the GPU's memory phase: seconds, waited (after the fuzzing), notes
@@ -145,6 +146,7 @@ def run_check(target: str, declared: list[str], device: str, section: str, timeo
         return Run(section, label, seconds, code, verdict, data.get("check"), data.get("examples"),
                    data.get("costs") or {}, [part.get("seconds") for part in data.get("parts") or []],
                    [part.get("compiles") for part in data.get("parts") or []],
+                   [part.get("ended") for part in data.get("parts") or []],
                    memory={k: v for k, v in (data.get("memory") or {}).items() if k in ("seconds", "waited", "notes")},
                    **({} if verdict in ("pass", "fail") else
                       {"reason": str(data.get("reason") or ""), "details": str(data.get("details") or "")[-3000:]}))

@@ -36,7 +36,7 @@ from .blame import blame_signals
 from .gpu_lock import GpuLock
 from .memory_phase import memory_phase, probing, stop_for, watching
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
-from .parts import decided, decides, merge_parts, part_count, split
+from .parts import decided, decides, ended, merge_parts, part_count, split
 from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
 
@@ -318,30 +318,30 @@ def _side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, 
 
 def _parts_side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, *,
                         reproducer_dir: Path | str, on_loaded: Callable[[], None] | None) -> list[GradeRecord]:
-    later = each[1:]
+    later, began = each[1:], time.monotonic()
     jobs = [grading_job(str(index), candidate, options.to_wire(), Path(reproducer_dir).resolve())
             for index, options in enumerate(later, start=1)]
-    results: dict[int, JobResult] = {}
+    results: dict[int, tuple[JobResult, float]] = {}  # each part's result, and when it came back
     failure: list[BaseException] = []
     with Pool(at_once - 1, environ=driver_environment(each[0])) as pool:
         def run_later() -> None:
             try:
                 for result in pool.run(jobs):
-                    results[int(result.job.key)] = result
+                    results[int(result.job.key)] = (result, time.monotonic() - began)
             except BaseException as exc:  # reported below, in the caller's thread
                 failure.append(exc)
 
         thread = threading.Thread(target=run_later, name="lse-fuzz-parts", daemon=True)
         thread.start()
         try:
-            first = evaluate(candidate, each[0], reproducer_dir=reproducer_dir, on_loaded=on_loaded)
+            first = ended(evaluate(candidate, each[0], reproducer_dir=reproducer_dir, on_loaded=on_loaded), began)
             thread.join()
         except BaseException:  # Ctrl-C: the pool's drivers and their workers go too
             pool.close()
             raise
     if failure:
         raise HarnessError(f"running the parts of the run failed: {failure[0]!r}") from failure[0]
-    return [first] + [job_record(results[index], candidate, options) for index, options in enumerate(later, start=1)]
+    return [first] + [ended(job_record(results[i][0], candidate, options), began, results[i][1]) for i, options in enumerate(later, 1)]
 
 
 def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> GradeRecord:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,8 +44,8 @@ from .options import MemoryPhase
 from .record import GradeRecord
 from .options import GradeOptions
 
-__all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "PartSignal", "decided", "decides", "merge_parts", "part_count",
-           "split"]
+__all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "PartSignal", "decided", "decides", "ended", "merge_parts",
+           "part_count", "split"]
 
 CPU_PARTS = 2
 GPU_PARTS = 4
@@ -109,6 +110,13 @@ class PartSignal:
             return False
 
 
+def ended(part: GradeRecord, began: float, at: float | None = None) -> GradeRecord:
+    """``part`` with when it ended, in seconds from ``began`` (the parts' start; ``at``: already
+    measured, else now): with its own seconds, when each part ran, for the report (``parts[i].ended``)."""
+    part.extra["ended"] = round(time.monotonic() - began if at is None else at, 3)
+    return part
+
+
 def decides(verdict: Verdict | None) -> bool:
     """Whether a part with this verdict decides the run's: one that neither passed nor was
     unsupported (the CPU could not run one of its examples: another part's failure still wins)."""
@@ -161,7 +169,8 @@ def merge_parts(record: GradeRecord, parts: list[GradeRecord]) -> GradeRecord:
                      "calls": part.calls or 0, "seconds": part.seconds or 0.0,
                      "check_seconds": (part.result or {}).get("seconds"),
                      **({"compiles": part.costs.get("compiles"),
-                         "compiling_seconds": (part.costs.get("seconds") or {}).get("compiling")} if part.costs else {})}
+                         "compiling_seconds": (part.costs.get("seconds") or {}).get("compiling")} if part.costs else {}),
+                     **({"ended": part.extra["ended"]} if "ended" in part.extra else {})}
                     for index, part in enumerate(parts)]
     if chosen.verdict is Verdict.PASS:
         record.reason = f"{record.examples} examples passed every check (in {len(parts)} parts)"

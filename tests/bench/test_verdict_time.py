@@ -76,7 +76,8 @@ def test_a_verdict_keeps_the_memory_phases_time_and_any_other_than_pass_or_fail_
                                                 "details": "x" * 5000 + "the end",
                                                 "memory": {"ran": "compute-sanitizer memcheck", "seconds": 27.4,
                                                            "waited": 4.9, "notes": [], "replay": "a command"},
-                                                "parts": [{"seconds": 31.6, "compiles": 40}, {"seconds": 22.3, "compiles": 18}]}))
+                                                "parts": [{"seconds": 31.6, "compiles": 40, "ended": 31.7},
+                                                          {"seconds": 22.3, "compiles": 18, "ended": 27.5}]}))
             return subprocess.CompletedProcess(command, 3, "", "")
 
         monkeypatch.setattr(bench.subprocess, "run", run)
@@ -90,3 +91,4 @@ def test_a_verdict_keeps_the_memory_phases_time_and_any_other_than_pass_or_fail_
     # The memory phase's share of the time, for every verdict: how long the verdict waited for it.
     assert passed.memory == {"seconds": 27.4, "waited": 4.9, "notes": []}
     assert passed.parts == [31.6, 22.3] and passed.part_compiles == [40, 18]  # which part paid for the compiles
+    assert passed.part_ended == [31.7, 27.5]  # and when each ran: part 1 started 5.2 s after part 0

@@ -82,13 +82,15 @@ def test_the_first_failing_part_in_part_order_decides():
     assert [p["verdict"] for p in record.parts] == ["pass", "fail", "crash"]
 
 
-def test_each_part_shows_its_own_compiles():
+def test_each_part_shows_its_own_compiles_and_when_it_ended():
     # Which part paid for the binaries every part draws (they share Triton's cache) is where a verdict waits.
     first, second = _part("pass", 100), _part("pass", 100)
     first.costs = Costs(compiles=31, compile_seconds=20.5).to_dict()
     second.costs = Costs(compiles=9, compile_seconds=4.0).to_dict()
+    first.extra["ended"], second.extra["ended"] = 31.6, 27.0  # seconds from the parts' start
     record = merge_parts(_base(), [first, second, _part("pass", 100)])
     assert [(p.get("compiles"), p.get("compiling_seconds")) for p in record.parts] == [(31, 20.5), (9, 4.0), (None, None)]
+    assert [p.get("ended") for p in record.parts] == [31.6, 27.0, None] and "ended" not in record.to_json()
     assert record.costs["compiles"] == 40
 
 
@@ -158,6 +160,9 @@ def test_a_correct_candidate_passes_in_parts(tmp_path, side_by_side):
     assert record.verdict == "pass", record.reason
     assert record.examples == 12 and [p["examples"] for p in record.parts] == [6, 6]
     assert well_formed(record) and "(in 2 parts)" in format_record(record)
+    # Side by side, each part says when it ended, from the parts' start: no sooner than it took.
+    assert all(p["ended"] + 0.05 >= p["seconds"] for p in record.parts if "ended" in p)
+    assert side_by_side or not any("ended" in p for p in record.parts)
 
 
 def test_side_by_side_gives_what_one_after_another_gives(tmp_path):
