@@ -11,9 +11,9 @@
 #   base     the same checks with the tree in BASE.tar.gz (`git archive OLD | gzip`), on this machine:
 #            an A/B (skipped without BASE)
 #   memory   the same checks again with `--memory` (the GPU's peak and each kind's largest process)
-#   alone    the same checks one at a time (the 30 s target), until the time is up
 #   seeds    false alarms: the correct and autotuned kernels (`--only correct/,tuned.`), 8 at once, once
-#            per seed of SEEDS (default "7 8"), each with `--seed K`
+#            per seed of SEEDS (default "7 8"), each with `--seed K` (run after mutants, before the rest)
+#   alone    the same checks one at a time (the 30 s target), until the time is up
 #
 # A step starts only while the time left can hold it. Writes OUT_DIR/header.txt, OUT_DIR/STEP.log
 # and OUT_DIR/STEP.{md,jsonl} (verdict_time's), and OUT_DIR/all.tgz holding them all (for a remote runner that
@@ -43,6 +43,13 @@ if wants mutants 120; then
   cp "$out/mutants/default.log" "$out/mutants.log" 2>/dev/null
   echo "mutants: done at $(( $(date +%s) - start )) s" >> "$out/header.txt"
 fi
+for seed in ${SEEDS:-7 8}; do
+  wants seeds 150 || break
+  (timeout $(( $(left) - 5 )) python3 bench/verdict_time.py --device cuda --sections checks --set all \
+     --only correct/,tuned. --jobs 8 --deadline $(( $(left) - 100 )) --timeout 90 --check-options "--seed $seed" \
+     --out "$out/seed$seed") > "$out/seed$seed.log" 2>&1
+  echo "seed $seed: exit $? at $(( $(date +%s) - start )) s" >> "$out/header.txt"
+done
 wants slowest 150 && checks "$PWD" slowest
 if [[ -n "$base" ]] && wants base 150; then
   tree=$(mktemp -d); tar xzf "$base" -C "$tree" && checks "$tree" base
@@ -53,12 +60,5 @@ if wants alone 60; then
      --only "$slowest" --deadline $(( $(left) - 70 )) --timeout 60 --out "$out/alone") > "$out/alone.log" 2>&1
   echo "alone: exit $? at $(( $(date +%s) - start )) s" >> "$out/header.txt"
 fi
-for seed in ${SEEDS:-7 8}; do
-  wants seeds 150 || break
-  (timeout $(( $(left) - 5 )) python3 bench/verdict_time.py --device cuda --sections checks --set all \
-     --only correct/,tuned. --jobs 8 --deadline $(( $(left) - 100 )) --timeout 90 --check-options "--seed $seed" \
-     --out "$out/seed$seed") > "$out/seed$seed.log" 2>&1
-  echo "seed $seed: exit $? at $(( $(date +%s) - start )) s" >> "$out/header.txt"
-done
 tar czf "$out/all.tgz" -C "$out" --exclude=all.tgz --exclude=mutants . 2>/dev/null
 cat "$out/header.txt"
