@@ -176,9 +176,9 @@ class Run:
 
     def skips(self, example: LseInput) -> bool:
         """Whether ``example`` is another share's (``share``): skipped as if it passed. A share is a
-        set of launch classes (:mod:`fuzz.shares`), so the shares compile apart. Hypothesis draws the same examples whatever a passing body did
-        (no target(), no event()), so the shares of one stream are disjoint and together the whole.
-        Shrinking skips nothing."""
+        set of launch classes (:mod:`fuzz.shares`), so the shares compile apart. Hypothesis draws
+        the same examples whatever a passing body did (no target(), no event()), so the shares of
+        one stream are disjoint and together the whole. Shrinking skips nothing."""
         if self.share is None or self.shrink.shrinking:
             return False
         return self.split.owner(launch_class(example)) != self.share[0]

@@ -334,14 +334,14 @@ def _parts_side_by_side(candidate: Candidate, each: list[GradeOptions], at_once:
         thread = threading.Thread(target=run_later, name="lse-fuzz-parts", daemon=True)
         thread.start()
         try:
-            first = ended(evaluate(candidate, each[0], reproducer_dir=reproducer_dir, on_loaded=on_loaded), began)
+            first = ended(evaluate(candidate, each[0], reproducer_dir=reproducer_dir, on_loaded=on_loaded), time.monotonic() - began)
             thread.join()
         except BaseException:  # Ctrl-C: the pool's drivers and their workers go too
             pool.close()
             raise
     if failure:
         raise HarnessError(f"running the parts of the run failed: {failure[0]!r}") from failure[0]
-    return [first] + [ended(job_record(results[i][0], candidate, options), began, results[i][1]) for i, options in enumerate(later, 1)]
+    return [first] + [ended(job_record(results[i][0], candidate, options), results[i][1]) for i, options in enumerate(later, 1)]
 
 
 def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> GradeRecord:

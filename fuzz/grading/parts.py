@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -110,10 +109,10 @@ class PartSignal:
             return False
 
 
-def ended(part: GradeRecord, began: float, at: float | None = None) -> GradeRecord:
-    """``part`` with when it ended, in seconds from ``began`` (the parts' start; ``at``: already
-    measured, else now): with its own seconds, when each part ran, for the report (``parts[i].ended``)."""
-    part.extra["ended"] = round(time.monotonic() - began if at is None else at, 3)
+def ended(part: GradeRecord, at: float) -> GradeRecord:
+    """``part`` with when it ended, ``at`` seconds from the parts' start: with its own seconds, when
+    each part ran, for the report (``parts[i].ended``)."""
+    part.extra["ended"] = round(at, 3)
     return part
 
 

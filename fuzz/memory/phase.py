@@ -150,8 +150,9 @@ def start(target: str, *, checks: tuple[str, ...], dtype: str = "float32", devic
                        _environment(TRITON_INTERPRET="1"))
     else:
         for tool in tools:
-            probing.launch(tool, [executable, "--tool", tool, "--print-limit", str(PRINT_LIMIT[tool]), "--error-exitcode", "86",
-                                  *probe, "--device", device, *within, *extra[tool], *handed], _environment())
+            probing.launch(tool, [executable, "--tool", tool, "--print-limit", str(PRINT_LIMIT[tool]),
+                                  "--error-exitcode", "86", *probe, "--device", device, *within, *extra[tool],
+                                  *handed], _environment())
     return probing
 
 

@@ -57,24 +57,29 @@ class Finding:
         kernel, which has no source line, by its symbol ('void at::native::reduce_kernel<...>')."""
         if self.in_result:
             return "the implementation's result (the probe read it after the call: bytes nothing wrote)"
-        for line in self.lines:
-            found = re.match(r"at (\S+?)(\+0x[0-9a-f]+)? in (\S+)", line)
-            if found:
-                return f"{found.group(1)} at {found.group(3)}"
-            symbol = re.match(r"at (.+?)(\+0x[0-9a-f]+)?$", line)
-            if symbol:
-                return symbol.group(1) if len(symbol.group(1)) <= 120 else symbol.group(1)[:117] + "..."
+        symbol, source = self._at()
+        if source:
+            return f"{symbol} at {source}"
+        if symbol:
+            return symbol if len(symbol) <= 120 else symbol[:117] + "..."
         return "an unnamed kernel"
+
+    def _at(self) -> tuple[str, str]:
+        """(symbol, source line) of the block's "at" line: ``at SYMBOL+0xOFFSET in FILE:LINE``, the
+        source absent for a kernel compiled without line information; ("", "") with no such line."""
+        for line in self.lines:
+            found = re.match(r"at (.+?)(\+0x[0-9a-f]+)?(?: in (\S+))?$", line)
+            if found:
+                return found.group(1), found.group(3) or ""
+        return "", ""
 
     @property
     def in_library(self) -> bool:
         """Whether the access is a compiled library's kernel's own (PyTorch's ``at::native::...``,
         CUB's): a C++ symbol with no Python source line, where the implementation's Triton kernels
         (and torch.compile's) are named by their function and a ``.py`` line."""
-        at = next((line for line in self.lines if line.startswith("at ")), "")
-        if not at or re.search(r" in \S+\.py:\d+$", at):
-            return False
-        return bool(re.search(r"::|[<(]", at[3:]))
+        symbol, source = self._at()
+        return not re.search(r"\.py:\d+$", source) and bool(re.search(r"::|[<(]", symbol))
 
     @property
     def judged(self) -> bool:
