@@ -168,7 +168,8 @@ def merge_parts(record: GradeRecord, parts: list[GradeRecord]) -> GradeRecord:
                      "calls": part.calls or 0, "seconds": part.seconds or 0.0,
                      "check_seconds": (part.result or {}).get("seconds"),
                      **({"compiles": part.costs.get("compiles"),
-                         "compiling_seconds": (part.costs.get("seconds") or {}).get("compiling")} if part.costs else {}),
+                         "compiling_seconds": (part.costs.get("seconds") or {}).get("compiling"),
+                         "costs": part.costs} if part.costs else {}),
                      **({"ended": part.extra["ended"]} if "ended" in part.extra else {})}
                     for index, part in enumerate(parts)]
     if chosen.verdict is Verdict.PASS:

@@ -299,7 +299,7 @@ def _sanitized(target: str, options: list[str], extra: dict[str, list[str]], exe
         others = sanitizer.unjudged(output, tool)
         if others:
             report.notes.append(f"{tool} reported {len(others)} read{'s' * (len(others) > 1)} of uninitialized memory "
-                                f"inside a library's own kernel ({others[0].kernel}, probe {others[0].probe!r}), "
+                                f"inside a library's own kernel ({others[0].function}, probe {others[0].probe!r}), "
                                 f"not judged: the library's scratch, not the implementation's kernels or result")
     return report
 

@@ -64,6 +64,19 @@ class Finding:
             return symbol if len(symbol) <= 120 else symbol[:117] + "..."
         return "an unnamed kernel"
 
+    @property
+    def function(self) -> str:
+        """The kernel's function alone: 'at::native::reduce_kernel' of 'void
+        at::native::reduce_kernel<(int)512, ...>(T3)' (no return type, template or parameters),
+        '_lse_kernel' of a Triton kernel; "" with no "at" line."""
+        symbol, depth, kept = self._at()[0].replace("(anonymous namespace)", "{anonymous}"), 0, []
+        for char in symbol:
+            depth += (char in "<(") - (char in ">)")
+            if depth == 0 and char not in ">)":
+                kept.append(char)
+        words = "".join(kept).split()
+        return words[-1] if words else symbol
+
     def _at(self) -> tuple[str, str]:
         """(symbol, source line) of the block's "at" line: ``at SYMBOL+0xOFFSET in FILE:LINE``, the
         source absent for a kernel compiled without line information; ("", "") with no such line."""

@@ -92,6 +92,8 @@ def test_each_part_shows_its_own_compiles_and_when_it_ended():
     assert [(p.get("compiles"), p.get("compiling_seconds")) for p in record.parts] == [(31, 20.5), (9, 4.0), (None, None)]
     assert [p.get("ended") for p in record.parts] == [31.6, 27.0, None] and "ended" not in record.to_json()
     assert record.costs["compiles"] == 40
+    # and the rest of each part's costs: how many launch classes it drew, where its time went
+    assert [(p.get("costs") or {}).get("compiles") for p in record.parts] == [31, 9, None]
 
 
 def test_the_parts_that_decide_end_at_the_first_that_did_not_pass():

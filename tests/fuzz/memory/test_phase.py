@@ -94,7 +94,7 @@ def test_initchecks_reads_inside_a_librarys_kernel_are_a_note_not_a_finding(fake
     report = phase.run("reference:lse", checks=BOTH, device="cpu", executable=fake)
     assert report.finding is None and ": clean (" in report.describe()
     assert any("initcheck reported 1 read of uninitialized memory inside a library's own kernel "
-               "(void at::native::reduce_kernel<(int)512, (int)1>(T3), probe '3 x 5'), not judged" in note
+               "(at::native::reduce_kernel, probe '3 x 5'), not judged" in note
                for note in report.notes), report.notes
     probing = phase.start("reference:lse", checks=BOTH, device="cpu", executable=fake)
     deadline = time.monotonic() + 120

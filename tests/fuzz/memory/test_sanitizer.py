@@ -64,6 +64,7 @@ def test_an_uninitialized_read_inside_a_librarys_kernel_is_not_the_implementatio
     others = unjudged(text, "initcheck")
     assert len(others) == 3 and all(o.in_library and not o.judged for o in others)
     assert others[0].kernel.startswith("void at::native::reduce_kernel<(int)512") and others[0].kernel.endswith("...")
+    assert others[0].function == "at::native::reduce_kernel"  # the note's name: no template, no parameters
     assert others[0].probe.startswith("the largest input drawn, float64 (511, 8193)")
 
 
@@ -97,3 +98,14 @@ def test_a_triton_kernel_without_line_info_is_the_implementations():
     finding = Finding("uninitialized_read", "initcheck", "Uninitialized __global__ memory read of size 4 bytes",
                       ["at _lse_combine_kernel+0x110", "by thread (2,0,0) in block (0,0,0)"])
     assert not finding.in_library and finding.judged and finding.kernel == "_lse_combine_kernel"
+
+
+def test_a_kernels_function_is_its_name_alone():
+    def at(line: str) -> Finding:
+        return Finding("uninitialized_read", "initcheck", "Uninitialized __global__ memory read", lines=[line])
+
+    assert at("at _lse_kernel+0x1a0 in /src/lse.py:72").function == "_lse_kernel"
+    assert at("at void cub::DeviceReduceKernel<Policy<(int)1>, float *>(T1, int)+0x10").function == \
+        "cub::DeviceReduceKernel"
+    assert at("at void at::native::(anonymous namespace)::fill<float>(T1)+0x8").function == "at::native::{anonymous}::fill"
+    assert Finding("memory_bounds", "memcheck", "Invalid __global__ read").function == ""
