@@ -140,7 +140,7 @@ OPTIONS: tuple[Option, ...] = (
            "largest M*N drawn (default 65536 on the CPU, 2**22 on CUDA)", metavar="N", api="max_elements"),
     Option("parts", "--parts", int, None,
            "split the examples into N runs of seeds derived from --seed (default: 2 on the CPU, 4 on a GPU, each "
-           "part at least 50 examples); check runs them side by side, one per core", metavar="N",
+           "part at least 50 examples); check runs them side by side, one per free core", metavar="N",
            helps={m: "split each mutant's examples into N runs of seeds derived from --seed, run in turn "
                      "(default 1)" for m in MUTATION}),
     Option("shrink_seconds", "--shrink-seconds", float, None,

@@ -38,6 +38,12 @@ class Slots:
     def __len__(self) -> int:
         return len(self._files)
 
+    def one_each(self) -> list[Slots]:
+        """These slots as one ``Slots`` per slot (this one left empty): each can be handed on and
+        released by itself."""
+        files, self._files = self._files, []
+        return [Slots([fd]) for fd in files]
+
     def release(self) -> None:
         for fd in self._files:
             os.close(fd)  # closing the file drops its lock

@@ -36,7 +36,8 @@ from .blame import blame_signals
 from .gpu_lock import GpuLock
 from .memory_phase import memory_phase, probing, stop_for, watching
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
-from .parts import decided, decides, ended, merge_parts, part_count, split
+from .part_queue import run_parts
+from .parts import decided, decides, ended, merge_parts, not_started, part_count, split
 from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
 
@@ -184,16 +185,14 @@ def _evaluate(candidate: Candidate, options: GradeOptions, started: float, probe
     max_elements, hung = fitted(record, candidate.target, options, memory_limit=_memory_limit(options))
     parts = part_count(options)
     each = split(options, parts, max_elements=max_elements) if parts > 1 and hung is None else None
-    slots = cpu_slots.take(parts if each and side_by_side else 0)
-    if len(slots) > 1:
-        with slots:
-            merge_parts(record, decided(_side_by_side(candidate, each, len(slots), reproducer_dir, on_loaded, probes)))
+    if each and side_by_side:
+        merge_parts(record, decided(_side_by_side(candidate, each, cpu_slots.take(parts), reproducer_dir, on_loaded,
+                                                  probes)))
         record.verdict = memory_phase(candidate, options, record, record.verdict, probes)
         if record.verdict is Verdict.PASS and _benches(options):
             _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
         record.seconds = round(time.monotonic() - started, 3)
         return record
-    slots.release()  # one part at a time: in this process's worker, like a run of one part
     try:
         impl = _isolated(candidate.target, options, guard)
     except InvalidArgument as exc:
@@ -302,46 +301,40 @@ def _bench_alone(candidate: Candidate, options: GradeOptions, record: GradeRecor
         impl.close()
 
 
-def _side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, reproducer_dir: Path | str,
+def _side_by_side(candidate: Candidate, each: list[GradeOptions], slots: cpu_slots.Slots, reproducer_dir: Path | str,
                   on_loaded: Callable[[], None] | None, probes: memory.Probing | None = None) -> list[GradeRecord]:
-    """Part 0 here (``on_loaded`` is called as the target loads), the others at once in the drivers of a
-    pool run from a thread, each in a worker of its own. The first part to fail stops the others (:class:`.parts.PartSignal`),
-    as does a finding of the memory phase beside them (``probes``, :func:`.memory_phase.watching`)."""
+    """The parts claimed in part order (:mod:`.part_queue`): here one after another, part 0 first
+    (``on_loaded`` is called as the target loads), and each by a helper of its own, a grading driver
+    started whenever a CPU slot is free (``slots``: those this run took at its start). The first part
+    to fail stops the others (:class:`.parts.PartSignal`), as does a finding of the memory phase
+    beside them (``probes``, :func:`.memory_phase.watching`); a part not started by then gets a record
+    saying so."""
     signals = tempfile.mkdtemp(prefix="lse-fuzz-parts-")
+    each, held, pools = [replace(options, stop_dir=signals) for options in each], slots.one_each(), []
+    own = held.pop() if held else None  # this process's: it runs parts too
+
+    def helper(index: int) -> GradeRecord:
+        job = grading_job(str(index), candidate, each[index].to_wire(), Path(reproducer_dir).resolve())
+        with Pool(1, environ=driver_environment(each[0])) as pool:
+            pools.append(pool)
+            return job_record(list(pool.run([job]))[0], candidate, each[index])
+
     try:
         with watching(probes, signals):
-            return _parts_side_by_side(candidate, [replace(options, stop_dir=signals) for options in each], at_once,
-                                       reproducer_dir=reproducer_dir, on_loaded=on_loaded)
+            done = run_parts(len(each), here=lambda index: evaluate(
+                candidate, each[index], reproducer_dir=reproducer_dir, on_loaded=on_loaded if index == 0 else None),
+                helper=helper, held=held, take=lambda: cpu_slots.take(1), decides=lambda part: decides(part.verdict),
+                stopped=lambda: any(Path(signals).iterdir()))
+    except BaseException:  # Ctrl-C: the helpers' drivers and their workers go too
+        for pool in pools:
+            pool.close()
+        raise
     finally:
         shutil.rmtree(signals, ignore_errors=True)
-
-
-def _parts_side_by_side(candidate: Candidate, each: list[GradeOptions], at_once: int, *,
-                        reproducer_dir: Path | str, on_loaded: Callable[[], None] | None) -> list[GradeRecord]:
-    later, began = each[1:], time.monotonic()
-    jobs = [grading_job(str(index), candidate, options.to_wire(), Path(reproducer_dir).resolve())
-            for index, options in enumerate(later, start=1)]
-    results: dict[int, tuple[JobResult, float]] = {}  # each part's result, and when it came back
-    failure: list[BaseException] = []
-    with Pool(at_once - 1, environ=driver_environment(each[0])) as pool:
-        def run_later() -> None:
-            try:
-                for result in pool.run(jobs):
-                    results[int(result.job.key)] = (result, time.monotonic() - began)
-            except BaseException as exc:  # reported below, in the caller's thread
-                failure.append(exc)
-
-        thread = threading.Thread(target=run_later, name="lse-fuzz-parts", daemon=True)
-        thread.start()
-        try:
-            first = ended(evaluate(candidate, each[0], reproducer_dir=reproducer_dir, on_loaded=on_loaded), time.monotonic() - began)
-            thread.join()
-        except BaseException:  # Ctrl-C: the pool's drivers and their workers go too
-            pool.close()
-            raise
-    if failure:
-        raise HarnessError(f"running the parts of the run failed: {failure[0]!r}") from failure[0]
-    return [first] + [ended(job_record(results[i][0], candidate, options), results[i][1]) for i, options in enumerate(later, 1)]
+        if own is not None:
+            own.release()
+    return [ended(*done[index]) if index in done else not_started(base_record(candidate, options))
+            for index, options in enumerate(each)]
 
 
 def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> GradeRecord:

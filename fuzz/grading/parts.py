@@ -7,7 +7,9 @@ into :data:`CPU_PARTS` parts (each of at least :data:`MIN_PART_BUDGET` examples)
 each: ``lse-fuzz check`` runs them side by side, one part per core; a grading driver runs them
 one after the other (grading runs candidates side by side already). The examples depend on the
 seed, the budget and the number of parts, never on how many run at once: a seed gives the same
-examples on a machine of one core or of sixty-four. Part 0 uses the run's own seed.
+examples on a machine of one core or of sixty-four. Part 0 uses the run's own seed. How many run
+at once follows the free CPUs while the run goes (:mod:`.part_queue`): a run started on a busy
+machine starts a part beside its first as soon as another run gives a CPU back.
 
 On a GPU the kernels run in microseconds and a check is bound by Triton compiling each new launch
 configuration on the host, one at a time per process: a cold ``check`` of ``reference.lse`` compiled
@@ -21,7 +23,7 @@ another stop there: the parts after it could not change the verdict. Parts run s
 each other (:class:`PartSignal`): the first part to find a failure says so, and every part that
 has found none ends at its next example, so a verdict waits for one failure's shrinking, not for
 the passing parts' whole runs. Which part's failure is shown can then depend on which found its
-failure first; the verdict cannot.
+failure first; the verdict cannot. A part not started by then never starts (:func:`not_started`).
 
 A part that met a construct the CPU cannot run (``unsupported``) decides nothing alone: the parts
 after it still run, and the run is ``unsupported`` only when no part failed (a failure wins; see
@@ -43,8 +45,8 @@ from .options import MemoryPhase
 from .record import GradeRecord
 from .options import GradeOptions
 
-__all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "PartSignal", "decided", "decides", "ended", "merge_parts",
-           "part_count", "split"]
+__all__ = ["CPU_PARTS", "GPU_PARTS", "MIN_PART_BUDGET", "NOT_STARTED", "PartSignal", "decided", "decides", "ended",
+           "merge_parts", "not_started", "part_count", "split"]
 
 CPU_PARTS = 2
 GPU_PARTS = 4
@@ -113,6 +115,16 @@ def ended(part: GradeRecord, at: float) -> GradeRecord:
     """``part`` with when it ended, ``at`` seconds from the parts' start: with its own seconds, when
     each part ran, for the report (``parts[i].ended``)."""
     part.extra["ended"] = round(at, 3)
+    return part
+
+
+NOT_STARTED = "not started: another part of the run failed first"
+
+
+def not_started(part: GradeRecord) -> GradeRecord:
+    """``part`` (its base record) as a part never started: another failed first (or the memory
+    phase found a stray access), so it could not change the verdict. It passes, with no examples."""
+    part.verdict, part.examples, part.calls, part.seconds, part.reason = Verdict.PASS, 0, 0, 0.0, NOT_STARTED
     return part
 
 

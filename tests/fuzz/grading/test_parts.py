@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.grading import GradeOptions, GradeRecord, cpu_slots
+from fuzz.grading import GradeOptions, GradeRecord, cpu_slots, part_queue
 from fuzz.grading.evaluate import evaluate
 from fuzz.costs import Costs
 from fuzz.grading.parts import CPU_PARTS, GPU_PARTS, MIN_PART_BUDGET, decided, merge_parts, part_count, split
@@ -140,19 +140,43 @@ def own_cpu_slots(tmp_path, monkeypatch):
     monkeypatch.setattr(cpu_slots, "default_directory", lambda: tmp_path / "cpu-slots")
 
 
-def test_a_run_whose_slots_are_taken_runs_its_parts_in_turn(tmp_path, monkeypatch):
+def test_a_run_whose_slots_are_taken_runs_its_parts_here_one_after_another(tmp_path, monkeypatch):
     evaluate_module = sys.modules[evaluate.__module__]
 
-    def not_side_by_side(*args, **kwargs):
-        raise AssertionError("parts ran side by side with every CPU slot taken")
+    def no_helper(*args, **kwargs):
+        raise AssertionError("a helper started with every CPU slot taken")
 
-    monkeypatch.setattr(evaluate_module, "_side_by_side", not_side_by_side)
+    monkeypatch.setattr(evaluate_module, "Pool", no_helper)
     with cpu_slots.take(os.cpu_count() or 1):
         record = evaluate(CORRECT, GradeOptions(budget=12, parts=2).validated(), reproducer_dir=tmp_path,
                           side_by_side=True)
     assert record.verdict == "pass", record.reason
     assert [p["examples"] for p in record.parts] == [6, 6]
+    first, second = record.parts
+    assert second["ended"] - second["seconds"] + 0.05 >= first["ended"]  # the second began once the first ended
     assert len(cpu_slots.take(2)) == 2  # the run gave its slots back
+
+
+def test_a_slot_given_back_during_the_run_starts_a_helper_for_the_next_part(tmp_path, monkeypatch):
+    # Eight checks at once on a GPU host: the last ones found no slot at their start, and ran every
+    # part one after another while the first ones' slots came back. Now a freed slot starts a part.
+    evaluate_module = sys.modules[evaluate.__module__]
+    helpers, real_pool = [], evaluate_module.Pool
+
+    def counting_pool(*args, **kwargs):
+        helpers.append(args)
+        return real_pool(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "Pool", counting_pool)
+    monkeypatch.setattr(part_queue, "POLL_SECONDS", 0.01)
+    taken = cpu_slots.take(os.cpu_count() or 1)
+    # Another run ends as part 0 starts: its slots come back while this run's parts wait.
+    record = evaluate(CORRECT, GradeOptions(budget=90, parts=3).validated(), reproducer_dir=tmp_path,
+                      side_by_side=True, on_loaded=taken.release)
+    assert record.verdict == "pass", record.reason
+    assert [p["examples"] for p in record.parts] == [30, 30, 30] and record.examples == 90
+    assert len(helpers) >= 1  # a part ran beside part 0 once the slots came back
+    assert len(cpu_slots.take(os.cpu_count() or 1)) == (os.cpu_count() or 1)  # every slot given back
 
 
 @pytest.mark.parametrize("side_by_side", [False, True], ids=["one_after_another", "side_by_side"])

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from fuzz.grading.part_queue import PartQueue, run_parts
+
+
+class FakeSlot:
+    """A slot of the test's own: knows whether it was given back."""
+
+    def __init__(self, present: bool = True) -> None:
+        self.present, self.released = present, False
+
+    def __len__(self) -> int:
+        return int(self.present and not self.released)
+
+    def release(self) -> None:
+        self.released = True
+
+
+class Recorder:
+    """``here`` and ``helper`` of :func:`run_parts`: each part sleeps ``seconds`` and says who ran it."""
+
+    def __init__(self, seconds: float = 0.05, fails: set[int] = frozenset()) -> None:
+        self.seconds, self.fails, self.ran, self.lock = seconds, fails, [], threading.Lock()
+
+    def part(self, who: str):
+        def run(index: int) -> tuple[str, int, str]:
+            time.sleep(self.seconds)
+            with self.lock:
+                self.ran.append((who, index))
+            return who, index, "fail" if index in self.fails else "pass"
+        return run
+
+
+def _run(recorder: Recorder, count: int, *, held=(), take=lambda: FakeSlot(False), stopped=lambda: False, poll=0.01):
+    return run_parts(count, here=recorder.part("here"), helper=recorder.part("helper"), held=list(held), take=take,
+                     stopped=stopped, decides=lambda result: result[2] == "fail", poll=poll)
+
+
+def test_the_queue_gives_each_part_once_lowest_first():
+    queue = PartQueue(3)
+    assert [queue.claim() for _ in range(4)] == [0, 1, 2, None] and queue.empty
+
+
+def test_with_no_slot_every_part_runs_here_in_part_order():
+    recorder = Recorder()
+    done = _run(recorder, 4)
+    assert recorder.ran == [("here", 0), ("here", 1), ("here", 2), ("here", 3)]
+    assert sorted(done) == [0, 1, 2, 3]
+    ends = [done[index][1] for index in range(4)]
+    assert ends == sorted(ends) and ends[0] >= 0.05
+
+
+def test_slots_held_at_the_start_start_helpers_at_once_and_are_given_back():
+    recorder, held = Recorder(seconds=0.2), [FakeSlot(), FakeSlot(), FakeSlot()]
+    done = _run(recorder, 4, held=held)
+    assert sorted(done) == [0, 1, 2, 3] and sorted(index for _, index in recorder.ran) == [0, 1, 2, 3]
+    assert ("here", 0) in recorder.ran and sum(who == "helper" for who, _ in recorder.ran) == 3
+    assert all(slot.released for slot in held)
+    assert max(at for _, at in done.values()) < 0.35  # side by side: four parts of 0.2 s in about one's time
+
+
+def test_a_slot_freed_later_starts_a_helper_for_the_next_unclaimed_part():
+    recorder, given = Recorder(seconds=0.15), []
+
+    def take():
+        slot = FakeSlot(present=not given)  # one slot comes free, once
+        if slot.present:
+            given.append(slot)
+        return slot
+
+    done = _run(recorder, 3, take=take)
+    assert sorted(done) == [0, 1, 2]
+    assert ("here", 0) in recorder.ran and ("helper", 1) in recorder.ran and ("here", 2) in recorder.ran
+    assert given and given[0].released
+
+
+def test_a_part_here_that_decides_stops_the_claims():
+    recorder = Recorder(fails={1})
+    done = _run(recorder, 4)
+    assert recorder.ran == [("here", 0), ("here", 1)] and sorted(done) == [0, 1]
+
+
+def test_no_part_is_claimed_once_stopped_and_spare_slots_go_back():
+    recorder, held, stop = Recorder(), [FakeSlot(), FakeSlot()], threading.Event()
+    stop.set()  # another part failed (or the memory phase found a stray access) already
+    done = _run(recorder, 4, held=held, stopped=stop.is_set)
+    assert recorder.ran == [("here", 0)] and sorted(done) == [0]
+    assert all(slot.released for slot in held)
+
+
+def test_a_helpers_exception_is_raised_once_every_part_ended():
+    recorder = Recorder()
+
+    def broken(index: int):
+        raise RuntimeError(f"the driver of part {index} failed")
+
+    with pytest.raises(RuntimeError, match="the driver of part 1 failed"):
+        run_parts(3, here=recorder.part("here"), helper=broken, held=[FakeSlot()], take=lambda: FakeSlot(False),
+                  stopped=lambda: False, decides=lambda result: False, poll=0.01)
+    assert ("here", 0) in recorder.ran and ("here", 2) in recorder.ran
