@@ -28,7 +28,7 @@ from ..isolation import IsolatedImpl, Job, JobResult, LoadFailed, Pool, default_
 from ..outcomes import HarnessError, ImplLost, Outcome, Verdict, verdict_of
 from ..runner import CheckResult, check, replay
 from .static_scan import Severity
-from ..timing import compile_summary
+from ..timing import compile_summary, merge_compile_summaries
 from .bench import bench_candidate
 from .candidates import Candidate
 from .fit import fitted
@@ -36,7 +36,7 @@ from .blame import blame_signals
 from .gpu_lock import GpuLock
 from .memory_phase import memory_phase, probing, stop_for, watching
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
-from .part_queue import run_parts
+from .part_queue import Parts
 from .parts import decided, decides, ended, merge_parts, not_started, part_count, split
 from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
@@ -155,9 +155,9 @@ def evaluate(
     ``guard`` wraps each call of the candidate (grading shares a GPU: calls hold a shared lock),
     ``exclusive`` the benchmark (which must have the GPU to itself). ``on_loaded`` is called once
     the target has loaded in its worker, before fuzzing starts. A run of several parts (see
-    :mod:`fuzz.grading.parts`) runs them one after the other in one worker, or, with
-    ``side_by_side``, each beyond the first in a driver of its own, as many at once as the machine
-    has free CPU slots (:mod:`.cpu_slots`; one: one after the other, here).
+    :mod:`fuzz.grading.parts`) runs them one after the other in one worker; with ``side_by_side``,
+    each free CPU slot (:mod:`.cpu_slots`), now or once another run gives one back, also starts the
+    next part in a driver of its own (:mod:`.part_queue`).
     """
     started = time.monotonic()
     if isinstance(candidate, str):
@@ -185,14 +185,23 @@ def _evaluate(candidate: Candidate, options: GradeOptions, started: float, probe
     max_elements, hung = fitted(record, candidate.target, options, memory_limit=_memory_limit(options))
     parts = part_count(options)
     each = split(options, parts, max_elements=max_elements) if parts > 1 and hung is None else None
-    if each and side_by_side:
-        merge_parts(record, decided(_side_by_side(candidate, each, cpu_slots.take(parts), reproducer_dir, on_loaded,
-                                                  probes)))
-        record.verdict = memory_phase(candidate, options, record, record.verdict, probes)
-        if record.verdict is Verdict.PASS and _benches(options):
-            _bench_alone(candidate, options, record, guard=guard, exclusive=exclusive, baselines=baselines)
-        record.seconds = round(time.monotonic() - started, 3)
-        return record
+    helpers = None
+    if each and side_by_side:  # helpers start now: their workers' starts overlap this one's
+        each, helpers = _helpers(candidate, each, cpu_slots.take(parts), reproducer_dir)
+    try:
+        return _graded(candidate, options, record, started, probes, reproducer_dir, guard, exclusive, baselines,
+                       on_loaded, max_elements, hung, each, helpers)
+    finally:
+        if helpers is not None:
+            helpers.abandon()  # nothing once they finished
+
+
+def _graded(candidate: Candidate, options: GradeOptions, record: GradeRecord, started: float,
+            probes: memory.Probing | None, reproducer_dir: Path | str, guard, exclusive, baselines, on_loaded,
+            max_elements: int | None, hung: ImplLost | None, each: list[GradeOptions] | None,
+            helpers: Parts | None) -> GradeRecord:
+    """The rest of :func:`_evaluate`: the target loaded in its worker, the run (its parts in turn,
+    ``helpers`` running others beside), the memory phase and the benchmark."""
     try:
         impl = _isolated(candidate.target, options, guard)
     except InvalidArgument as exc:
@@ -204,7 +213,8 @@ def _evaluate(candidate: Candidate, options: GradeOptions, started: float, probe
         on_loaded()
     try:
         if each:
-            verdict = _in_turn(impl, candidate, each, record, reproducer_dir=reproducer_dir, probes=probes)
+            verdict = _in_turn(impl, candidate, each, record, reproducer_dir=reproducer_dir, probes=probes,
+                               helpers=helpers)
         else:
             verdict = _record_result(record, _fuzz(impl, candidate, options, max_elements, reproducer_dir, probes))
     except ImplLost as lost:
@@ -247,24 +257,34 @@ def _fuzz(impl: IsolatedImpl, candidate: Candidate, options: GradeOptions, max_e
 
 
 def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions], record: GradeRecord, *,
-             reproducer_dir: Path | str, probes: memory.Probing | None) -> Verdict:
+             reproducer_dir: Path | str, probes: memory.Probing | None, helpers: Parts | None = None) -> Verdict:
     """The parts' runs one after another in ``impl``'s worker, up to the first that decides the
     verdict (the later ones cannot change it, see :func:`.parts.decided`), merged into ``record``.
     One worker serves them all, as it serves every example of one run: a part costs no start of
-    its own (on a GPU a worker's start and its CUDA context cost seconds)."""
-    records = []
-    for options in each:
-        part, began = base_record(candidate, options), time.monotonic()
-        try:
-            part.verdict = _record_result(part, _fuzz(impl, candidate, options, options.max_elements, reproducer_dir, probes))
-        except ImplLost as lost:  # the worker is gone: this part decides
-            _record_lost(part, lost)
-            part.verdict = verdict_of(outcome=lost.outcome)
-        part.seconds = round(time.monotonic() - began, 3)
-        records.append(part)
-        if decides(part.verdict):
-            break
-    merge_parts(record, records)
+    its own (on a GPU a worker's start and its CUDA context cost seconds). With ``helpers``
+    (:func:`_helpers`), the parts this worker claims, while helpers run others beside it; a part
+    not started once one failed gets a record saying so."""
+    records: dict[int, GradeRecord] = {}
+    with watching(probes, helpers.directory) if helpers else contextlib.nullcontext():
+        for index in iter(helpers.claim, None) if helpers else range(len(each)):
+            part, began, calls = base_record(candidate, each[index]), time.monotonic(), impl.calls
+            try:
+                part.verdict = _record_result(part, _fuzz(impl, candidate, each[index], each[index].max_elements,
+                                                          reproducer_dir, probes))
+            except ImplLost as lost:  # the worker is gone: this part decides
+                _record_lost(part, lost)
+                part.verdict = verdict_of(outcome=lost.outcome)
+            part.seconds, part.calls = round(time.monotonic() - began, 3), impl.calls - calls
+            records[index] = helpers.keep(index, part) if helpers else part
+            if decides(part.verdict):
+                break
+    if helpers is None:
+        merge_parts(record, list(records.values()))
+    else:
+        done = helpers.finish()
+        merge_parts(record, decided([ended(*done[i]) if i in done else not_started(base_record(candidate, options))
+                                     for i, options in enumerate(each)]))
+    record.calls -= sum(part.calls for part in records.values())  # this worker's: _finish adds them all
     return record.verdict
 
 
@@ -285,33 +305,15 @@ def _bench(impl: IsolatedImpl, options: GradeOptions, record: GradeRecord, *, ex
         record.flags.append(_runtime_flag("impossible_speed", record.bench["impossible"]))
 
 
-def _bench_alone(candidate: Candidate, options: GradeOptions, record: GradeRecord, *, guard, exclusive,
-                 baselines: dict | None) -> None:
-    """The bandwidth of a candidate whose parts all passed, in a worker of its own (each part's
-    worker is gone): one more load of the target, a second or two beside a run of minutes."""
-    try:
-        impl = _isolated(candidate.target, options, guard)
-        impl.start()
-    except (InvalidArgument, ImplLost, LoadFailed, HarnessError) as exc:
-        record.bench = {"error": f"loading the target again to measure it failed: {exc}"}
-        return
-    try:
-        _bench(impl, options, record, exclusive=exclusive, baselines=baselines)
-    finally:
-        impl.close()
-
-
-def _side_by_side(candidate: Candidate, each: list[GradeOptions], slots: cpu_slots.Slots, reproducer_dir: Path | str,
-                  on_loaded: Callable[[], None] | None, probes: memory.Probing | None = None) -> list[GradeRecord]:
-    """The parts claimed in part order (:mod:`.part_queue`): here one after another, part 0 first
-    (``on_loaded`` is called as the target loads), and each by a helper of its own, a grading driver
-    started whenever a CPU slot is free (``slots``: those this run took at its start). The first part
-    to fail stops the others (:class:`.parts.PartSignal`), as does a finding of the memory phase
-    beside them (``probes``, :func:`.memory_phase.watching`); a part not started by then gets a record
-    saying so."""
+def _helpers(candidate: Candidate, each: list[GradeOptions], slots: cpu_slots.Slots,
+             reproducer_dir: Path | str) -> tuple[list[GradeOptions], Parts]:
+    """The parts' options with the stop they share (:class:`.parts.PartSignal`, a directory), and
+    their :class:`.part_queue.Parts`, dispatching at once: each part a helper claims runs in a
+    grading driver of its own (the same function, :func:`grade_job`), while this process's worker
+    runs the others (:func:`_in_turn`). ``slots``: those this run took at its start, one its own."""
     signals = tempfile.mkdtemp(prefix="lse-fuzz-parts-")
     each, held, pools = [replace(options, stop_dir=signals) for options in each], slots.one_each(), []
-    own = held.pop() if held else None  # this process's: it runs parts too
+    own = held.pop() if held else None
 
     def helper(index: int) -> GradeRecord:
         job = grading_job(str(index), candidate, each[index].to_wire(), Path(reproducer_dir).resolve())
@@ -319,22 +321,22 @@ def _side_by_side(candidate: Candidate, each: list[GradeOptions], slots: cpu_slo
             pools.append(pool)
             return job_record(list(pool.run([job]))[0], candidate, each[index])
 
-    try:
-        with watching(probes, signals):
-            done = run_parts(len(each), here=lambda index: evaluate(
-                candidate, each[index], reproducer_dir=reproducer_dir, on_loaded=on_loaded if index == 0 else None),
-                helper=helper, held=held, take=lambda: cpu_slots.take(1), decides=lambda part: decides(part.verdict),
-                stopped=lambda: any(Path(signals).iterdir()))
-    except BaseException:  # Ctrl-C: the helpers' drivers and their workers go too
-        for pool in pools:
+    def stopped() -> bool:
+        try:
+            return any(Path(signals).iterdir())
+        except OSError:  # the run is over
+            return True
+
+    def close() -> None:  # the helpers' drivers and their workers go too (Ctrl-C, a target that did not load)
+        for pool in list(pools):
             pool.close()
-        raise
-    finally:
         shutil.rmtree(signals, ignore_errors=True)
         if own is not None:
             own.release()
-    return [ended(*done[index]) if index in done else not_started(base_record(candidate, options))
-            for index, options in enumerate(each)]
+
+    parts = Parts(len(each), helper=helper, held=held, take=lambda: cpu_slots.take(1), stopped=stopped, close=close)
+    parts.directory = signals
+    return each, parts.start()
 
 
 def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> GradeRecord:
@@ -411,9 +413,10 @@ def _finish(record: GradeRecord, started: float, impl: IsolatedImpl | None, *, v
         impl.close()
         if record.costs is not None:  # the worker's start is the run's too
             record.costs = Costs.from_dict(record.costs).add(Costs(worker_start_seconds=impl.load_seconds)).to_dict()
-        record.calls = impl.calls
-        record.candidate_seconds = round(impl.candidate_seconds, 3)
-        record.compiles = compile_summary(impl.compiles)  # also for a worker lost mid-compile
+        # Added to the helpers' (parts run beside this worker), none in a run of one worker.
+        record.calls = (record.calls or 0) + impl.calls
+        record.candidate_seconds = round((record.candidate_seconds or 0.0) + impl.candidate_seconds, 3)
+        record.compiles = merge_compile_summaries([record.compiles, compile_summary(impl.compiles)])  # also mid-compile
         noise = impl.noise()
         if noise.any:
             record.noise = noise.to_dict()

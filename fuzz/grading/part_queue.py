@@ -7,13 +7,13 @@ their four parts one after the other. Measured there (an H100 host, seeds 7 and 
 and autotuned kernels, 8 at once): the runs that found no slot took a median of 45-51 s, those that
 ran side by side 30-32 s; and the slots the first runs gave back were then left to nobody.
 
-So a run no longer decides once. Its parts form a queue, claimed lowest first: this process runs
-them one after another (part 0 first: it reports the target's load), and a dispatcher starts a
-helper, a grading driver of its own, for the next unclaimed part whenever a slot is free, the ones
-held at the start first. The examples do not change: each part's are its seed's and budget's,
-whoever runs it. A part that fails (or the memory phase's finding) stops the others, as before, and
-the parts not claimed by then are never started: they could not change the verdict
-(:func:`.parts.decided`).
+So a run no longer decides once. Its parts form a queue, claimed lowest first: the run's own
+worker runs them one after another (part 0 first: it reports the target's load; one worker, as a
+worker's start costs seconds on a busy GPU host), and a dispatcher starts a helper, a grading
+driver of its own, for the next unclaimed part whenever a slot is free, the ones held at the start
+at once. The examples do not change: each part's are its seed's and budget's, whoever runs it. A
+part that fails (or the memory phase's finding) stops the others, as before, and the parts not
+claimed by then are never started: they could not change the verdict (:func:`.parts.decided`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from .cpu_slots import Slots
 
-__all__ = ["POLL_SECONDS", "PartQueue", "run_parts"]
+__all__ = ["POLL_SECONDS", "PartQueue", "Parts"]
 
 POLL_SECONDS = 0.25
 """How often the dispatcher looks for a free slot while parts wait: a slot freed is taken within
@@ -50,67 +50,97 @@ class PartQueue:
             return self._next >= self.count
 
 
-def run_parts(count: int, *, here: Callable[[int], object], helper: Callable[[int], object],
-              held: list[Slots], take: Callable[[], Slots], stopped: Callable[[], bool],
-              decides: Callable[[object], bool], poll: float | None = None) -> dict[int, tuple[object, float]]:
-    """Run parts ``0..count-1``: ``here(index)`` in this thread, one after another, and
-    ``helper(index)`` in a thread of its own for each part claimed with a slot: those of ``held``
+class Parts:
+    """The parts ``0..count-1`` of one run: the caller claims them (:meth:`claim`, part 0 first)
+    and runs each, saying so (:meth:`keep`); from :meth:`start` on, a dispatcher runs
+    ``helper(index)`` in a thread of its own for each part it claims with a slot: those of ``held``
     (taken at the start, one slot each), then each slot ``take()`` finds free (an empty ``Slots``:
-    none now). A helper holds its slot until its part ends. No part is claimed once ``stopped()``
-    (another part failed) or once a part this thread ran ``decides`` the verdict. Returns, by part,
-    its result and when it ended (seconds from the start); unclaimed parts are absent. An exception
-    of ``here`` (Ctrl-C) is raised once the helpers are told to stop; a helper's own exception,
-    once every part has ended."""
-    queue, began, results, poll = PartQueue(count), time.monotonic(), {}, POLL_SECONDS if poll is None else poll
-    lock, helpers, failures = threading.Lock(), [], []
-    over = threading.Event()  # this thread is done claiming: the dispatcher stops looking
+    none now). A helper holds its slot until its part ends. Nothing is claimed once ``stopped()``
+    (a part failed) or once the caller is done claiming. ``close()`` runs once, at :meth:`finish`
+    or :meth:`abandon`."""
 
-    def keep(index: int, result: object) -> None:
-        with lock:
-            results[index] = (result, round(time.monotonic() - began, 3))
+    def __init__(self, count: int, *, helper: Callable[[int], object], held: list[Slots],
+                 take: Callable[[], Slots], stopped: Callable[[], bool], close: Callable[[], None] = lambda: None,
+                 poll: float | None = None) -> None:
+        self.queue, self.stopped = PartQueue(count), stopped
+        self._helper, self._spare, self._take, self._close = helper, list(held), take, close
+        self._poll = POLL_SECONDS if poll is None else poll
+        self._first = self.queue.claim()  # part 0 is the caller's: the target's load is reported from there
+        self._began, self._results, self._lock = time.monotonic(), {}, threading.Lock()
+        self._helpers: list[threading.Thread] = []
+        self._failures: list[BaseException] = []
+        self._over, self._closed = threading.Event(), False
+        self._dispatcher = threading.Thread(target=self._dispatch, name="lse-fuzz-part-dispatch", daemon=True)
 
-    def run_helper(index: int, slot: Slots) -> None:
-        try:
-            keep(index, helper(index))
-        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
-            failures.append(exc)
-        finally:
+    def start(self) -> Parts:
+        self._began = time.monotonic()
+        self._dispatcher.start()
+        return self
+
+    def claim(self) -> int | None:
+        """The caller's next part (the lowest unclaimed), None once none is left or a part failed."""
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        return None if self.stopped() else self.queue.claim()
+
+    def keep(self, index: int, result: object) -> object:
+        """``result`` is part ``index``'s (it ended now); returns it."""
+        with self._lock:
+            self._results[index] = (result, round(time.monotonic() - self._began, 3))
+        return result
+
+    def finish(self) -> dict[int, tuple[object, float]]:
+        """Once the caller claims no more: wait for the helpers; by part, its result and when it ended
+        (seconds from :meth:`start`); the parts never claimed are absent. A helper's exception is
+        raised here, once every helper has ended."""
+        self._stop_dispatching()
+        for thread in list(self._helpers):
+            thread.join()
+        self._closing()
+        if self._failures:
+            raise self._failures[0]
+        return dict(self._results)
+
+    def abandon(self) -> None:
+        """The run ends without the parts' verdicts (the target did not load, Ctrl-C, an error of
+        the harness): no more helpers start, and ``close()`` stops those running."""
+        self._stop_dispatching()
+        self._closing()
+
+    def _stop_dispatching(self) -> None:
+        self._over.set()
+        if self._dispatcher.is_alive():
+            self._dispatcher.join()
+        for slot in self._spare:
             slot.release()
+        self._spare = []
 
-    def dispatch() -> None:
-        spare = list(held)
-        while not over.is_set() and not queue.empty and not stopped():
-            slot = spare.pop() if spare else take()
+    def _closing(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._close()
+
+    def _dispatch(self) -> None:
+        while not self._over.is_set() and not self.queue.empty and not self.stopped():
+            slot = self._spare.pop() if self._spare else self._take()
             if not len(slot):
-                over.wait(poll)
+                self._over.wait(self._poll)
                 continue
-            index = queue.claim()
+            index = self.queue.claim()
             if index is None:
                 slot.release()
-                break
-            thread = threading.Thread(target=run_helper, args=(index, slot), name=f"lse-fuzz-part-{index}", daemon=True)
-            with lock:
-                helpers.append(thread)
+                return
+            thread = threading.Thread(target=self._run_helper, args=(index, slot), name=f"lse-fuzz-part-{index}",
+                                      daemon=True)
+            with self._lock:
+                self._helpers.append(thread)
             thread.start()
-        for slot in spare:
-            slot.release()
 
-    first = queue.claim()  # part 0 is this thread's: the target's load is reported from here
-    dispatcher = threading.Thread(target=dispatch, name="lse-fuzz-part-dispatch", daemon=True)
-    dispatcher.start()
-    try:
-        index = first
-        while index is not None:
-            result = here(index)
-            keep(index, result)
-            if decides(result) or stopped():
-                break
-            index = queue.claim()
-    finally:
-        over.set()
-        dispatcher.join()
-    for thread in list(helpers):
-        thread.join()
-    if failures:
-        raise failures[0]
-    return results
+    def _run_helper(self, index: int, slot: Slots) -> None:
+        try:
+            self.keep(index, self._helper(index))
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread, by finish()
+            self._failures.append(exc)
+        finally:
+            slot.release()

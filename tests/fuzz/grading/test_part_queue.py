@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from fuzz.grading.part_queue import PartQueue, run_parts
+from fuzz.grading.part_queue import PartQueue, Parts
 
 
 class FakeSlot:
@@ -36,9 +36,15 @@ class Recorder:
         return run
 
 
-def _run(recorder: Recorder, count: int, *, held=(), take=lambda: FakeSlot(False), stopped=lambda: False, poll=0.01):
-    return run_parts(count, here=recorder.part("here"), helper=recorder.part("helper"), held=list(held), take=take,
-                     stopped=stopped, decides=lambda result: result[2] == "fail", poll=poll)
+def _run(recorder: Recorder, count: int, *, held=(), take=lambda: FakeSlot(False), stopped=lambda: False,
+         close=lambda: None, helper=None):
+    """The caller's side, as fuzz.grading.evaluate._in_turn does it: claim, run, keep; stop at a failure."""
+    parts = Parts(count, helper=helper or recorder.part("helper"), held=list(held), take=take, stopped=stopped,
+                  close=close, poll=0.01).start()
+    for index in iter(parts.claim, None):
+        if parts.keep(index, recorder.part("here")(index))[2] == "fail":
+            break
+    return parts.finish()
 
 
 def test_the_queue_gives_each_part_once_lowest_first():
@@ -56,11 +62,11 @@ def test_with_no_slot_every_part_runs_here_in_part_order():
 
 
 def test_slots_held_at_the_start_start_helpers_at_once_and_are_given_back():
-    recorder, held = Recorder(seconds=0.2), [FakeSlot(), FakeSlot(), FakeSlot()]
-    done = _run(recorder, 4, held=held)
+    recorder, held, closed = Recorder(seconds=0.2), [FakeSlot(), FakeSlot(), FakeSlot()], []
+    done = _run(recorder, 4, held=held, close=lambda: closed.append(1))
     assert sorted(done) == [0, 1, 2, 3] and sorted(index for _, index in recorder.ran) == [0, 1, 2, 3]
     assert ("here", 0) in recorder.ran and sum(who == "helper" for who, _ in recorder.ran) == 3
-    assert all(slot.released for slot in held)
+    assert all(slot.released for slot in held) and closed == [1]
     assert max(at for _, at in done.values()) < 0.35  # side by side: four parts of 0.2 s in about one's time
 
 
@@ -100,6 +106,16 @@ def test_a_helpers_exception_is_raised_once_every_part_ended():
         raise RuntimeError(f"the driver of part {index} failed")
 
     with pytest.raises(RuntimeError, match="the driver of part 1 failed"):
-        run_parts(3, here=recorder.part("here"), helper=broken, held=[FakeSlot()], take=lambda: FakeSlot(False),
-                  stopped=lambda: False, decides=lambda result: False, poll=0.01)
+        _run(recorder, 3, held=[FakeSlot()], helper=broken)
     assert ("here", 0) in recorder.ran and ("here", 2) in recorder.ran
+
+
+def test_abandoned_no_helper_starts_and_close_runs_once():
+    recorder, closed = Recorder(), []
+    parts = Parts(4, helper=recorder.part("helper"), held=[], take=lambda: FakeSlot(False), stopped=lambda: False,
+                  close=lambda: closed.append(1), poll=0.01).start()
+    assert parts.claim() == 0
+    parts.abandon()  # the target did not load: no part of it runs
+    time.sleep(0.05)
+    parts.abandon()
+    assert recorder.ran == [] and closed == [1]

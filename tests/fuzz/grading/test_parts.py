@@ -147,6 +147,13 @@ def test_a_run_whose_slots_are_taken_runs_its_parts_here_one_after_another(tmp_p
         raise AssertionError("a helper started with every CPU slot taken")
 
     monkeypatch.setattr(evaluate_module, "Pool", no_helper)
+    workers, real = set(), evaluate_module.check
+
+    def counting(impl, **kwargs):
+        workers.add(impl.pid)
+        return real(impl, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "check", counting)
     with cpu_slots.take(os.cpu_count() or 1):
         record = evaluate(CORRECT, GradeOptions(budget=12, parts=2).validated(), reproducer_dir=tmp_path,
                           side_by_side=True)
@@ -154,6 +161,7 @@ def test_a_run_whose_slots_are_taken_runs_its_parts_here_one_after_another(tmp_p
     assert [p["examples"] for p in record.parts] == [6, 6]
     first, second = record.parts
     assert second["ended"] - second["seconds"] + 0.05 >= first["ended"]  # the second began once the first ended
+    assert len(workers) == 1  # in one worker: on a busy GPU host a worker's start costs seconds
     assert len(cpu_slots.take(2)) == 2  # the run gave its slots back
 
 
