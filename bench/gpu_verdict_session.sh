@@ -13,6 +13,8 @@
 #   memory   the same checks again with `--memory` (the GPU's peak and each kind's largest process)
 #   seeds    false alarms: the correct and autotuned kernels (`--only correct/,tuned.`), 8 at once, once
 #            per seed of SEEDS (default "7 8"), each with `--seed K` (run after mutants, before the rest)
+#   seeds-base  with seeds and BASE: each seed again from BASE's tree, right after (an A/B, each
+#            seed given half the time left)
 #   alone    the same checks one at a time (the 30 s target), until the time is up
 #
 # A step starts only while the time left can hold it. Writes OUT_DIR/header.txt, OUT_DIR/STEP.log
@@ -43,12 +45,21 @@ if wants mutants 120; then
   cp "$out/mutants/default.log" "$out/mutants.log" 2>/dev/null
   echo "mutants: done at $(( $(date +%s) - start )) s" >> "$out/header.txt"
 fi
+seeds_from() {  # TREE_DIR NAME SEED [SECONDS]: the correct and autotuned kernels 8 at once, from TREE_DIR
+  local tree=$1 name=$2 seed=$3 limit=${4:-$(left)}
+  (cd "$tree" && timeout $(( limit - 5 )) python3 bench/verdict_time.py --device cuda --sections checks --set all \
+     --only correct/,tuned. --jobs 8 --deadline $(( limit - 100 )) --timeout 90 --check-options "--seed $seed" \
+     --out "$out/$name") > "$out/$name.log" 2>&1
+  echo "$name: exit $? at $(( $(date +%s) - start )) s" >> "$out/header.txt"
+}
+if [[ -n "$base" ]] && [[ " $steps " == *" seeds-base "* ]]; then base_tree=$(mktemp -d); tar xzf "$base" -C "$base_tree"; fi
 for seed in ${SEEDS:-7 8}; do
   wants seeds 150 || break
-  (timeout $(( $(left) - 5 )) python3 bench/verdict_time.py --device cuda --sections checks --set all \
-     --only correct/,tuned. --jobs 8 --deadline $(( $(left) - 100 )) --timeout 90 --check-options "--seed $seed" \
-     --out "$out/seed$seed") > "$out/seed$seed.log" 2>&1
-  echo "seed $seed: exit $? at $(( $(date +%s) - start )) s" >> "$out/header.txt"
+  if [[ -n "${base_tree:-}" ]]; then  # an A/B on this machine: each seed from this tree, then from BASE's
+    half=$(( $(left) / 2 )); seeds_from "$PWD" "seed$seed" "$seed" "$half"; seeds_from "$base_tree" "base-seed$seed" "$seed"
+  else
+    seeds_from "$PWD" "seed$seed" "$seed"
+  fi
 done
 wants slowest 150 && checks "$PWD" slowest
 if [[ -n "$base" ]] && wants base 150; then

@@ -22,7 +22,7 @@ class FakeSlot:
 
 
 class Recorder:
-    """``here`` and ``helper`` of :func:`run_parts`: each part sleeps ``seconds`` and says who ran it."""
+    """The caller's parts ("here") and the helpers' (:class:`Parts`): each sleeps ``seconds`` and says who ran it."""
 
     def __init__(self, seconds: float = 0.05, fails: set[int] = frozenset()) -> None:
         self.seconds, self.fails, self.ran, self.lock = seconds, fails, [], threading.Lock()

@@ -300,7 +300,8 @@ def test_every_operator_is_killed_somewhere(tmp_path):
     # Every check and the huge offsets: int64_promotion_removed, the survivor of OPTIONS, is killed
     # only past 2**31 elements.
     options = replace(OPTIONS["options"], budget=20, checks=None, huge_offsets=True)
-    full = run_mutation(str(TINY_DIR / "tiny_lse.py"), cache=None, **{**OPTIONS, "options": options, "thorough_budget": 40})
+    full = run_mutation(str(TINY_DIR / "tiny_lse.py"), cache=None,
+                        **{**OPTIONS, "options": options, "thorough_budget": 40})
     killed = {r.mutant.operator for r in full.results if r.status is MutantStatus.KILLED}
     operators = {r.mutant.operator for r in full.results}
     assert operators == killed
