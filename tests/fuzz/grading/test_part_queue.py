@@ -67,7 +67,7 @@ def test_slots_held_at_the_start_start_helpers_at_once_and_are_given_back():
     assert sorted(done) == [0, 1, 2, 3] and sorted(index for _, index in recorder.ran) == [0, 1, 2, 3]
     assert ("here", 0) in recorder.ran and sum(who == "helper" for who, _ in recorder.ran) == 3
     assert all(slot.released for slot in held) and closed == [1]
-    assert max(at for _, at in done.values()) < 0.35  # side by side: four parts of 0.2 s in about one's time
+    assert max(at for _, at in done.values()) < 0.6  # side by side: four parts of 0.2 s, not 0.8 s
 
 
 def test_a_slot_freed_later_starts_a_helper_for_the_next_unclaimed_part():
@@ -81,7 +81,8 @@ def test_a_slot_freed_later_starts_a_helper_for_the_next_unclaimed_part():
 
     done = _run(recorder, 3, take=take)
     assert sorted(done) == [0, 1, 2]
-    assert ("here", 0) in recorder.ran and ("helper", 1) in recorder.ran and ("here", 2) in recorder.ran
+    helped = [index for who, index in recorder.ran if who == "helper"]
+    assert ("here", 0) in recorder.ran and len(helped) == 1 and helped[0] in (1, 2)  # the one slot, one part
     assert given and given[0].released
 
 
