@@ -37,7 +37,7 @@ from .gpu_lock import GpuLock
 from .memory_phase import memory_phase, probing, stop_for, watching
 from .options import GradeOptions, driver_environment, torch_threads, use_torch_threads
 from .part_queue import Parts
-from .parts import decided, decides, ended, merge_parts, not_started, part_count, split
+from .parts import PartSignal, decided, decides, ended, merge_parts, not_started, part_count, split
 from .record import GradeRecord, MalformedRecord
 from .snapshot import materialize, restore_paths
 
@@ -277,6 +277,8 @@ def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions],
             part.seconds, part.calls = round(time.monotonic() - began, 3), impl.calls - calls
             records[index] = helpers.keep(index, part) if helpers else part
             if decides(part.verdict):
+                if helpers is not None:  # a crash or timeout says nothing to the others itself: now they stop
+                    PartSignal(helpers.directory).failed()
                 break
     if helpers is None:
         merge_parts(record, list(records.values()))

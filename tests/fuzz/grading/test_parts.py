@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from fuzz.grading.evaluate import evaluate
 from fuzz.costs import Costs
 from fuzz.grading.parts import CPU_PARTS, GPU_PARTS, MIN_PART_BUDGET, decided, merge_parts, part_count, split
 from fuzz.grading.reports import format_record, well_formed
-from fuzz.outcomes import Verdict
+from fuzz.isolation import JobResult
+from fuzz.outcomes import ImplLost, Outcome, Verdict
 from reference.errors import InvalidArgument
 
 IMPLEMENTATIONS = Path(__file__).resolve().parents[2] / "implementations"
@@ -185,6 +187,47 @@ def test_a_slot_given_back_during_the_run_starts_a_helper_for_the_next_part(tmp_
     assert [p["examples"] for p in record.parts] == [30, 30, 30] and record.examples == 90
     assert len(helpers) >= 1  # a part ran beside part 0 once the slots came back
     assert len(cpu_slots.take(os.cpu_count() or 1)) == (os.cpu_count() or 1)  # every slot given back
+
+
+def test_a_part_lost_here_stops_the_helpers_at_once(tmp_path, monkeypatch):
+    # A crash (or timeout) of the run's own worker says nothing to the other parts by itself; they
+    # could not change the verdict, so the run tells them to stop instead of waiting for them.
+    evaluate_module = sys.modules[evaluate.__module__]
+    told = []
+
+    class UntilStopped:
+        """A helper's pool whose part runs until the run's parts are told to stop (20 s at most)."""
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def close(self):
+            pass
+
+        def run(self, jobs):
+            job = jobs[0]
+            directory = Path(GradeOptions.from_wire(job.payload["options"]).stop_dir)
+            deadline = time.monotonic() + 20
+            while not any(directory.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            told.append(time.monotonic() < deadline)
+            yield JobResult(job, Outcome.TIMEOUT, None, 0.0, "stopped by the test")
+
+    def lost(*args, **kwargs):
+        raise ImplLost(Outcome.CRASHED, "the worker died (the test's)")
+
+    monkeypatch.setattr(evaluate_module, "Pool", UntilStopped)
+    monkeypatch.setattr(evaluate_module, "_fuzz", lost)
+    record = evaluate(CORRECT, GradeOptions(budget=30, parts=3).validated(), reproducer_dir=tmp_path,
+                      side_by_side=True)
+    assert record.verdict == "crash" and record.parts[0]["verdict"] == "crash"
+    assert told and all(told)  # every helper was told, long before its 20 s
 
 
 @pytest.mark.parametrize("side_by_side", [False, True], ids=["one_after_another", "side_by_side"])
