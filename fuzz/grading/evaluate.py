@@ -265,7 +265,8 @@ def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions],
     (:func:`_helpers`), the parts this worker claims, while helpers run others beside it; a part
     not started once one failed gets a record saying so."""
     records: dict[int, GradeRecord] = {}
-    with watching(probes, helpers.directory) if helpers else contextlib.nullcontext():
+    stop_dir = each[0].stop_dir  # the parts' shared stop (_helpers), None without helpers
+    with watching(probes, stop_dir) if helpers else contextlib.nullcontext():
         for index in iter(helpers.claim, None) if helpers else range(len(each)):
             part, began, calls = base_record(candidate, each[index]), time.monotonic(), impl.calls
             try:
@@ -278,7 +279,7 @@ def _in_turn(impl: IsolatedImpl, candidate: Candidate, each: list[GradeOptions],
             records[index] = helpers.keep(index, part) if helpers else part
             if decides(part.verdict):
                 if helpers is not None:  # a crash or timeout says nothing to the others itself: now they stop
-                    PartSignal(helpers.directory).failed()
+                    PartSignal(stop_dir).failed()
                 break
     if helpers is None:
         merge_parts(record, list(records.values()))
@@ -336,9 +337,8 @@ def _helpers(candidate: Candidate, each: list[GradeOptions], slots: cpu_slots.Sl
         if own is not None:
             own.release()
 
-    parts = Parts(len(each), helper=helper, held=held, take=lambda: cpu_slots.take(1), stopped=stopped, close=close)
-    parts.directory = signals
-    return each, parts.start()
+    return each, Parts(len(each), helper=helper, held=held, take=lambda: cpu_slots.take(1), stopped=stopped,
+                       close=close).start()
 
 
 def job_record(result: JobResult, candidate: Candidate, options: GradeOptions) -> GradeRecord:
