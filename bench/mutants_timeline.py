@@ -87,13 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         memory = entry.cell.record.memory  # the first share's, which probes memory
         print(f"gate {entry.label}: {entry.cell.examples} examples, parts "
               + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts)
-              + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else ""))
+              + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else "")
+              + _split(entry.cell.record.costs))
     for result in report.results:
         parts = result.cell.record.parts or []
         memory = result.cell.record.memory  # the GPU's memory phase: its own seconds, and the verdict's wait
         print(f"{result.name:26s} {result.status.value:9s} {result.cell.examples:4d} ex {result.cell.wall_seconds:6.1f} s; parts "
               + ", ".join(f"{p.get('seconds', 0):.1f}" for p in parts)
-              + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else ""))
+              + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else "")
+              + _split(result.cell.record.costs))
     path = os.environ.get(ENV)
     if path:
         kernels = Counter()
@@ -103,6 +105,15 @@ def main(argv: list[str] | None = None) -> int:
         for kernel, count in kernels.most_common():
             print(f"  {count:4d} {kernel}")
     return report.exit_code
+
+
+def _split(costs: dict | None) -> str:
+    """Where a job's seconds went (its report's costs): worker start, compiling, calls, shrinking, ..."""
+    if not costs:
+        return ""
+    seconds = {k: v for k, v in (costs.get("seconds") or {}).items() if v >= 0.05}
+    return ("; " + " ".join(f"{k} {v:.1f}" for k, v in seconds.items())
+            + f"; {costs.get('compiles', 0)} compiles, {costs.get('specializations', 0)} specializations")
 
 
 if __name__ == "__main__":
