@@ -62,6 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         ended_at(self, key, at)
 
     Timeline.ended = ending
+    from fuzz.isolation.pool import pool as pool_module
+
+    zygote_for = pool_module.zygote_for
+
+    def ready_zygote(*args, **kwargs):  # when the fork server answered (its preloads done): drivers start after
+        zygote = zygote_for(*args, **kwargs)
+        print(f"{time.perf_counter() - STARTED:7.1f} s  fork server ready", flush=True)
+        return zygote
+
+    pool_module.zygote_for = ready_zygote
     if args.gate_shares is not None:
         from fuzz.mutation import runner
 
