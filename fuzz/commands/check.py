@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from ..grading.evaluate import blame_signals
     from ..grading.options import use_torch_threads
     from ..grading.reports import atomic_write
-    from ..isolation import SignalGuard
+    from ..isolation import SignalGuard, own_stops
     from ..outcomes import CHECK_EXIT_CODES, Verdict
     from ..target import resolve_target
 
@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"lse-fuzz check {target} on {options.device} ({what}; contract {options.declared().describe()})",
               file=sys.stderr, flush=True)
 
-    with SignalGuard() as guard:  # a signal from the candidate's processes is ignored and makes it crash
+    # A signal from the candidate's processes is ignored and makes it crash; so does a stop of this process.
+    with SignalGuard() as guard, own_stops(guard):
         record = evaluate(target, options, reproducer_dir=Path(args.reproducers), on_loaded=announce,
                           side_by_side=True)
         blame_signals(record, guard.claim())

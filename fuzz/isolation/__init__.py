@@ -46,6 +46,7 @@ _EXPORTS = {
     "hold_signals": ".guard.signals",
     "release_signals": ".guard.signals",
     "Timeline": ".guard.blame",
+    "own_stops": ".guard.blame",
     "scrub_early": ".guard.secret",
     "scrub_from_proc": ".guard.secret",
     "prestart": ".fork_server.client",

@@ -9,16 +9,18 @@ moment it was found stopped (:class:`Timeline`): SIGSTOP names no sender, only t
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
 
-from .signals import Sender, SignalEvent, Stopped
+from .signals import Sender, SignalEvent, SignalGuard, Stopped
 from .stops import report_stops, stop_reporting, sweep, unwatch, watch
 
-__all__ = ["LINGER", "StopBlame", "Timeline", "stop_event"]
+__all__ = ["LINGER", "StopBlame", "Timeline", "own_stops", "stop_event"]
 
 LINGER = 1.0
 """Seconds a job still counts as in flight after it ended: what its worker left behind (an
@@ -79,6 +81,8 @@ class StopBlame:
         self._timeline = Timeline()
         self._kinds: dict[int, Stopped] = {}  # pid -> which of the pool's processes it is
         self._owners: dict[int, str] = {}  # a worker's pid -> the key of the job it works for
+        # This process itself: its watchdog continues it when it is stopped (guard.watchdog).
+        self._kinds[os.getpid()] = Stopped.GRADER
         report_stops(self._found_stopped)
 
     def track(self, pid: int, kind: Stopped, *, owner: str | None = None) -> None:
@@ -136,3 +140,22 @@ class StopBlame:
 
     def close(self) -> None:
         stop_reporting(self._found_stopped)
+
+
+@contextlib.contextmanager
+def own_stops(guard: SignalGuard):
+    """Every stop of this process that its watchdog tells (:mod:`.watchdog`) goes to ``guard`` as an
+    event while the body runs: for ``check``, where nothing but the one candidate runs beside it,
+    so such a stop is that candidate's doing, as a signal from its processes is."""
+    me = os.getpid()
+
+    def found(pid: int, since: float, until: float) -> None:
+        if pid == me:
+            guard.add(SignalEvent(signal.SIGSTOP, 0, Sender.UNNAMED, (), (), Stopped.GRADER, pid))
+
+    report_stops(found)
+    try:
+        yield
+    finally:
+        stop_reporting(found)
+

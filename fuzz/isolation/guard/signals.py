@@ -41,7 +41,8 @@ Residual risks (the tree is read when the signal is taken, not when it was sent)
 * signals whose ``siginfo`` the sender writes itself (``sigqueue``: ``si_code`` < 0) or that the
   kernel sends for a file the candidate set up (``F_SETOWN``: SIGIO) prove no sender: ignored;
 * SIGKILL and SIGSTOP cannot be blocked, and stop signals (SIGTSTP, SIGTTIN, SIGTTOU) are left as
-  they are: the terminal's Ctrl-Z must still work.
+  they are: the terminal's Ctrl-Z must still work. A stop of the grader alone is undone by its
+  watchdog (:mod:`.watchdog`), which the guard starts and ends; one of the watchdog too is not.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..processes import PR_GET_CHILD_SUBREAPER, PR_SET_CHILD_SUBREAPER, prctl, stat_fields
+from . import watchdog
 
 __all__ = ["GUARDED", "Sender", "SignalEvent", "SignalGuard", "Stopped", "describe_signals", "describe_stops", "forget",
            "hold_signals", "kill_adopted", "lineage", "release_signals", "remember", "sender_of", "spare"]
@@ -103,6 +105,7 @@ class Stopped(enum.Enum):
 
     FORK_SERVER = "fork server"
     DRIVER = "driver"
+    GRADER = "grader"  # the grading process itself, continued by its watchdog (guard.watchdog)
     WORKER = "worker"  # a job's worker: an attack when another job stopped it
 
 
@@ -212,9 +215,9 @@ def describe_stops(events: list[SignalEvent]) -> str:
     process once (a stop of the same one again adds nothing)."""
     pids = {kind: sorted({event.stopped_pid for event in events if event.stopped is kind}) for kind in Stopped}
     one = {Stopped.FORK_SERVER: "the fork server", Stopped.DRIVER: "a grading driver",
-           Stopped.WORKER: "a neighbour's worker"}
+           Stopped.WORKER: "a neighbour's worker", Stopped.GRADER: "the grader"}
     many = {Stopped.FORK_SERVER: "{} fork servers", Stopped.DRIVER: "{} grading drivers",
-            Stopped.WORKER: "{} neighbours' workers"}
+            Stopped.WORKER: "{} neighbours' workers", Stopped.GRADER: "{} graders"}
     parts = [one[kind] if len(found) == 1 else many[kind].format(len(found)) for kind, found in pids.items() if found]
     said = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     continued = "which was continued" if sum(map(len, pids.values())) == 1 else "which were continued"
@@ -250,12 +253,13 @@ class SignalGuard:
         self._handling = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="lse-fuzz-signals", daemon=True)
+        self._watchdog: watchdog.Watchdog | None = None
 
     def _run(self) -> None:
         while not self._stop.is_set():
             self._handling.clear()
             info = signal.sigtimedwait(GUARDED, 0.2)
-            if info is not None:
+            if info is not None and _filled(info):
                 self._handling.set()
                 self._handle(info, time.monotonic())
 
@@ -383,11 +387,16 @@ class SignalGuard:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         self._since = _ticks_since_boot()
         self._thread.start()
+        self._watchdog = watchdog.start()  # the grader itself stopped is continued (guard.watchdog)
+        if self._watchdog is not None:
+            spare(self._watchdog.pid)
         return self
 
     def __exit__(self, *exc_info) -> None:
         if not self.active:
             return
+        if self._watchdog is not None:
+            self._watchdog.stop()
         self._stop.set()
         self._thread.join()
         # Signals that came after the thread's last wait are judged here, not let through the
@@ -405,6 +414,16 @@ class SignalGuard:
         signal.pthread_sigmask(signal.SIG_SETMASK, self._previous_mask)
         for info in late:
             self._handle(info, time.monotonic())
+
+
+_SI_CODES = frozenset(range(-7, 7)) | {SI_KERNEL}  # <asm-generic/siginfo.h>: SI_DETHREAD..POLL_HUP, SI_KERNEL
+
+
+def _filled(info) -> bool:
+    """Whether ``info`` is a signal's: CPython's ``sigtimedwait``, interrupted (EINTR, as when this
+    process is stopped and continued: its watchdog does that) past its timeout, returns a siginfo
+    it never filled in (seen: SIGHUP, si_code 1982222704, a made-up si_pid) instead of None."""
+    return info.si_code in _SI_CODES
 
 
 def _belongs(event: SignalEvent, key: str, processes: tuple[int, ...]) -> bool:

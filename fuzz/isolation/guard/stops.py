@@ -19,7 +19,7 @@ from collections.abc import Callable
 from ..processes import stat_fields
 
 __all__ = ["QUICK_FOR", "QUICK_SLICE", "RESUMED_BY_POOL_ENV", "WAIT_SLICE", "report_stops", "resume_if_stopped",
-           "resumed_by_pool", "stop_reporting", "sweep", "unwatch", "watch"]
+           "resumed_by_pool", "poll_stops", "stop_reporting", "sweep", "tell_stopped", "unwatch", "watch"]
 
 WAIT_SLICE = 0.5  # seconds between the resumer's checks that no watched process is stopped
 QUICK_SLICE = 0.01
@@ -68,6 +68,7 @@ class _Resumer:
         self._pids: dict[int, int] = {}  # pid -> how many watch it
         self._clear: dict[int, float] = {}  # pid -> a time since which any stop of it is still to be found
         self._listeners: list[Callable[[int, float, float], None]] = []
+        self._pollers: list[Callable[[], None]] = []  # stops found by another process, told by each sweep
         self._lock = threading.Lock()
         self._sweeping = threading.Lock()  # one sweep at a time: a stop is found, and told, once
         self._thread: threading.Thread | None = None
@@ -100,11 +101,26 @@ class _Resumer:
             if listener in self._listeners:
                 self._listeners.remove(listener)
 
+    def poll(self, poller: Callable[[], None], *, on: bool = True) -> None:
+        """``poller()`` (off with ``on=False``) runs at each sweep: it tells (:meth:`tell`) the stops
+        another process found and continued (this one's watchdog): so a stop found before a job
+        ended is told before the job's events are claimed, as a stop the sweep finds itself is."""
+        with self._lock:
+            if on:
+                self._pollers.append(poller)
+            elif poller in self._pollers:
+                self._pollers.remove(poller)
+
     def sweep(self) -> None:
         """Continue every watched process found stopped now, and tell the listeners."""
         with self._sweeping:
             with self._lock:
-                watched = dict(self._clear)
+                watched, pollers = dict(self._clear), list(self._pollers)
+            for poller in pollers:
+                try:
+                    poller()
+                except Exception:  # as below: a bug there must not end the resumer's thread
+                    pass
             for pid, since in watched.items():
                 checked = time.monotonic()  # it is read after this: a later stop is found next time
                 stopped = resume_if_stopped(pid)
@@ -120,6 +136,18 @@ class _Resumer:
                         listener(pid, since, found)
                     except Exception:  # a listener's bug must not end the thread: nothing would be continued
                         pass
+
+    def tell(self, pid: int, since: float, found: float) -> None:
+        """``pid`` was found stopped and continued by another process (this one's watchdog, for
+        this process itself): told to the listeners as a stop found here."""
+        with self._lock:
+            self._last_stop = max(self._last_stop, found)
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(pid, since, found)
+            except Exception:  # as in sweep: a listener's bug must not end the caller's thread
+                pass
 
     def pause(self) -> float:
         """Seconds until the next check: :data:`QUICK_SLICE` within :data:`QUICK_FOR` of the last
@@ -140,6 +168,8 @@ report_stops = _RESUMER.listen
 """Call ``listener(pid, since, found)`` for every watched process found stopped and continued:
 it was stopped between ``since`` and ``found`` (``time.monotonic()``, system-wide on Linux)."""
 stop_reporting = _RESUMER.unlisten
+tell_stopped = _RESUMER.tell
+poll_stops = _RESUMER.poll
 
 RESUMED_BY_POOL_ENV = "LSE_FUZZ_RESUMED_BY_POOL"
 """Set in a pool's drivers: the pool's process continues the fork server and the workers they

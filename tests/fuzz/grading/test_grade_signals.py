@@ -326,3 +326,33 @@ def test_a_stopper_graded_alone_before_the_killer_killed_the_grader_again_keeps_
     assert records["b_stopper"]["verdict"] == "crash", records["b_stopper"]["reason"]
     assert records["b_stopper"]["reason"].startswith("it attacked the grader: it stopped the fork server (SIGSTOP)"), \
         records["b_stopper"]["reason"]
+
+
+def test_a_candidate_that_stops_the_grader_itself_is_convicted_and_holds_nothing_up(tmp_path):
+    # Nothing continued the grader once a candidate stopped it: the batch waited for good (the
+    # test's timeout). Its watchdog continues it; both were in flight, so both run briefly alone
+    # after the batch, where the stopper stops the grader again and is convicted.
+    batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_grader.py",
+                                           "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
+    out = tmp_path / "out"
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out-dir", str(out), cwd=tmp_path)
+    try:
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 1, err
+    records = records_of(out)
+    assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
+    assert records["a_stopper"]["verdict"] == "crash", records["a_stopper"]["reason"]
+    assert records["a_stopper"]["reason"].startswith("it attacked the grader: it stopped the grader (SIGSTOP)")
+
+
+def test_check_of_a_candidate_that_stops_it_ends_with_a_crash(tmp_path):
+    process = lse_fuzz("check", str(IMPLEMENTATIONS / "hostile" / "stops_the_grader.py"), *FAST[:-1], "--device", "cpu",
+                       cwd=tmp_path)
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 1, err
+    assert "it attacked the grader: it stopped the grader (SIGSTOP), which was continued" in out + err

@@ -62,6 +62,8 @@ EXPECTED = {
     # suspect run again alone after the batch (its neighbours then, alone, stop nothing).
     "stops_the_grading_processes": ("crash", set()),
     "stops_the_fork_server": ("crash", set()),  # on every call: blamed as above
+    # The grader itself stopped is continued by its watchdog, and the stop blamed as above.
+    "stops_the_grader": ("crash", set()),
     "tampers_with_neighbours": ("pass", set()),  # its edits reach files, not what is graded
 }
 NEIGHBOURS = {"zz_torch_neighbour": CORRECT / "torch_float32.py", "zz_triton_neighbour": CORRECT / "two_pass.py"}
