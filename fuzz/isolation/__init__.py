@@ -47,6 +47,7 @@ _EXPORTS = {
     "release_signals": ".guard.signals",
     "Timeline": ".guard.blame",
     "own_stops": ".guard.blame",
+    "start_watchdog": ".guard.watchdog",
     "scrub_early": ".guard.secret",
     "scrub_from_proc": ".guard.secret",
     "prestart": ".fork_server.client",

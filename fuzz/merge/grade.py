@@ -25,6 +25,7 @@ from reference.errors import InvalidArgument
 
 from .. import defaults, validate
 from ..grading.candidates import Candidate, discover
+from ..isolation import start_watchdog
 from ..outcomes import ExitCode, Verdict, batch_exit_code
 from .child_run import ChildRun, run_in_child
 from .command import refuse_row_options, run_options
@@ -65,8 +66,14 @@ def grade_op(args: argparse.Namespace) -> int:
     print(f"lse-fuzz grade --op {what.name}: {len(candidates)} candidates on {options['device']} with {jobs} job(s) "
           f"(budget {options['budget']}, seed {options['seed']}, LSE base {options['lse_base']}) -> {out}",
           file=sys.stderr, flush=True)
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(candidates)))) as pool:
-        records = list(pool.map(lambda c: _graded(c, options, timeout), candidates))
+    # A candidate that stops this process (SIGSTOP) would hold the batch for good: continued (not blamed).
+    dog = start_watchdog()
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(candidates)))) as pool:
+            records = list(pool.map(lambda c: _graded(c, options, timeout), candidates))
+    finally:
+        if dog is not None:
+            dog.stop()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"grade-{what.name}.jsonl"
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")

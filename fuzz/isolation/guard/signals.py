@@ -387,7 +387,7 @@ class SignalGuard:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         self._since = _ticks_since_boot()
         self._thread.start()
-        self._watchdog = watchdog.start()  # the grader itself stopped is continued (guard.watchdog)
+        self._watchdog = watchdog.start_watchdog()  # the grader itself stopped is continued (guard.watchdog)
         if self._watchdog is not None:
             spare(self._watchdog.pid)
         return self

@@ -4,7 +4,7 @@ A candidate runs as the grader's user, so it can stop the grader itself (``kill(
 the grader found through its parent chain). Nothing continued it: every other process of the run
 is continued by the grader (:mod:`.stops`), and the grader waited, stopped, until someone killed
 the batch from outside (a five-line candidate held a batch of two for good). While a
-:class:`~.signals.SignalGuard` is on, a watchdog process (:func:`start`) checks the grader's state
+:class:`~.signals.SignalGuard` is on, a watchdog process (:func:`start_watchdog`) checks the grader's state
 every :data:`~.stops.WAIT_SLICE` seconds (every :data:`~.stops.QUICK_SLICE` for a while after a stop,
 as stops come in bursts) and continues it when it is found stopped, telling the grader over a pipe
 when (:func:`~.stops.tell_stopped`: the window is blamed as any stop, on the jobs in flight then).
@@ -31,7 +31,7 @@ import time
 
 from .stops import QUICK_FOR, QUICK_SLICE, WAIT_SLICE, poll_stops, tell_stopped
 
-__all__ = ["GAP", "SETTLE", "Watchdog", "start"]
+__all__ = ["GAP", "SETTLE", "Watchdog", "start_watchdog"]
 
 SETTLE = 0.05
 """Seconds the grader must stay stopped, the watchdog running, before it is continued: a stop of the
@@ -73,7 +73,7 @@ while os.getppid() == grader:
 
 
 class Watchdog:
-    """The watchdog of this process (:func:`start`); what it tells is read at every sweep of the
+    """The watchdog of this process (:func:`start_watchdog`); what it tells is read at every sweep of the
     resumer (:func:`~.stops.poll_stops`: before a job's events are claimed) and by a thread of
     its own meanwhile."""
 
@@ -154,7 +154,7 @@ class Watchdog:
         os.close(self._read)
 
 
-def start() -> Watchdog | None:
+def start_watchdog() -> Watchdog | None:
     """A watchdog for this process, or None where it cannot start (no /proc, no interpreter to run)."""
     if not os.path.isdir("/proc"):
         return None

@@ -356,3 +356,25 @@ def test_check_of_a_candidate_that_stops_it_ends_with_a_crash(tmp_path):
         process.kill()
     assert process.returncode == 1, err
     assert "it attacked the grader: it stopped the grader (SIGSTOP), which was continued" in out + err
+
+
+def test_an_ops_batch_is_not_held_by_a_candidate_that_stops_the_grader(tmp_path):
+    # An op's grade (--op merge_state) runs each candidate in a child process of its own, with no
+    # guard: the stop is not blamed there, but the grader is continued and the batch ends.
+    batch_dir = tmp_path / "batch"
+    batch_dir.mkdir()
+    stopper = (IMPLEMENTATIONS / "hostile" / "stops_the_grader.py").read_text()
+    merge = (IMPLEMENTATIONS / "merge_correct" / "torch_float64.py").read_text()
+    (batch_dir / "a_stopper.py").write_text(stopper.replace("def lse(x: torch.Tensor) -> torch.Tensor:", "def _lse(x):")
+                                            + merge.replace("    a, b = s_a.double()", "    os.kill(_grader(), signal.SIGSTOP)\n"
+                                                                                  "    a, b = s_a.double()"))
+    (batch_dir / "b_neighbour.py").write_text(merge)
+    process = lse_fuzz("grade", str(batch_dir), "--op", "merge_state", "--device", "cpu", "--budget", "10", "-j", "2",
+                       "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
+    try:
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    records = {json.loads(line)["candidate"].rpartition("/")[2]: json.loads(line)["verdict"]
+               for line in (tmp_path / "out" / "grade-merge_state.jsonl").read_text().splitlines()}
+    assert records == {"a_stopper.py": "pass", "b_neighbour.py": "pass"}, err

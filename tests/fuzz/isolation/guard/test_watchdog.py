@@ -24,7 +24,7 @@ import os, signal, subprocess, sys, time
 from fuzz.isolation.guard import stops, watchdog
 told = []
 stops.report_stops(lambda pid, since, found: told.append((pid, found - since)))
-dog = watchdog.start() if sys.argv[1] == "on" else None
+dog = watchdog.start_watchdog() if sys.argv[1] == "on" else None
 started = time.monotonic()
 subprocess.run([sys.executable, "-c", f"import os, signal; os.kill({os.getpid()}, signal.SIGSTOP)"])
 time.sleep(1.0)
@@ -37,7 +37,7 @@ if dog is not None:
 SLEEPS = """
 import sys, time
 from fuzz.isolation.guard import watchdog
-dog = watchdog.start()
+dog = watchdog.start_watchdog()
 print(dog.pid, flush=True)
 time.sleep(float(sys.argv[1]))
 dog.stop()
