@@ -151,7 +151,7 @@ def own_stops(guard: SignalGuard):
 
     def found(pid: int, since: float, until: float) -> None:
         if pid == me:
-            guard.add(SignalEvent(signal.SIGSTOP, 0, Sender.UNNAMED, (), (), Stopped.GRADER, pid))
+            guard.add(stop_event(Stopped.GRADER, pid, ()))
 
     report_stops(found)
     try:

@@ -128,25 +128,19 @@ class _Resumer:
                 with self._lock:
                     if pid in self._clear:
                         self._clear[pid] = checked
-                    listeners = list(self._listeners) if stopped else []
-                    if stopped:
-                        self._last_stop = found
-                for listener in listeners:
-                    try:
-                        listener(pid, since, found)
-                    except Exception:  # a listener's bug must not end the thread: nothing would be continued
-                        pass
+                if stopped:
+                    self.tell(pid, since, found)
 
     def tell(self, pid: int, since: float, found: float) -> None:
-        """``pid`` was found stopped and continued by another process (this one's watchdog, for
-        this process itself): told to the listeners as a stop found here."""
+        """``pid`` was found stopped between ``since`` and ``found`` and continued (by a sweep, or
+        by another process: this one's watchdog, for this process itself): told to the listeners."""
         with self._lock:
             self._last_stop = max(self._last_stop, found)
             listeners = list(self._listeners)
         for listener in listeners:
             try:
                 listener(pid, since, found)
-            except Exception:  # as in sweep: a listener's bug must not end the caller's thread
+            except Exception:  # a listener's bug must not end the thread: nothing would be continued
                 pass
 
     def pause(self) -> float:
