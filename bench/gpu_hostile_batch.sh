@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The hostile batch at default options, as a grader of many candidates runs it on a GPU host, timed:
 # every candidate of tests/implementations/hostile and tests/implementations/candidates plus four
-# correct kernels, `grade --device cpu -j JOBS` (default 8), resumed while a candidate kills the
-# grader (exit 137), each run under LIMIT seconds (default 280). Python's faulthandler is on, and a
+# correct kernels, `grade --device cpu -j JOBS` (default 8), which continues itself when a candidate
+# kills the grading process (resumed here only if it gave up: exit 137), each run under LIMIT
+# seconds (default 280). Python's faulthandler is on, and a
 # run past its limit gets SIGABRT, so a hang leaves every thread's stack in batch.log; a process
 # table is taken SNAP seconds into each run (default 200).
 #

@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         sub = module.add_parser(subparsers)
         sub.set_defaults(_run=module.run, _takes_signals=getattr(module, "TAKES_SIGNALS", False),
-                         _uses_workers=getattr(module, "uses_workers", None))
+                         _uses_workers=getattr(module, "uses_workers", None),
+                         _supervise=getattr(module, "supervise", None))
     return parser
 
 
@@ -62,6 +63,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return ExitCode.USAGE
     _interpreter_for_cpu(args)
+    if args._supervise is None or argv is not None:
+        return _run(args)  # called with arguments (a test, a script): this process is not the command's own
+    # The command is this process's own: it supervises the one that runs it (fuzz.isolation.guard.supervisor).
+    supervision = args._supervise(args)
+    return supervision.code if supervision.code is not None else supervision.ended(_run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     if args._uses_workers is not None and args._uses_workers(args):
         # The workers' fork server imports torch and Triton (seconds): started now, before this
         # process imports them too, the two imports run side by side.

@@ -7,6 +7,8 @@ Exit codes:
   4    every candidate passed but some were unsupported: they use a construct the CPU's emulation of
        Triton cannot run (the reason names it); grade those with --device cuda
   130  interrupted: the report holds the candidates finished so far; continue with --resume
+  137  the grading process was killed (SIGKILL) three times in a row with no new record (the
+       machine's out-of-memory killer?): the report holds the finished ones; continue with --resume
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from __future__ import annotations
 import argparse
 
 from .. import option_table
+
+REPORT = "grade.jsonl"
+"""The report's file (fuzz.grading.reports.REPORT_JSONL, whose module imports torch)."""
 
 TAKES_SIGNALS = True
 """The command line holds the signals for it (fuzz.isolation.hold_signals) until its guard takes them."""
@@ -30,7 +35,8 @@ against reference.lse and torch.logsumexp.
 
 Reports in --out-dir: grade.jsonl (one record per candidate), grade.csv, reproducers/. They are
 rewritten atomically after every candidate; Ctrl-C leaves a valid report, --resume continues it
-(candidates already graded with the same options and an unchanged file are skipped).
+(candidates already graded with the same options and an unchanged file are skipped). A grading
+process killed by a candidate (SIGKILL) is replaced by one that continues the batch as --resume would.
 
 exit codes:
   0    every candidate passed
@@ -38,6 +44,7 @@ exit codes:
   2    the paths or the options cannot be used
   4    the others passed, but some were unsupported on the CPU (run those with --device cuda)
   130  interrupted (the report holds the finished candidates)
+  137  the grading process was killed three times in a row with no new record (--resume continues)
 """
 
 
@@ -62,6 +69,32 @@ def uses_workers(args: argparse.Namespace) -> bool:
     """Whether this run starts isolated workers (the CLI then starts their fork server early); an op's
     batch (--op merge_state, combine) runs a child process per candidate instead."""
     return args.executor == "local" and getattr(args, "op", "lse") == "lse"
+
+
+def supervise(args: argparse.Namespace):
+    """The command's first step: for a batch graded on this machine, this process supervises a
+    grading process, and another after each of its deaths by SIGKILL, which a candidate can send
+    (fuzz.isolation.guard.supervisor). Its ``code`` is the exit code in the supervisor, None in
+    the grading process, which goes on (with --resume when it continues the batch after a death)."""
+    from pathlib import Path
+
+    from ..isolation import Supervision, supervise as supervise_grading
+
+    if not uses_workers(args):
+        return Supervision(None)
+    report = Path(args.out_dir) / REPORT
+
+    def records() -> int:
+        try:
+            with open(report, "rb") as lines:
+                return sum(1 for line in lines if line.strip())
+        except OSError:
+            return 0
+
+    supervision = supervise_grading(records)
+    if supervision.again:
+        args.resume, args.overwrite = True, False
+    return supervision
 
 
 def run(args: argparse.Namespace) -> int:

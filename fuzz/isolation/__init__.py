@@ -48,6 +48,8 @@ _EXPORTS = {
     "Timeline": ".guard.blame",
     "own_stops": ".guard.blame",
     "start_watchdog": ".guard.watchdog",
+    "Supervision": ".guard.supervisor",
+    "supervise": ".guard.supervisor",
     "scrub_early": ".guard.secret",
     "scrub_from_proc": ".guard.secret",
     "prestart": ".fork_server.client",

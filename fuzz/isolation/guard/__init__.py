@@ -4,6 +4,7 @@
   recorded from a candidate's process tree (:class:`~.signals.SignalGuard`);
 * :mod:`.stops`: a stopped process of the run is continued, and the stop is told;
 * :mod:`.watchdog`: the grader itself stopped is continued by a process of its own;
+* :mod:`.supervisor`: the grader killed (SIGKILL) is replaced by one that continues the batch;
 * :mod:`.blame`: who could have stopped it: the jobs in flight then;
 * :mod:`.secret`: the private seed wiped from what /proc shows of the grader.
 

@@ -31,7 +31,7 @@ import time
 
 from .stops import QUICK_FOR, QUICK_SLICE, WAIT_SLICE, poll_stops, tell_stopped
 
-__all__ = ["GAP", "SETTLE", "Watchdog", "start_watchdog"]
+__all__ = ["GAP", "SETTLE", "Watchdog", "keep_running", "start_watchdog"]
 
 SETTLE = 0.05
 """Seconds the grader must stay stopped, the watchdog running, before it is continued: a stop of the
@@ -162,3 +162,22 @@ def start_watchdog() -> Watchdog | None:
         return Watchdog()
     except OSError:
         return None
+
+
+def keep_running() -> subprocess.Popen | None:
+    """A watchdog that continues this process when it is stopped alone and tells no one: for a
+    process with nothing to blame, whose stop would only hang its caller (the batch's supervisor,
+    :mod:`.supervisor`, stopped while its grader runs, would never return to the shell). None where
+    it cannot start."""
+    if not os.path.isdir("/proc"):
+        return None
+    told = os.open(os.devnull, os.O_WRONLY)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-c", _CODE, str(os.getpid()), str(told), str(WAIT_SLICE), str(QUICK_SLICE),
+             str(QUICK_FOR), str(SETTLE)],
+            pass_fds=(told,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+    finally:
+        os.close(told)

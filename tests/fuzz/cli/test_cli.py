@@ -94,3 +94,24 @@ def test_the_tools_own_failure_is_one_paragraph_and_a_saved_traceback(monkeypatc
     saved = Path(err.rsplit("saved in ", 1)[1].strip())
     assert "Traceback" in saved.read_text() and "cudaErrorMemoryAllocation" in saved.read_text()
     saved.unlink()
+
+
+def test_grade_counts_records_in_the_file_the_grading_package_writes():
+    # The supervisor counts the report's records without importing fuzz.grading (torch): by name.
+    from fuzz.commands.grade import REPORT
+    from fuzz.grading.reports import REPORT_JSONL
+
+    assert REPORT == REPORT_JSONL
+
+
+def test_a_command_called_with_arguments_is_not_supervised(monkeypatch, tmp_path, capsys):
+    # main(argv) runs in its caller's process (a test, a script): forking it would run the caller's
+    # code twice. Only the command line's own process (argv None) supervises its grading.
+    import fuzz.commands.grade as grade_command
+
+    def refuse(args):
+        raise AssertionError("supervised")
+
+    monkeypatch.setattr(grade_command, "supervise", refuse)
+    code = main(["grade", str(tmp_path / "missing.py"), "--out-dir", str(tmp_path / "out")])
+    assert code == 2, capsys.readouterr().err

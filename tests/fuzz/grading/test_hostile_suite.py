@@ -68,23 +68,30 @@ EXPECTED = {
 }
 NEIGHBOURS = {"zz_torch_neighbour": CORRECT / "torch_float32.py", "zz_triton_neighbour": CORRECT / "two_pass.py"}
 
-# Runs the command line as the console script does and writes the process's own peak memory
-# (bytes) to the file named by its first argument.
+# Runs the command line as the console script does and adds each process's own peak memory (bytes)
+# and pid to the file named by its first argument: the supervisor's and each grading process's
+# (fuzz.isolation.guard.supervisor; the grading process runs this too, forked from the supervisor).
 PEAK_WRAPPER = """
-import resource, runpy, sys
+import os, resource, runpy, sys
 peak, sys.argv = sys.argv[1], ["lse-fuzz", *sys.argv[2:]]
 try:
     runpy.run_module("fuzz", run_name="__main__")
 finally:
-    with open(peak, "w") as f:
-        f.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+    with open(peak, "a") as f:
+        f.write(f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024} {os.getpid()}\\n")
 """
 
 
-# Ends the run it is in (SIGKILL to the grader): graded in a batch of its own, resumed until it
-# is convicted (test_a_candidate_that_kills_the_grader_is_convicted_and_its_neighbour_passes).
-# Not in the one batch: the runs --resume starts read every file again, so beside it
-# tampers_with_neighbours' edits would be graded (README, threat model: not defended).
+def _peaks(peak: Path) -> list[int]:
+    """The peak memory of each process that wrote to ``peak``, the supervisor's first."""
+    return [int(line.split()[0]) for line in reversed(peak.read_text().splitlines())]
+
+
+# Ends the grading process it is in (SIGKILL to the grader): graded in a batch of its own, which
+# its supervisor continues until it is convicted
+# (test_a_candidate_that_kills_the_grader_is_convicted_and_its_neighbour_passes).
+# Not in the one batch: each of its deaths restarts the grading process and grades what was in
+# flight alone, which would make every verdict of the batch depend on when it struck.
 ENDS_THE_RUN = "kills_the_grader"
 
 
@@ -117,17 +124,16 @@ def graded(tmp_path_factory):
     secret = f"{SECRET_PREFIX}{uuid.uuid4().hex}"
     env = dict(os.environ, LSE_TEST_SECRET=secret, **{marker: "1"})
     peak = tmp / "peak"
-    runs = _grade_until_finished(batch, out, env, peak, "--memory-limit", "1", "--private-seed", "env:LSE_TEST_SECRET",
-                                 "--markdown", str(tmp / "summary.md"))
-    run = runs[-1]
+    run = _grade(batch, out, env, peak, "--memory-limit", "1", "--private-seed", "env:LSE_TEST_SECRET",
+                 "--markdown", str(tmp / "summary.md"))
     records = {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
-    return {"run": run, "runs": runs, "records": records, "out": out, "tmp": tmp, "submitted": submitted, "marker": marker,
-            "evidence": evidence, "peak": int(peak.read_text()), "secret": secret}
+    return {"run": run, "records": records, "out": out, "tmp": tmp, "submitted": submitted, "marker": marker,
+            "evidence": evidence, "peaks": _peaks(peak), "secret": secret}
 
 
 def test_the_batch_finishes_with_one_record_per_candidate(graded):
     assert graded["run"].returncode == 1, graded["run"].stderr[-3000:]
-    assert len(graded["runs"]) == 1
+    assert "the grader was killed" not in graded["run"].stderr  # no candidate of this batch ends its grader
     assert "Traceback" not in graded["run"].stderr
     assert set(graded["records"]) == set(EXPECTED) | set(NEIGHBOURS)
 
@@ -176,26 +182,31 @@ def test_nothing_a_candidate_started_outlives_the_grade(graded):
 
 
 def test_the_private_seed_appears_in_no_output(graded):
-    texts = [text for run in graded["runs"] for text in (run.stdout, run.stderr)]
+    texts = [graded["run"].stdout, graded["run"].stderr]
     texts += [p.read_text(errors="replace") for p in graded["tmp"].rglob("*") if p.is_file()]
     assert not [text for text in texts if graded["secret"] in text]
     assert len(graded["records"]["reads_the_secret"]["details"]) > 1000  # it did look
 
 
 def test_the_graders_own_peak_memory_stays_bounded(graded):
-    assert graded["peak"] < GRADER_PEAK_LIMIT
+    supervisor, *graders = graded["peaks"]
+    assert len(graders) == 1 and supervisor < graders[0]  # the grader imported torch; its supervisor did not
+    assert graders[0] < GRADER_PEAK_LIMIT
 
 
 def test_a_candidate_that_kills_the_grader_is_convicted_and_its_neighbour_passes(tmp_path):
-    # SIGKILL ends the run; --resume runs what was in flight alone first; the grader dies again
-    # while the killer runs alone; the next --resume gives it crash without running it again.
+    # SIGKILL kills the grading process; its supervisor starts another, which runs what was in
+    # flight alone first; the grader dies again while the killer runs alone; the next one gives it
+    # crash without running it again. One command, as the user typed it.
     batch, out = tmp_path / "batch", tmp_path / "out"
     batch.mkdir()
     shutil.copy(HOSTILE / f"{ENDS_THE_RUN}.py", batch / "a_killer.py")
     shutil.copy(CORRECT / "torch_float32.py", batch / "b_neighbour.py")
     shutil.copy(CORRECT / "torch_native.py", batch / "c_neighbour.py")
-    runs = _grade_until_finished(batch, out, dict(os.environ), tmp_path / "peak")
-    assert [run.returncode for run in runs] == [-9, -9, 1], [run.stderr[-2000:] for run in runs]
+    run = _grade(batch, out, dict(os.environ), tmp_path / "peak")
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert run.stderr.count("the grader was killed (SIGKILL") == 2, run.stderr[-3000:]
+    assert len(_peaks(tmp_path / "peak")) == 2  # the supervisor and the last grading process (the others were killed)
     records = {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
     assert {name: r["verdict"] for name, r in records.items()} == {
         "a_killer": "crash", "b_neighbour": "pass", "c_neighbour": "pass"}
@@ -203,15 +214,12 @@ def test_a_candidate_that_kills_the_grader_is_convicted_and_its_neighbour_passes
     assert not (out / ".in-flight.jsonl").exists()  # the last run ended itself: nothing was in flight
 
 
-def _grade_until_finished(batch: Path, out: Path, env: dict, peak: Path, *options: str) -> list:
-    """``grade`` (with the peak-memory wrapper), then ``--resume`` after each SIGKILL, at most 4 runs."""
-    runs: list[subprocess.CompletedProcess] = []
-    while not runs or (runs[-1].returncode == -9 and len(runs) < 4):  # killed: resume, as a maintainer would
-        runs.append(subprocess.run(
-            [sys.executable, "-c", PEAK_WRAPPER, str(peak), "grade", str(batch), "--budget", "8", "--max-elements",
-             "1024", "-j", "2", "--no-bench", "--out-dir", str(out), *options, *(["--resume"] if runs else [])],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600))
-    return runs
+def _grade(batch: Path, out: Path, env: dict, peak: Path, *options: str) -> subprocess.CompletedProcess:
+    """``grade`` with the peak-memory wrapper."""
+    return subprocess.run(
+        [sys.executable, "-c", PEAK_WRAPPER, str(peak), "grade", str(batch), "--budget", "8", "--max-elements",
+         "1024", "-j", "2", "--no-bench", "--out-dir", str(out), *options],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
 def _verdicts(expected: str | tuple[str, ...]) -> tuple[str, ...]:
