@@ -3,30 +3,41 @@
 A candidate runs as the grader's user and can SIGKILL the grader, which no process can block or
 ignore. The batch used to end there, its report holding what was finished, until someone typed
 ``--resume`` (which the journal, ``fuzz.grading.journal``, turns into a verdict on the killer).
-Now the process the shell started only supervises (:func:`supervise`) and a child of it grades:
-when that child dies of SIGKILL, the supervisor starts another that continues the batch as
-``--resume`` would (the same options, the same private seed, held in memory and never put on a
-command line), until a child ends by itself. A killer costs the batch a restart (the fork server's
-imports again, seconds) and its own run alone, as the journal has it; the others keep flowing.
+Now the process the shell started only supervises (:func:`supervise`) and a grading process it
+starts does the work: when the grader dies of SIGKILL, the supervisor starts another that
+continues the batch as ``--resume`` would (the same options, the same private seed, held in
+memory and never put on a command line), until one ends by itself. A killer costs the batch a
+restart (the fork server's imports again, seconds) and its own run alone, as the journal has it;
+the others keep flowing.
 
-The supervisor imports no torch and starts nothing but its children and a watchdog of its own
+The grader is started detached (a child forks it and exits), so no parent chain leads from a
+candidate's worker to the supervisor: a candidate that walks up its ancestors to find the grader
+finds the grader. It tells its exit code over a pipe (:meth:`Supervision.ended`), and holds the
+reading end of another whose writing end only the supervisor holds: when that closes (the
+supervisor died) it sends itself SIGTERM, which its guard obeys (the batch ends, resumable). The
+supervisor imports no torch and starts nothing else but a watchdog of its own
 (:func:`.watchdog.keep_running`: stopped by a candidate, it would never return to the shell). It
-forks each grading child before that child starts its fork server, so nothing of a dead child's
-outlives it (the fork server ends with its parent). It holds :data:`~.signals.GUARDED` blocked, as
-the grader does, and takes them with ``sigtimedwait``; by sender (:func:`~.signals.sender_of`):
+holds :data:`~.signals.GUARDED` blocked, as the grader does, and takes them with
+``sigtimedwait``; by sender (:func:`~.signals.sender_of`, the grader's tree):
 
 * the kernel's (the terminal's Ctrl-C, a hang-up): the terminal signals its whole foreground
-  group, so the child has it too: nothing to do;
-* a process's outside the child's tree (``kill`` from a shell, ``timeout``, a CI runner): passed
-  on to the child, which obeys it as it would have; the batch then ends, whatever the child dies of;
-* a process's of the child's tree (a candidate's): ignored, and said on stderr. It is blamed on no
+  group, the grader too: nothing to do;
+* a process's outside the grader's tree (``kill`` from a shell, ``timeout``, a CI runner): passed
+  on to the grader, which obeys it as it would have; the batch then ends, whatever the grader dies of;
+* a process's of the grader's tree (a candidate's): ignored, and said on stderr. It is blamed on no
   candidate (the grader's guard blames those sent to the grader itself).
 
-Not defended: a candidate that SIGKILLs the supervisor as well (its child is then sent SIGTERM,
-as on its parent's death, and ends the batch, resumable, as before); a sender that exits before
-its signal is read looks like one from outside (as in the guard), which ends the batch, resumable.
-When deaths stop adding records (:data:`FRUITLESS` in a row), something else is killing the child
-(the machine's out-of-memory killer): the supervisor stops there and says so.
+A grader found stopped for :data:`CONTINUE_AFTER` seconds is continued: a candidate that stopped
+the grader's watchdog with it no longer holds the batch. The supervisor continues the watchdog,
+which continues the grader and tells it, so the stop is blamed as any other; the grader itself
+if the watchdog is gone.
+When deaths stop adding records (:data:`FRUITLESS` in a row), something else is killing the
+grader (the machine's out-of-memory killer): the supervisor stops there and says so.
+
+Not defended: a candidate that finds the supervisor in /proc and SIGKILLs it as well (the batch
+ends, resumable, as before); one that stops the supervisor, its watchdog, the grader and the
+grader's watchdog; a sender that exits before its signal is read looks like one from outside (as
+in the guard), which ends the batch, resumable.
 """
 
 from __future__ import annotations
@@ -38,13 +49,15 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..processes import stat_fields
 from .signals import GUARDED, SUPPORTED, Sender, _filled, sender_of
 from .watchdog import keep_running
 
-__all__ = ["FRUITLESS", "Supervision", "supervise"]
+__all__ = ["CONTINUE_AFTER", "FRUITLESS", "Supervision", "supervise"]
 
 FRUITLESS = 3
 """Deaths in a row that add no record to the report, after which the supervisor gives up. A killer
@@ -53,6 +66,13 @@ it as the next run starts (a record); so one death in a row without a new record
 
 WAIT = 0.1
 """Seconds between looks at the grader when no signal comes."""
+
+CONTINUE_AFTER = 5.0
+"""Seconds the grader may stay stopped (state ``T``) before the supervisor continues it: its own
+watchdog (:mod:`.watchdog`) does that within a second and tells the grader, which blames the stop
+(the margin is for a loaded machine); this is for a candidate that stopped the watchdog too. A
+stop of the whole process group (the terminal's Ctrl-Z) stops the supervisor as well, which then
+sees nothing."""
 
 
 @dataclass(frozen=True)
@@ -176,9 +196,10 @@ def _write(fd: int, data: bytes) -> None:
 
 def _wait(grader: int, told: int, *, name: str) -> tuple[int | None, int | None]:
     """(The grader's exit code as it told it, None when it was killed; the signal from outside passed
-    on to it, if any), once it ended: the pipe it tells on at its end, or its process gone."""
+    on to it, if any), once it ended: the pipe it tells on at its end, or its process gone. A grader
+    found stopped for :data:`CONTINUE_AFTER` seconds is continued."""
     os.set_blocking(told, False)
-    said, obeyed = b"", None
+    said, obeyed, stopped = b"", None, None
     try:
         while True:
             try:
@@ -188,8 +209,10 @@ def _wait(grader: int, told: int, *, name: str) -> tuple[int | None, int | None]
             if chunk:
                 said += chunk
                 continue
-            if chunk == b"" or not _running(grader):
+            state = _state(grader)
+            if chunk == b"" or state in (None, "Z", "X"):
                 break
+            stopped = _continued(grader, stopped) if state == "T" else None
             info = signal.sigtimedwait(GUARDED | {signal.SIGCHLD}, WAIT)
             if info is not None and _filled(info) and info.si_signo != signal.SIGCHLD and _pass_on(info, grader, name):
                 obeyed = info.si_signo
@@ -203,13 +226,51 @@ def _wait(grader: int, told: int, *, name: str) -> tuple[int | None, int | None]
     return (1 if b"exit" in words else None), obeyed
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` still runs (neither gone nor a zombie: the grader is no child of ours)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
+def _continued(grader: int, since: float | None) -> float | None:
+    """Continue the grader's watchdog once the grader has been seen stopped since ``since`` for
+    :data:`CONTINUE_AFTER` seconds, so that the watchdog continues the grader and tells it (the
+    stop is blamed); the grader itself if no stopped watchdog was found. When the grader was first
+    seen stopped, or the wait starts again (None once the grader itself was continued)."""
+    now = time.monotonic()
+    if since is None:
+        return now
+    if now - since < CONTINUE_AFTER:
+        return since
+    watchdogs = _stopped_watchdogs(grader)
+    for pid in watchdogs:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    if watchdogs:
+        return now
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(grader, signal.SIGCONT)
+    return None
+
+
+def _stopped_watchdogs(grader: int) -> list[int]:
+    """The grader's watchdogs (:mod:`.watchdog`: ``python -I -c CODE GRADER ...``) found stopped."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fields = stat_fields(entry)
+        if not fields or fields[0] != "T" or fields[1] != str(grader):
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                argv = cmdline.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:3] == [b"-I", b"-c"] and len(argv) > 4 and argv[4] == str(grader).encode():
+            found.append(int(entry))
+    return found
+
+
+def _state(pid: int) -> str | None:
+    """The state of ``pid`` (``ps``'s letter), None once it is gone (the grader is no child of ours:
+    a zombie of it is init's to reap)."""
+    fields = stat_fields(pid)
+    return fields[0] if fields else None
 
 
 def _pass_on(info, grader: int, name: str) -> bool:

@@ -320,11 +320,13 @@ def test_a_stopper_graded_alone_before_the_killer_killed_the_grader_again_keeps_
         records["b_stopper"]["reason"]
 
 
-def test_a_candidate_that_stops_the_grader_itself_is_convicted_and_holds_nothing_up(tmp_path):
+@pytest.mark.parametrize("stopper", ["stops_the_grader", "stops_the_grader_and_its_watchdog"])
+def test_a_candidate_that_stops_the_grader_itself_is_convicted_and_holds_nothing_up(tmp_path, stopper):
     # Nothing continued the grader once a candidate stopped it: the batch waited for good (the
     # test's timeout). Its watchdog continues it; both were in flight, so both run briefly alone
-    # after the batch, where the stopper stops the grader again and is convicted.
-    batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_grader.py",
+    # after the batch, where the stopper stops the grader again and is convicted. A stopper that
+    # stops the watchdog first is found by the supervisor, which continues the watchdog.
+    batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / f"{stopper}.py",
                                            "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
     out = tmp_path / "out"
     process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out-dir", str(out), cwd=tmp_path)

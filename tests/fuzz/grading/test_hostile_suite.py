@@ -64,6 +64,8 @@ EXPECTED = {
     "stops_the_fork_server": ("crash", set()),  # on every call: blamed as above
     # The grader itself stopped is continued by its watchdog, and the stop blamed as above.
     "stops_the_grader": ("crash", set()),
+    # Its watchdog stopped first: the supervisor continues the watchdog, which continues the grader.
+    "stops_the_grader_and_its_watchdog": ("crash", set()),
     "tampers_with_neighbours": ("pass", set()),  # its edits reach files, not what is graded
 }
 NEIGHBOURS = {"zz_torch_neighbour": CORRECT / "torch_float32.py", "zz_triton_neighbour": CORRECT / "two_pass.py"}

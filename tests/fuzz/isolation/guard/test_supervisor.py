@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.isolation.guard.signals import SUPPORTED
-from fuzz.isolation.guard.supervisor import FRUITLESS
+from fuzz.isolation.guard.supervisor import CONTINUE_AFTER, FRUITLESS
 
 pytestmark = pytest.mark.skipif(not SUPPORTED or not os.path.isdir("/proc"), reason="Linux only")
 
@@ -70,6 +70,8 @@ if act == "its_child_signals_the_supervisor":
     time.sleep(1)
 if act == "killed_once_then_stops_the_supervisor" and not supervision.again:
     os.kill(me, signal.SIGKILL)
+if act == "stops_itself":  # as a candidate that stopped the grader and its watchdog leaves it
+    os.kill(me, signal.SIGSTOP)
 if act in ("stops_the_supervisor", "killed_once_then_stops_the_supervisor"):
     os.kill(int(open(os.path.join(here, "supervisor_pid")).read()), signal.SIGSTOP)
     time.sleep(1)
@@ -174,3 +176,10 @@ def test_the_supervisors_watchdog_outlives_a_restart(tmp_path):
     code, err = finish(start(tmp_path, "killed_once_then_stops_the_supervisor"))
     assert code == 5, err
     assert [again for _, again in graders(tmp_path)] == [False, True]
+
+
+def test_a_grader_left_stopped_is_continued_by_its_supervisor(tmp_path):
+    started = time.monotonic()
+    code, err = finish(start(tmp_path, "stops_itself"))
+    assert code == 5, err
+    assert time.monotonic() - started >= CONTINUE_AFTER  # not before its own watchdog would have
