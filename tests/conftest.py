@@ -78,6 +78,14 @@ def pytest_collection_modifyitems(config, items):
         # A slow or GPU test stays in its own tier: `-m integration` selects what .ci/run runs.
         if listed and not any(item.get_closest_marker(name) for name in ("slow", "gpu")):
             item.add_marker(pytest.mark.integration)
+    # The `gpu` mark's promise (pyproject.toml): skipped when no CUDA device is present, whatever -m selects.
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_items:
+        import torch
+
+        if not torch.cuda.is_available():
+            for item in gpu_items:
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
 
 
 FAST_TIER = "not slow and not gpu and not integration"
