@@ -70,23 +70,30 @@ EXPECTED = {
 }
 NEIGHBOURS = {"zz_torch_neighbour": CORRECT / "torch_float32.py", "zz_triton_neighbour": CORRECT / "two_pass.py"}
 
-# Runs the command line as the console script does and adds each process's own peak memory (bytes)
-# and pid to the file named by its first argument: the supervisor's and each grading process's
-# (fuzz.isolation.guard.supervisor; the grading process runs this too, forked from the supervisor).
+# Runs the command line as the console script does and adds, for each process that returns from it,
+# its role, its own peak memory (bytes) and whether it imported torch to the file named by its first
+# argument: the supervisor's and the last grading process's (fuzz.isolation.guard.supervisor; the
+# grading process, forked from the supervisor, returns through this too). The supervisor's peak is
+# no measure of it: a process started by vfork and exec is charged its parent's peak (pytest's here).
 PEAK_WRAPPER = """
 import os, resource, runpy, sys
-peak, sys.argv = sys.argv[1], ["lse-fuzz", *sys.argv[2:]]
+peak, sys.argv, started = sys.argv[1], ["lse-fuzz", *sys.argv[2:]], os.getpid()
 try:
     runpy.run_module("fuzz", run_name="__main__")
 finally:
+    role = "supervisor" if os.getpid() == started else "grader"
     with open(peak, "a") as f:
-        f.write(f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024} {os.getpid()}\\n")
+        f.write(f"{role} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024} {int('torch' in sys.modules)}\\n")
 """
 
 
-def _peaks(peak: Path) -> list[int]:
-    """The peak memory of each process that wrote to ``peak``, the supervisor's first."""
-    return [int(line.split()[0]) for line in reversed(peak.read_text().splitlines())]
+def _peaks(peak: Path) -> dict[str, list[tuple[int, bool]]]:
+    """(Peak memory, whether it imported torch) of each process that wrote to ``peak``, by role."""
+    found: dict[str, list[tuple[int, bool]]] = {"supervisor": [], "grader": []}
+    for line in peak.read_text().splitlines():
+        role, rss, torch_imported = line.split()
+        found[role].append((int(rss), torch_imported == "1"))
+    return found
 
 
 # Ends the grading process it is in (SIGKILL to the grader): graded in a batch of its own, which
@@ -191,9 +198,10 @@ def test_the_private_seed_appears_in_no_output(graded):
 
 
 def test_the_graders_own_peak_memory_stays_bounded(graded):
-    supervisor, *graders = graded["peaks"]
-    assert len(graders) == 1 and supervisor < graders[0]  # the grader imported torch; its supervisor did not
-    assert graders[0] < GRADER_PEAK_LIMIT
+    peaks = graded["peaks"]
+    [(grader, _)], [(_, supervisor_imported_torch)] = peaks["grader"], peaks["supervisor"]
+    assert grader < GRADER_PEAK_LIMIT, peaks
+    assert not supervisor_imported_torch, peaks  # the supervisor stays light: it only waits and restarts
 
 
 def test_a_candidate_that_kills_the_grader_is_convicted_and_its_neighbour_passes(tmp_path):
@@ -208,7 +216,8 @@ def test_a_candidate_that_kills_the_grader_is_convicted_and_its_neighbour_passes
     run = _grade(batch, out, dict(os.environ), tmp_path / "peak")
     assert run.returncode == 1, run.stderr[-3000:]
     assert run.stderr.count("the grader was killed (SIGKILL") == 2, run.stderr[-3000:]
-    assert len(_peaks(tmp_path / "peak")) == 2  # the supervisor and the last grading process (the others were killed)
+    peaks = _peaks(tmp_path / "peak")  # the supervisor's and the last grading process's (the others were killed)
+    assert [len(peaks["supervisor"]), len(peaks["grader"])] == [1, 1], peaks
     records = {Path(r["candidate"]).stem: r for r in map(json.loads, (out / "grade.jsonl").read_text().splitlines())}
     assert {name: r["verdict"] for name, r in records.items()} == {
         "a_killer": "crash", "b_neighbour": "pass", "c_neighbour": "pass"}
