@@ -31,8 +31,11 @@ A grader found stopped for :data:`CONTINUE_AFTER` seconds is continued: a candid
 the grader's watchdog with it no longer holds the batch. The supervisor continues the watchdog,
 which continues the grader and tells it, so the stop is blamed as any other; the grader itself
 if the watchdog is gone.
-When deaths stop adding records (:data:`FRUITLESS` in a row), something else is killing the
-grader (the machine's out-of-memory killer): the supervisor stops there and says so.
+What a killed grader leaves behind is killed before the next starts: its children as last seen
+(its fork server, its watchdog), which a candidate may have stopped, so that they would never read
+that their parent is gone (a stopped fork server outlived its test run that way, for good). When
+deaths stop adding records (:data:`FRUITLESS` in a row), something else is killing the grader (the
+machine's out-of-memory killer): the supervisor stops there and says so.
 
 Not defended: a candidate that finds the supervisor in /proc and SIGKILLs it as well (the batch
 ends, resumable, as before); one that stops the supervisor, its watchdog, the grader and the
@@ -199,7 +202,7 @@ def _wait(grader: int, told: int, *, name: str) -> tuple[int | None, int | None]
     on to it, if any), once it ended: the pipe it tells on at its end, or its process gone. A grader
     found stopped for :data:`CONTINUE_AFTER` seconds is continued."""
     os.set_blocking(told, False)
-    said, obeyed, stopped = b"", None, None
+    said, obeyed, stopped, children = b"", None, None, {}
     try:
         while True:
             try:
@@ -212,6 +215,7 @@ def _wait(grader: int, told: int, *, name: str) -> tuple[int | None, int | None]
             state = _state(grader)
             if chunk == b"" or state in (None, "Z", "X"):
                 break
+            children = _children(grader) or children
             stopped = _continued(grader, stopped) if state == "T" else None
             info = signal.sigtimedwait(GUARDED | {signal.SIGCHLD}, WAIT)
             if info is not None and _filled(info) and info.si_signo != signal.SIGCHLD and _pass_on(info, grader, name):
@@ -223,7 +227,42 @@ def _wait(grader: int, told: int, *, name: str) -> tuple[int | None, int | None]
     words = said.split()
     if b"code" in words[:-1]:
         return int(words[words.index(b"code") + 1]), obeyed
-    return (1 if b"exit" in words else None), obeyed
+    if b"exit" in words:
+        return 1, obeyed
+    _kill_leftovers(children)
+    return None, obeyed
+
+
+def _children(pid: int) -> dict[int, str]:
+    """``pid``'s children (any of its threads'), each with its start time (stat(5) field 22)."""
+    found = {}
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                pids = [int(child) for child in listed.read().split()]
+        except (OSError, ValueError):
+            continue
+        for child in pids:
+            fields = stat_fields(child)
+            if fields and len(fields) > 19:
+                found[child] = fields[19]
+    return found
+
+
+def _kill_leftovers(children: dict[int, str]) -> None:
+    """Kill what a killed grader left behind: its children as last seen (its fork server, its
+    watchdog), the same processes still (their start times). One a candidate stopped (its fork
+    server, its watchdog) would never read that its parent is gone, and would stay, stopped, for
+    good; SIGKILL ends a stopped process too, and the fork server's children die with it."""
+    for pid, started in children.items():
+        fields = stat_fields(pid)
+        if fields and len(fields) > 19 and fields[19] == started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _continued(grader: int, since: float | None) -> float | None:

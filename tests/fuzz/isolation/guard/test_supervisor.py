@@ -53,6 +53,13 @@ while pid > 1:
 open(os.path.join(here, "chain.txt"), "w").write(" ".join(map(str, chain)))
 if act == "killed_once" and not supervision.again:
     os.kill(me, signal.SIGKILL)
+if act == "leaves_a_stopped_child" and not supervision.again:
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    os.kill(child.pid, signal.SIGSTOP)  # as a candidate stops the fork server: it cannot see its parent go
+    open(os.path.join(here, "child.txt"), "w").write(str(child.pid))
+    time.sleep(0.5)  # the supervisor has seen it
+    os.kill(me, signal.SIGKILL)
 if act == "killed_always":
     os.kill(me, signal.SIGKILL)
 if act == "killed_once_with_a_record" and not supervision.again:
@@ -183,3 +190,21 @@ def test_a_grader_left_stopped_is_continued_by_its_supervisor(tmp_path):
     code, err = finish(start(tmp_path, "stops_itself"))
     assert code == 5, err
     assert time.monotonic() - started >= CONTINUE_AFTER  # not before its own watchdog would have
+
+
+def test_what_a_killed_grader_left_stopped_is_killed(tmp_path):
+    code, err = finish(start(tmp_path, "leaves_a_stopped_child"))
+    assert code == 5, err
+    child = int((tmp_path / "child.txt").read_text())
+    deadline = time.monotonic() + 10
+    while _state(child) not in (None, "Z") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _state(child) in (None, "Z")  # gone (or a zombie of init's), not stopped for good
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
