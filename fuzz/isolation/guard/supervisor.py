@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 from ..processes import stat_fields
 from .signals import GUARDED, SUPPORTED, Sender, _filled, sender_of
-from .watchdog import keep_running
+from .watchdog import is_watchdog_of, keep_running
 
 __all__ = ["CONTINUE_AFTER", "FRUITLESS", "Supervision", "supervise"]
 
@@ -287,22 +287,8 @@ def _continued(grader: int, since: float | None) -> float | None:
 
 
 def _stopped_watchdogs(grader: int) -> list[int]:
-    """The grader's watchdogs (:mod:`.watchdog`: ``python -I -c CODE GRADER ...``) found stopped."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        fields = stat_fields(entry)
-        if not fields or fields[0] != "T" or fields[1] != str(grader):
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                argv = cmdline.read().split(b"\0")
-        except OSError:
-            continue
-        if argv[1:3] == [b"-I", b"-c"] and len(argv) > 4 and argv[4] == str(grader).encode():
-            found.append(int(entry))
-    return found
+    """The grader's watchdogs (:mod:`.watchdog`) found stopped: children of it."""
+    return [pid for pid in _children(grader) if _state(pid) == "T" and is_watchdog_of(pid, grader)]
 
 
 def _state(pid: int) -> str | None:

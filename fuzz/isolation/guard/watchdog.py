@@ -31,7 +31,7 @@ import time
 
 from .stops import QUICK_FOR, QUICK_SLICE, WAIT_SLICE, poll_stops, tell_stopped
 
-__all__ = ["GAP", "SETTLE", "Watchdog", "keep_running", "start_watchdog"]
+__all__ = ["GAP", "SETTLE", "Watchdog", "is_watchdog_of", "keep_running", "start_watchdog"]
 
 SETTLE = 0.05
 """Seconds the grader must stay stopped, the watchdog running, before it is continued: a stop of the
@@ -80,10 +80,7 @@ class Watchdog:
     def __init__(self) -> None:
         read, write = os.pipe()
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-c", _CODE, str(os.getpid()), str(write), str(WAIT_SLICE), str(QUICK_SLICE),
-                 str(QUICK_FOR), str(SETTLE)],
-                pass_fds=(write,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.process = _spawn(write)
         finally:
             os.close(write)
         os.set_blocking(read, False)
@@ -173,11 +170,27 @@ def keep_running() -> subprocess.Popen | None:
         return None
     told = os.open(os.devnull, os.O_WRONLY)
     try:
-        return subprocess.Popen(
-            [sys.executable, "-I", "-c", _CODE, str(os.getpid()), str(told), str(WAIT_SLICE), str(QUICK_SLICE),
-             str(QUICK_FOR), str(SETTLE)],
-            pass_fds=(told,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return _spawn(told)
     except OSError:
         return None
     finally:
         os.close(told)
+
+
+def _spawn(told: int) -> subprocess.Popen:
+    """The watchdog of this process, telling on the descriptor ``told``: ``python -I -c CODE PID TOLD ...``
+    (:func:`is_watchdog_of` reads that command line back)."""
+    return subprocess.Popen(
+        [sys.executable, "-I", "-c", _CODE, str(os.getpid()), str(told), str(WAIT_SLICE), str(QUICK_SLICE),
+         str(QUICK_FOR), str(SETTLE)],
+        pass_fds=(told,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def is_watchdog_of(pid: int, watched: int) -> bool:
+    """Whether the process ``pid`` is a watchdog of the process ``watched`` (its command line)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            argv = cmdline.read().split(b"\0")
+    except OSError:
+        return False
+    return argv[1:3] == [b"-I", b"-c"] and len(argv) > 4 and argv[4] == str(watched).encode()

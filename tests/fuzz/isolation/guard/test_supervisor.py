@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.isolation.guard.signals import SUPPORTED
+from fuzz.isolation.processes import stat_fields
 from fuzz.isolation.guard.supervisor import CONTINUE_AFTER, FRUITLESS
 
 pytestmark = pytest.mark.skipif(not SUPPORTED or not os.path.isdir("/proc"), reason="Linux only")
@@ -203,8 +204,5 @@ def test_what_a_killed_grader_left_stopped_is_killed(tmp_path):
 
 
 def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
+    fields = stat_fields(pid)
+    return fields[0] if fields else None
