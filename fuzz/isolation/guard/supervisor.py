@@ -103,7 +103,8 @@ def supervise(records: Callable[[], int], *, name: str = "lse-fuzz") -> Supervis
     if not SUPPORTED or not os.path.isdir("/proc"):
         return Supervision(None)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # taken by sigtimedwait below
-    supervisor, watchdog = os.getpid(), None
+    # Its watchdog first: a grader forked before it could stop this process while none ran (a race seen in CI).
+    supervisor, watchdog = os.getpid(), keep_running()
     deaths = fruitless = 0
     before = -1  # the first death adds to nothing: never fruitless
     try:
@@ -114,8 +115,6 @@ def supervise(records: Callable[[], int], *, name: str = "lse-fuzz") -> Supervis
             if grader is None:
                 print(f"{name}: internal error: the grading process did not start", file=sys.stderr, flush=True)
                 return Supervision(3)  # fuzz.outcomes.ExitCode.INTERNAL
-            if watchdog is None:
-                watchdog = keep_running()
             pid, told, alive = grader
             code, obeyed = _wait(pid, told, name=name)
             os.close(alive)  # that grader's lifeline: it is gone
