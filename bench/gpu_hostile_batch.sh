@@ -9,7 +9,8 @@
 #
 #     [JOBS=8] [LIMIT=280] [SNAP=200] bash bench/gpu_hostile_batch.sh OUT_DIR
 #
-# Writes OUT_DIR/header.txt, batch.log (progress and the summary), grade.jsonl (the records) and
+# Writes OUT_DIR/header.txt, batch.log (progress and the summary, each line stamped with the seconds
+# since the batch began), grade.jsonl (the records) and
 # ps-runN.txt.
 set -uo pipefail
 out=${1:?usage: bash bench/gpu_hostile_batch.sh OUT_DIR}
@@ -30,12 +31,18 @@ done
 log="$out/batch.log"; cat "$out/header.txt" > "$log"
 echo "# $(ls "$batch" | wc -l) candidates: python3 -m lse_fuzz grade BATCH --device cpu -j ${JOBS:-8}" >> "$log"
 start=$(date +%s); n=0; rc=137
+# Each line of the run's output with the seconds since the batch began: a record's start is its
+# line's time less its own seconds, so the log shows where a batch waits.
+stamp() { python3 -u -c 'import sys, time
+t = float(sys.argv[1])
+for line in sys.stdin:
+    print(f"{time.time() - t:7.1f} {line}", end="")' "$start"; }
 while [[ $rc == 137 && $n -lt 5 ]]; do
   resume=(); [[ $n -gt 0 ]] && resume=(--resume)
   ( sleep "${SNAP:-200}"; ps -eo pid,ppid,stat,etimes,pcpu,rss,cmd --forest > "$out/ps-run$n.txt" ) & snap=$!
   PYTHONFAULTHANDLER=1 timeout -s ABRT -k 15 "${LIMIT:-280}" python3 -m lse_fuzz grade "$batch" --device cpu \
-    -j "${JOBS:-8}" --out-dir "$work/out" "${resume[@]}" >> "$log" 2>&1
-  rc=$?; kill "$snap" 2>/dev/null
+    -j "${JOBS:-8}" --out-dir "$work/out" "${resume[@]}" 2>&1 | stamp >> "$log"
+  rc=${PIPESTATUS[0]}; kill "$snap" 2>/dev/null
   echo "== run $n: exit $rc at $(( $(date +%s) - start )) s, $(wc -l < "$work/out/grade.jsonl" 2>/dev/null || echo 0) records" | tee -a "$log"
   n=$((n + 1))
 done

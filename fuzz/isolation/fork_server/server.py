@@ -29,7 +29,7 @@ import tempfile
 import time
 import traceback
 
-from ..processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, kill_group, prctl
+from ..processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, kill_group, prctl, stat_fields
 
 PRELOAD = ("numpy", "torch", "triton", "triton.language", "torch._dynamo")
 """Imported once by the zygote; every forked child inherits them. ``torch._dynamo``: a worker's
@@ -37,10 +37,13 @@ operator record (:mod:`fuzz.isolation.worker.op_record`) imports it on its first
 every worker's first call otherwise."""
 
 MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
-ORPHAN_LINGER = 2.0
+ORPHAN_LINGER = 5.0
 """Seconds an orphan we killed stays a zombie before we reap it: its entry in /proc names us as its
 parent, so a signal it sent the grader just before it died is still known for the run's, not a
-stranger's (fuzz.isolation.guard.signals reads the sender's parents when it takes the signal)."""
+stranger's (fuzz.isolation.guard.signals reads the sender's parents when it takes the signal).
+Only seconds our parent (the grader) ran count: one a candidate stopped takes the signals sent
+meanwhile once it runs again, up to seconds later (its watchdog, or its supervisor, continues
+it); reaped by then, an orphan's SIGINT was taken for a stranger's and ended the batch."""
 
 
 def _hash_triton() -> None:
@@ -109,7 +112,8 @@ def zygote_main(lifeline_fd: int) -> None:
     selector.register(lifeline, selectors.EVENT_READ)
     children: dict[socket.socket, set[int]] = {lifeline: set()}
     owner: dict[int, socket.socket] = {}
-    orphans: dict[int, float] = {}  # adopted and killed -> when first seen
+    orphans: dict[int, float] = {}  # adopted and killed -> seconds our parent has run since
+    parent, last = os.getppid(), time.monotonic()
     _send_json(lifeline, {"op": "hello", "address": address, "pid": os.getpid()})
 
     def forget(client: socket.socket) -> None:
@@ -144,7 +148,9 @@ def zygote_main(lifeline_fd: int) -> None:
                     children[sock].add(reply["pid"])
                     owner[reply["pid"]] = sock
                 _send_json(sock, reply)
-            _reap(children, owner, orphans)
+            now = time.monotonic()
+            ran, last = (0.0 if _stopped(parent) else now - last), now
+            _reap(children, owner, orphans, ran)
             _kill_orphans(owner, orphans)
     finally:
         for client in list(children):
@@ -164,10 +170,14 @@ def _send_json(sock: socket.socket, message: dict) -> None:
         pass  # that client is gone; forget() cleans up when its EOF is read
 
 
+def _stopped(pid: int) -> bool:
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] in ("T", "t")
+
+
 def _kill_orphans(owner: dict, orphans: dict) -> None:
     """Kill every child we did not fork ourselves: processes a worker or driver started that lost
     their parent (a double fork, or a worker that died) and were handed to us as subreaper."""
-    now = time.monotonic()
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
@@ -181,12 +191,12 @@ def _kill_orphans(owner: dict, orphans: dict) -> None:
         for pid in pids:
             if pid not in owner:
                 kill_group(pid)
-                orphans.setdefault(pid, now)
+                orphans.setdefault(pid, 0.0)
 
 
-def _reap(children: dict, owner: dict, orphans: dict) -> None:
+def _reap(children: dict, owner: dict, orphans: dict, ran: float) -> None:
     """Reap the children we forked that exited (and tell their clients), and the orphans we killed
-    once they have been zombies for :data:`ORPHAN_LINGER` seconds."""
+    once our parent has run :data:`ORPHAN_LINGER` seconds since (``ran``: since the last call)."""
     for pid in list(owner):
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -198,9 +208,9 @@ def _reap(children: dict, owner: dict, orphans: dict) -> None:
         children.get(client, set()).discard(pid)
         if status is not None:
             _send_json(client, {"op": "exited", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
-    now = time.monotonic()
-    for pid, since in list(orphans.items()):
-        if now - since < ORPHAN_LINGER:
+    for pid in list(orphans):
+        orphans[pid] += ran
+        if orphans[pid] < ORPHAN_LINGER:
             continue
         try:
             done, _ = os.waitpid(pid, os.WNOHANG)

@@ -341,6 +341,30 @@ def test_a_candidate_that_stops_the_grader_itself_is_convicted_and_holds_nothing
     assert records["a_stopper"]["reason"].startswith("it attacked the grader: it stopped the grader (SIGSTOP)")
 
 
+def test_an_orphans_signal_taken_after_a_neighbour_stopped_the_grader_is_still_the_runs(tmp_path):
+    # The grader takes the signals an orphan sent while another candidate kept it stopped only once
+    # it runs again, seconds later; the fork server had reaped the orphan by then, and the
+    # sender, gone from /proc, was taken for a stranger: its SIGINT ended the batch (exit 130),
+    # as the hostile suite's batch did now and then. The orphan now lingers as a zombie for as long as the
+    # grader has run since, not for a time the stop used up.
+    batch_dir = batch(tmp_path / "batch", {
+        "a_orphan": IMPLEMENTATIONS / "hostile" / "signals_the_grader_from_an_orphan.py",
+        "b_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_grader_and_its_watchdog.py"})
+    out = tmp_path / "out"
+    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out-dir", str(out), cwd=tmp_path)
+    try:
+        _, err = process.communicate(timeout=240)
+    finally:
+        process.kill()
+    assert process.returncode == 1, err  # not 130
+    assert "interrupted" not in err
+    records = records_of(out)
+    assert records["a_orphan"]["verdict"] == "crash", records["a_orphan"]["reason"]
+    assert records["a_orphan"]["reason"].startswith("it attacked the grader: it sent SIGINT and SIGTERM to the grader")
+    assert records["b_stopper"]["verdict"] == "crash", records["b_stopper"]["reason"]
+    assert records["b_stopper"]["reason"].startswith("it attacked the grader: it stopped the grader (SIGSTOP)")
+
+
 def test_check_of_a_candidate_that_stops_it_ends_with_a_crash(tmp_path):
     process = lse_fuzz("check", str(IMPLEMENTATIONS / "hostile" / "stops_the_grader.py"), *FAST[:-1], "--device", "cpu",
                        cwd=tmp_path)
