@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from lse_fuzz._errors import LseFuzzError
 
 from ..grading.record import GradeRecord, MalformedRecord
+from ..memory.phase import describe as describe_memory
 from ..outcomes import MutantStatus, Verdict, mutant_status
 from .mutant import Mutant
 from .sites import Kernel
@@ -64,6 +65,8 @@ class Cell:
         if details and details not in reason:
             tail = "\n".join("    " + line for line in details.splitlines()[-12:])
             reason += "\n  details (last lines):\n" + tail
+        if record.memory:  # a GPU's crash goes to the memory phase: what it ran, and why it found nothing
+            reason += "\n  " + describe_memory(record.memory)
         return reason
 
     @property

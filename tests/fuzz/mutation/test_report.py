@@ -250,3 +250,17 @@ def test_a_mutant_that_never_ran_is_not_recorded_as_a_pass():
 ], ids=["timeout", "killed", "survived"])
 def test_the_tests_verdict_reads_its_record(record, status):
     assert TestsVerdict.of(record).status is status
+
+
+def test_a_gpu_crash_the_memory_phase_did_not_explain_says_what_the_phase_ran_and_why():
+    # A kernel fault on a GPU is handed to the memory phase; one it could not confirm stays a
+    # RuntimeError, and its reason must say why (a probe that raised, a tool stopped at its limit).
+    memory = {"ran": "compute-sanitizer memcheck, initcheck", "seconds": 19.8, "waited": 7.7, "probes": 3,
+              "finding": None, "notes": ["a probe raised under memcheck: OutOfMemoryError"], "replay": ""}
+    fields = dict(RECORDS[MutantStatus.RUNTIME_ERROR], reason="crashed: AcceleratorError: CUDA error: an illegal "
+                                                             "memory access was encountered", memory=memory)
+    cell = Cell((), _graded(fields), 3.0)
+    assert cell.status is MutantStatus.RUNTIME_ERROR
+    assert "memory:   compute-sanitizer memcheck, initcheck on 3 probes" in cell.reason
+    assert "a probe raised under memcheck: OutOfMemoryError" in cell.reason
+    assert "memory:" not in _cell(MutantStatus.RUNTIME_ERROR).reason  # no phase ran on the CPU
