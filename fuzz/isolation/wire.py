@@ -90,6 +90,17 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     return t.detach().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
+def distinct(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (a view) with each dim of stride 0 cut to its first index: every element it addresses,
+    once. A call's input under a convention carries its row count as such a dim
+    (fuzz.calls.CallConvention.carrier): expanded, its elements would be that many copies of the
+    input (25 GB for one 4-D float64 input sent to a worker on a GPU)."""
+    for d, (size, stride) in enumerate(zip(t.shape, t.stride())):
+        if stride == 0 and size > 1:
+            t = t.narrow(d, 0, 1)
+    return t
+
+
 def storage_bytes(t: torch.Tensor) -> torch.Tensor:
     """The whole storage under ``t`` as a flat uint8 tensor (a view of the same memory)."""
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())

@@ -1,7 +1,7 @@
 """Tensors across the process boundary: what the parent sends a worker and rebuilds from its reply.
 
 The input travels as its storage's bytes (padding included, so writes into it are seen) or, for a
-huge-offset view, as the view's elements only, with its size, strides, storage offset and dtype;
+huge-offset view, as the view's elements only (each once: :func:`fuzz.isolation.wire.distinct`), with its size, strides, storage offset and dtype;
 the worker rebuilds the same strided view. A result comes back as a tensor of the same dtype,
 shape and device, as a view of the input when it was one, or as a stand-in naming its type.
 """
@@ -54,7 +54,7 @@ def encode_input(x: torch.Tensor) -> tuple[dict, memoryview]:
     else:
         spec["mode"] = "view"
         spec["storage_elements"] = nbytes // x.element_size()
-        frame = wire.tensor_bytes(wire.bits(x))
+        frame = wire.tensor_bytes(wire.bits(wire.distinct(x)))
     return spec, frame
 
 
@@ -64,8 +64,8 @@ def write_back(x: torch.Tensor, spec: dict, frame: bytearray) -> None:
     if spec["mode"] == "storage":
         wire.storage_bytes(x).copy_(raw.to(x.device))
     else:
-        target = wire.bits(x)
-        target.copy_(raw.view(target.dtype).reshape(x.shape).to(x.device))
+        target = wire.bits(wire.distinct(x))
+        target.copy_(raw.view(target.dtype).reshape(target.shape).to(x.device))
 
 
 def _device_here(name: str) -> torch.device:

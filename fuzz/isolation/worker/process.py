@@ -45,7 +45,7 @@ import torch
 from ...interpreter import autotune, bounds, specialization
 from ...failures import exception_chain
 from ...gpu_memory import MEMORY_WAIT, huge_storage, out_of_memory, sparse_huge_inputs, with_memory_retry
-from ..wire import REBUILDING_INPUT, bits, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes
+from ..wire import REBUILDING_INPUT, bits, distinct, dtype_from_name, dtype_name, recv_message, send_message, storage_bytes
 from . import compile_watch
 from .appearance import look_ordinary
 from .bench_input import seeded_input
@@ -222,7 +222,7 @@ class _WorkerState:
             return
         huge = self.mode != "storage"
         if huge:  # huge lazily allocated storage: touch only the view's elements
-            bits(self.x).fill_(-1)
+            bits(distinct(self.x)).fill_(-1)
         else:
             self.flat.fill_(0xFF)
         self.key = self.flat = self.x = self.sent = None
@@ -285,7 +285,8 @@ class _WorkerState:
         if self.mode == "storage":
             self.flat.copy_(data)
         else:
-            bits(self.x).copy_(data.view(bits(self.x).dtype).reshape(size))
+            target = bits(distinct(self.x))
+            target.copy_(data.view(target.dtype).reshape(target.shape))
         self.sent = data
         return self.x
 
@@ -297,7 +298,7 @@ class _WorkerState:
         if self.mode == "storage":
             now = self.flat.cpu() if self.flat.device.type != "cpu" else self.flat
         else:
-            now = bits(self.x).cpu().reshape(-1).contiguous().view(torch.uint8)
+            now = bits(distinct(self.x)).cpu().reshape(-1).contiguous().view(torch.uint8)
         if torch.equal(now, self.sent):
             return None
         return memoryview(now.contiguous().numpy())
