@@ -34,7 +34,9 @@ Residual risks (the tree is read when the signal is taken, not when it was sent)
 
 * a sender that exits and is reaped by its own parent before the guard thread reads /proc, and
   whose pid the run never recorded (a worker's child, not the worker), looks like a stranger;
-  the window is the time between ``kill()`` and our wake-up, microseconds on an idle machine;
+  the window is the time between ``kill()`` and our wake-up, microseconds on an idle machine (an
+  orphan, reaped by the fork server, stays a zombie for 5 s of the grader's running time:
+  fuzz.isolation.fork_server.server.ORPHAN_LINGER, so a grader stopped meanwhile still finds it);
 * pid reuse: a recorded pid (:func:`remember`; the pool forgets a job's once it ended) whose
   process is gone is taken for the run's even if an unrelated process took that pid since and
   exited again; only after the pid counter wrapped (32768 pids on some systems) during one job;
