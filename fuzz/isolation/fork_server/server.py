@@ -44,6 +44,9 @@ stranger's (fuzz.isolation.guard.signals reads the sender's parents when it take
 Only seconds our parent (the grader) ran count: one a candidate stopped takes the signals sent
 meanwhile once it runs again, up to seconds later (its watchdog, or its supervisor, continues
 it); reaped by then, an orphan's SIGINT was taken for a stranger's and ended the batch."""
+MAX_LINGERING = 1000
+"""Zombies kept at most: past it the oldest are reaped whatever their time, so a grader stopped for
+long (Ctrl-Z) beside a candidate that leaves an orphan on every call cannot use up the pids."""
 
 
 def _hash_triton() -> None:
@@ -208,9 +211,10 @@ def _reap(children: dict, owner: dict, orphans: dict, ran: float) -> None:
         children.get(client, set()).discard(pid)
         if status is not None:
             _send_json(client, {"op": "exited", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
-    for pid in list(orphans):
+    excess = len(orphans) - MAX_LINGERING
+    for pid in list(orphans):  # the oldest first
         orphans[pid] += ran
-        if orphans[pid] < ORPHAN_LINGER:
+        if orphans[pid] < ORPHAN_LINGER and excess <= 0:
             continue
         try:
             done, _ = os.waitpid(pid, os.WNOHANG)
@@ -218,6 +222,7 @@ def _reap(children: dict, owner: dict, orphans: dict, ran: float) -> None:
             done = pid
         if done:
             del orphans[pid]
+            excess -= 1
 
 
 def _spawn(config: dict, fds: list[int], selector, children: dict, client) -> dict:

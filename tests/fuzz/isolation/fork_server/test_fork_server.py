@@ -114,3 +114,24 @@ def test_the_fork_server_leaves_without_a_word_once_it_has_served(monkeypatch):
         assert fork_server.log.read_text() == ""
     finally:
         remove(fork_server.log.parent, ignore_errors=True)
+
+
+def test_an_orphan_lingers_for_its_graders_running_time_and_never_past_the_cap(monkeypatch):
+    # Its zombie is how the guard knows an orphan's signal was the run's: reaped while the grader
+    # was stopped, the signal taken later came from a stranger and ended the batch.
+    reaped = []
+    monkeypatch.setattr(server.os, "waitpid", lambda pid, flags: (reaped.append(pid), (pid, 0))[1])
+    orphans = {101: 0.0}
+    for _ in range(100):  # the grader stopped: no time counts
+        server._reap({}, {}, orphans, 0.0)
+    assert reaped == [] and orphans == {101: 0.0}
+    server._reap({}, {}, orphans, server.ORPHAN_LINGER - 0.1)
+    assert reaped == []
+    server._reap({}, {}, orphans, 0.2)
+    assert reaped == [101] and orphans == {}
+    # A grader stopped for long beside an orphan a call: the oldest zombies go past the cap.
+    monkeypatch.setattr(server, "MAX_LINGERING", 3)
+    orphans = dict.fromkeys(range(1, 6), 0.0)
+    reaped.clear()
+    server._reap({}, {}, orphans, 0.0)
+    assert reaped == [1, 2] and list(orphans) == [3, 4, 5]
