@@ -1,5 +1,5 @@
 """Linux process plumbing shared by the fork server, the Child handle and the guard: ``prctl``,
-killing a process group, and reading a process's ``/proc/PID/stat``.
+killing a process group, and reading a process's ``/proc/PID/stat`` and children.
 
 Standard library only: the fork server and the command line's first step (the guard) import it
 before anything heavy.
@@ -11,7 +11,7 @@ import ctypes
 import os
 import signal
 
-__all__ = ["PR_GET_CHILD_SUBREAPER", "PR_SET_CHILD_SUBREAPER", "PR_SET_PDEATHSIG", "kill_group", "prctl",
+__all__ = ["PR_GET_CHILD_SUBREAPER", "PR_SET_CHILD_SUBREAPER", "PR_SET_PDEATHSIG", "child_pids", "kill_group", "prctl",
            "stat_fields"]
 
 PR_SET_PDEATHSIG = 1
@@ -47,3 +47,20 @@ def stat_fields(pid: int | str = "self") -> list[str] | None:
             return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
+
+
+def child_pids(pid: int | str = "self") -> list[int]:
+    """``pid``'s children, of any of its threads (zombies included: they stay children until
+    reaped); none when the process is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found += [int(child) for child in listed.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found

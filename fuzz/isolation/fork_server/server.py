@@ -29,7 +29,7 @@ import tempfile
 import time
 import traceback
 
-from ..processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, kill_group, prctl, stat_fields
+from ..processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, child_pids, kill_group, prctl, stat_fields
 
 PRELOAD = ("numpy", "torch", "triton", "triton.language", "torch._dynamo")
 """Imported once by the zygote; every forked child inherits them. ``torch._dynamo``: a worker's
@@ -181,20 +181,10 @@ def _stopped(pid: int) -> bool:
 def _kill_orphans(owner: dict, orphans: dict) -> None:
     """Kill every child we did not fork ourselves: processes a worker or driver started that lost
     their parent (a double fork, or a worker that died) and were handed to us as subreaper."""
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/children") as f:
-                pids = [int(pid) for pid in f.read().split()]
-        except (OSError, ValueError):
-            continue
-        for pid in pids:
-            if pid not in owner:
-                kill_group(pid)
-                orphans.setdefault(pid, 0.0)
+    for pid in child_pids():
+        if pid not in owner:
+            kill_group(pid)
+            orphans.setdefault(pid, 0.0)
 
 
 def _reap(children: dict, owner: dict, orphans: dict, ran: float) -> None:

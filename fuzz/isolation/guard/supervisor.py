@@ -56,7 +56,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..processes import stat_fields
+from ..processes import child_pids, stat_fields
 from .signals import GUARDED, SUPPORTED, Sender, _filled, sender_of
 from .watchdog import is_watchdog_of, keep_running
 
@@ -235,20 +235,10 @@ def _wait(grader: int, told: int, *, name: str) -> tuple[int | None, int | None]
 def _children(pid: int) -> dict[int, str]:
     """``pid``'s children (any of its threads'), each with its start time (stat(5) field 22)."""
     found = {}
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as listed:
-                pids = [int(child) for child in listed.read().split()]
-        except (OSError, ValueError):
-            continue
-        for child in pids:
-            fields = stat_fields(child)
-            if fields and len(fields) > 19:
-                found[child] = fields[19]
+    for child in child_pids(pid):
+        fields = stat_fields(child)
+        if fields and len(fields) > 19:
+            found[child] = fields[19]
     return found
 
 

@@ -49,11 +49,16 @@ def batch(directory: Path, files: dict[str, Path]) -> Path:
 KILLED = "the grader was killed (SIGKILL"  # the supervisor's word as it continues the batch
 
 
-def graded_through_deaths(batch_dir: Path, out: Path, cwd: Path, *, jobs: str = "2") -> tuple[int, str, int]:
+def graded_through_deaths(batch_dir: Path, out: Path, cwd: Path, *, jobs: str = "2",
+                          timeout: float = 300) -> tuple[int, str, int]:
     """``grade`` the batch once, which continues itself while a candidate kills the grader
-    (fuzz.isolation.guard.supervisor): (the exit code, stderr, the grader's deaths)."""
+    (fuzz.isolation.guard.supervisor): (the exit code, stderr, the grader's deaths). Past
+    ``timeout`` the test fails, the command killed."""
     process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", jobs, "--out-dir", str(out), cwd=cwd)
-    err = process.communicate(timeout=300)[1]
+    try:
+        err = process.communicate(timeout=timeout)[1]
+    finally:
+        process.kill()
     return process.returncode, err, err.count(KILLED)
 
 
@@ -329,12 +334,8 @@ def test_a_candidate_that_stops_the_grader_itself_is_convicted_and_holds_nothing
     batch_dir = batch(tmp_path / "batch", {"a_stopper": IMPLEMENTATIONS / "hostile" / f"{stopper}.py",
                                            "b_neighbour": IMPLEMENTATIONS / "correct" / "torch_float32.py"})
     out = tmp_path / "out"
-    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out-dir", str(out), cwd=tmp_path)
-    try:
-        _, err = process.communicate(timeout=120)
-    finally:
-        process.kill()
-    assert process.returncode == 1, err
+    code, err, _ = graded_through_deaths(batch_dir, out, tmp_path, timeout=120)
+    assert code == 1, err
     records = records_of(out)
     assert records["b_neighbour"]["verdict"] == "pass", records["b_neighbour"]["reason"]
     assert records["a_stopper"]["verdict"] == "crash", records["a_stopper"]["reason"]
@@ -351,12 +352,8 @@ def test_an_orphans_signal_taken_after_a_neighbour_stopped_the_grader_is_still_t
         "a_orphan": IMPLEMENTATIONS / "hostile" / "signals_the_grader_from_an_orphan.py",
         "b_stopper": IMPLEMENTATIONS / "hostile" / "stops_the_grader_and_its_watchdog.py"})
     out = tmp_path / "out"
-    process = lse_fuzz("grade", str(batch_dir), *FAST, "-j", "2", "--out-dir", str(out), cwd=tmp_path)
-    try:
-        _, err = process.communicate(timeout=240)
-    finally:
-        process.kill()
-    assert process.returncode == 1, err  # not 130
+    code, err, _ = graded_through_deaths(batch_dir, out, tmp_path, timeout=240)
+    assert code == 1, err  # not 130
     assert "interrupted" not in err
     records = records_of(out)
     assert records["a_orphan"]["verdict"] == "crash", records["a_orphan"]["reason"]
