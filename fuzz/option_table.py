@@ -191,7 +191,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("call_timeout", "--call-timeout", float, defaults.CALL_TIMEOUT,
            "a call's first deadline, not counting the seconds it spends compiling (default {default}); past it the "
            "call is timed against reference.lse on the same input, and only a call past that second deadline too "
-           "is a hang", group=LIMITS, commands=("check", "grade", "replay"), metavar="S",
+           "is a hang (on the CPU, one whose worker uses no CPU for 2 s after the first deadline is a hang then)", group=LIMITS, commands=("check", "grade", "replay"), metavar="S",
            helps={"replay": "with --isolate: seconds the call may take (default {default})"}),
     Option("compile_timeout", "--compile-timeout", float, defaults.COMPILE_TIMEOUT,
            "seconds one call may spend compiling (Triton, autotuning, torch.compile; default {default}): compiling "

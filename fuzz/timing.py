@@ -12,7 +12,9 @@ timed then, so fast calls cost nothing):
 * slower than a ``time_limit`` the user asked for: a failure of the ``time_limit`` check;
 * an isolated call with no answer after its deadline (``--call-timeout``) is given a second,
   generous deadline, :data:`HANG_FACTOR` x the reference's time (at least the first deadline
-  again), and only past that is it a hang (:func:`hang_deadline`);
+  again), and only past that is it a hang (:func:`hang_deadline`); on the CPU, a worker that only
+  waits after the first deadline (no CPU used, no thread runnable) is a hang at once
+  (:mod:`fuzz.isolation.worker.idle`): the grace is for a slow computation;
 * compiling is not hanging: the seconds an isolated call spends compiling (Triton's JIT, an
   autotuning benchmark, torch.compile) stop its clock, bounded only by ``--compile-timeout``; a
   compile over :data:`SLOW_FLOOR` seconds is a finding (:class:`Compile`), never a failure.

@@ -45,19 +45,53 @@ def test_the_second_deadline_is_generous_and_calibrated():
 
 
 def test_an_isolated_call_past_its_first_deadline_is_slow_not_a_hang(tmp_path):
+    # It sleeps 1.5 s: it answers in the 2 s its worker is watched after the first deadline.
     with IsolatedImpl(f"{CANDIDATES / 'slow_but_correct.py'}:lse", call_timeout=1.0) as impl:
         result = lse_fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
         assert result.passed, result.summary()
+
+
+def test_an_isolated_call_that_computes_past_its_first_deadline_gets_the_second(tmp_path):
+    # 4.7 s of computing on its first call: past the first deadline (2.5 s) and the 2 s watch
+    # after it, within the second (at least 5 s).
+    computes = tmp_path / "computes.py"
+    computes.write_text("import time\n\nimport torch\n\n_calls = 0\n\n\ndef lse(x):\n    global _calls\n"
+                        "    _calls += 1\n    started = time.monotonic()\n"
+                        "    while _calls == 1 and time.monotonic() - started < 4.7:\n        pass\n"
+                        "    return torch.logsumexp(x.double(), dim=1).to(x.dtype)\n")
+    with IsolatedImpl(f"{computes}:lse", call_timeout=2.5) as impl:
+        result = lse_fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
+        assert result.passed, result.summary()
         second, reference = impl.second_deadline
-        assert second >= 2.0 and reference > 0
+        assert second >= 5.0 and reference > 0
 
 
-def test_an_isolated_call_past_both_deadlines_is_a_hang(tmp_path):
-    with IsolatedImpl(f"{CANDIDATES / 'hang.py'}:lse", call_timeout=0.5) as impl:
+def test_an_isolated_call_that_computes_past_both_deadlines_is_a_hang(tmp_path):
+    spins = tmp_path / "spins.py"
+    spins.write_text("def lse(x):\n    while True:\n        pass\n")
+    with IsolatedImpl(f"{spins}:lse", call_timeout=0.5) as impl:
         with pytest.raises(ImplLost) as lost:
             lse_fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
+        assert impl.second_deadline is not None  # busy after the first deadline: given the second
     assert lost.value.outcome is Outcome.TIMEOUT
     assert "past the first deadline of 0.5 s and the second" in lost.value.detail
+    assert lost.value.reproducer is not None and lost.value.replay.endswith("--isolate")
+
+
+def test_an_isolated_cpu_call_that_only_waits_is_a_hang_without_the_second_deadline(tmp_path):
+    # It sleeps: its second deadline would be at least 2 x 3 s; idle in the 2 s after the first
+    # deadline, it is a hang then (fuzz.isolation.worker.idle), the second deadline never set.
+    with IsolatedImpl(f"{CANDIDATES / 'hang.py'}:lse", call_timeout=3.0) as impl:
+        impl.start()
+        started = time.monotonic()
+        with pytest.raises(ImplLost) as lost:
+            lse_fuzz.check(impl, budget=3, seed=0, reproducer_dir=tmp_path)
+        waited = time.monotonic() - started
+        assert impl.second_deadline is None
+    assert lost.value.outcome is Outcome.TIMEOUT
+    assert "past the first deadline of 3 s, and in the 2 s after it the worker's processes used 0 s of CPU" in \
+        lost.value.detail and lost.value.detail.endswith("it waits, it does not compute: a hang")
+    assert 5.0 <= waited < 6.0 + 3.0, waited  # measured: 5.0 s; the second deadline would give >= 6 s
     assert lost.value.reproducer is not None and lost.value.replay.endswith("--isolate")
 
 

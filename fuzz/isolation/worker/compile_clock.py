@@ -76,3 +76,11 @@ class CompileClock:
         return (f"compiling {label} for "
                 f"{self.spent():.0f} s, past the compile limit of {self.limit:g} s (--compile-timeout): "
                 "a compiler that does not return")
+
+    def compiled_in(self, call: int) -> str:
+        """What a reason about call ``call`` adds: the seconds it spent compiling, and what ("" if none)."""
+        done = [c for c in self.compiles if c.call == call]
+        if not done:
+            return ""
+        return (f" (not counting {sum(c.seconds for c in done):.1f} s of compiling in this call: "
+                f"{'; '.join(c.describe() for c in done[-3:])})")

@@ -31,9 +31,8 @@ What a call can end in (:class:`fuzz.outcomes.Outcome`, mapped by :func:`fuzz.ou
   as a stand-in with the same type name), and the checks judge it;
 * it raised: :class:`CandidateRaised` (an ``Exception``) carries the worker's traceback and
   exception chain, and the runner reports it as the implementation's error; the worker lives on;
-* the worker died (segfault, abort, ``sys.exit``, ``os._exit``), hung, ran out of memory or into
-  another of its resource limits (a write past the output-file-size limit, a CPU-time limit; the
-  detail names the limit and its value): :class:`fuzz.outcomes.ImplLost`, which stops the run at once.
+* the worker died (segfault, abort, ``sys.exit``, ``os._exit``), hung, ran out of memory or into another
+  resource limit (named with its value): :class:`fuzz.outcomes.ImplLost`, which stops the run at once.
 
 What the isolation is: a separate process in its own session (the terminal's Ctrl-C does not
 reach it; it is killed with its process group), with a scrubbed environment, its own temporary
@@ -74,6 +73,7 @@ from .bench import BenchRequests
 from .codec import decode_output, encode_input, write_back
 from .compile_clock import CompileClock
 from .held_outputs import HeldOutputs
+from .idle import WINDOW, Watch
 from .noise import Noise
 from .raised import LoadFailed, raised_from
 from .shared_input import SharedInput
@@ -315,7 +315,7 @@ class IsolatedImpl(BenchRequests):
                           f"{self.call_timeout:g} s and the second ({against}): a hang")
             else:
                 detail = f"no answer within {max(timeout, 0):g} s while {what} (a hang, or far too slow)"
-            detail += self._compiled_note()
+            detail += self._clock.compiled_in(self.calls)
             raise self._lose(call_outcome(timed_out=True), detail, x=x)
         reply, self._pending = self._pending, None
         self._clock.next_request()
@@ -354,27 +354,20 @@ class IsolatedImpl(BenchRequests):
             raise self._lose(outcome, f"the worker {describe_exit(code)} while {what}", returncode=code, x=x,
                              reaped=code is not None) from None
 
-    def _compiled_note(self) -> str:
-        done = [c for c in self._clock.compiles if c.call == self.calls]
-        if not done:
-            return ""
-        return (f" (not counting {sum(c.seconds for c in done):.1f} s of compiling in this call: "
-                f"{'; '.join(c.describe() for c in done[-3:])})")
-
     @property
     def compile_seconds(self) -> float:
         """Seconds the worker has spent compiling, all its calls together (kept, not summed again)."""
         return self._clock.total
 
     @property
-    def compiles(self) -> list[Compile]:
-        """What the worker compiled for the candidate, timed here (findings, never failures)."""
+    def compiles(self) -> list[Compile]:  # what the worker compiled, timed here (findings, never failures)
         return list(self._clock.compiles)
 
     def _receive_call(self, what: str, x: torch.Tensor, max_frame: int):
-        """The reply to a call, with two deadlines (see :mod:`fuzz.timing`): past ``call_timeout``
-        the call is timed against the reference on the same input, and it is a hang only once it
-        also ran past the second, calibrated deadline. Seconds spent compiling count toward neither."""
+        """The reply to a call, with two deadlines (:mod:`fuzz.timing`): past ``call_timeout`` the call
+        is timed against the reference on the same input, and it is a hang only once it also ran past
+        the second, calibrated deadline, or (on the CPU) only waited after the first (:mod:`.idle`).
+        Seconds spent compiling count toward neither."""
         assert self._conn is not None
         started = time.monotonic()
         first = min(self.call_timeout, self._time_left())
@@ -382,6 +375,14 @@ class IsolatedImpl(BenchRequests):
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
         if self._time_left() <= 0 or self.calibrate is None:
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
+        if self.device == "cpu":  # a CPU worker that only waits gets no second deadline
+            watch = Watch(self.pid)
+            if self._reply_within(WINDOW, what=what, x=x, max_frame=max_frame) or self._time_left() <= 0:
+                return self._receive(0.0, what=what, x=x, max_frame=max_frame)
+            if (idle := watch.idle()) is not None:
+                raise self._lose(call_outcome(timed_out=True), f"no answer within {time.monotonic() - started - self._clock.spent():.3g} s "
+                                 f"while {what}: past the first deadline of {self.call_timeout:g} s, and {idle}: a hang"
+                                 f"{self._clock.compiled_in(self.calls)}", x=x)
         try:
             reference = self.calibrate(x)  # the parent is idle meanwhile: the worker keeps running
         except Exception:  # no calibration: the second deadline is the first again; the reply is still read

@@ -68,7 +68,7 @@ def test_a_failing_check_prints_the_counterexample_and_a_replay_command_with_exi
 @pytest.mark.parametrize(("name", "options", "verdict", "text"), [
     ("segfault", (), "CRASH", "was killed by SIGSEGV"),
     ("sys_exit", (), "CRASH", "the candidate called sys.exit(3)"),
-    ("hang", ("--call-timeout", "1"), "TIMEOUT", "past the first deadline of 1 s and the second"),
+    ("hang", ("--call-timeout", "1"), "TIMEOUT", "past the first deadline of 1 s, and in the 2 s after it"),
     ("memory_hog", ("--memory-limit", "4"), "CRASH", "out of memory"),
 ], ids=["segfault", "sys_exit", "hang", "out_of_memory"])
 def test_a_lost_worker_ends_the_run_with_exit_1_and_a_replayable_input(check, tmp_path, capsys, name, options,

@@ -1,0 +1,82 @@
+"""Waiting is not computing: a CPU worker past its first deadline that uses no CPU is a hang now.
+
+An isolated call with no answer by its first deadline (``--call-timeout``) gets a second one,
+:data:`~fuzz.timing.HANG_FACTOR` x the reference's time, at least the first again
+(:func:`fuzz.timing.hang_deadline`): Triton's interpreter runs a correct kernel hundreds of times
+slower than the reference, and a slow computation is not a hang. That grace is for computing. A
+worker that sleeps, waits on a lock that never frees or on a reply that never comes, computes
+nothing: waited for again, the call never answers. Graded on the CPU, where every step of a call
+is the worker's processes' own CPU time, such a call is a hang as soon as :data:`WINDOW` seconds
+after its first deadline show its processes idle (:class:`Watch`): used at most :data:`IDLE_CPU`
+of that window's CPU, none of their threads runnable, in disk wait or stopped (a stop by another
+candidate is answered by the guard, and a stalled page-in is progress). On a GPU a worker waits
+for the device, idle, while a kernel runs: there the second deadline stays the only one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..processes import child_pids, stat_fields
+
+__all__ = ["IDLE_CPU", "WINDOW", "Watch"]
+
+WINDOW = 2.0
+"""Seconds after the first deadline over which the worker's processes are watched."""
+IDLE_CPU = 0.025
+"""The most CPU, a fraction of :data:`WINDOW`, that processes doing nothing use (0.05 s: five clock
+ticks of 10 ms; a process that computes under a load of sixteen others a core still gets 6 %)."""
+BUSY = frozenset("RDTt")
+"""Thread states that are not waiting: running or runnable, in disk wait (a page-in), stopped."""
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        queue += child_pids(current)
+    return found
+
+
+def usage(pid: int) -> tuple[float, bool] | None:
+    """CPU seconds (user and system, every thread) that ``pid`` and the processes below it used,
+    and whether a thread of theirs is in a :data:`BUSY` state; None when ``pid`` is gone."""
+    seconds, busy, seen = 0.0, False, False
+    for process in _tree(pid):
+        fields = stat_fields(process)
+        if fields is None:
+            continue
+        seen = True
+        seconds += (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime: fields 14 and 15
+        try:
+            tasks = os.listdir(f"/proc/{process}/task")
+        except OSError:
+            continue
+        busy = busy or any((stat_fields(f"{process}/task/{task}") or ["?"])[0] in BUSY for task in tasks)
+    return (seconds, busy) if seen else None
+
+
+class Watch:
+    """The worker's processes watched from now (:func:`usage`); :meth:`idle` says, after a wait of
+    about :data:`WINDOW` seconds, whether they did nothing meanwhile (a reason), or None."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid, self.started = pid, time.monotonic()
+        self.before = usage(pid) if pid is not None else None
+
+    def idle(self, seconds: float | None = None) -> str | None:
+        """``seconds``: how long it was watched (default: since it began)."""
+        seconds = time.monotonic() - self.started if seconds is None else seconds
+        after = usage(self.pid) if self.pid is not None else None
+        if self.before is None or after is None or self.before[1] or after[1]:
+            return None
+        used = after[0] - self.before[0]
+        if used > IDLE_CPU * seconds:
+            return None
+        return (f"in the {seconds:.3g} s after it the worker's processes used {used:.2g} s of CPU, every thread "
+                "waiting: it waits, it does not compute")

@@ -1,0 +1,75 @@
+"""A worker that only waits is told from one that computes, one stopped and one whose child computes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fuzz.isolation.worker.idle import IDLE_CPU, Watch, usage
+
+SLEEPS = "import time; time.sleep(60)"
+SPINS = "while True: pass"
+SLEEPS_OVER_A_SPINNING_CHILD = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'while True: pass']); "
+                                "time.sleep(60)")
+
+
+@pytest.fixture
+def process():
+    started = []
+
+    def start(code: str) -> subprocess.Popen:
+        child = subprocess.Popen([sys.executable, "-c", code])
+        started.append(child)
+        time.sleep(1.0)  # past Python's start, which computes
+        return child
+
+    yield start
+    for child in started:
+        child.send_signal(signal.SIGCONT)
+        subprocess.run(["pkill", "-KILL", "-P", str(child.pid)], check=False)
+        child.kill()
+        child.wait()
+
+
+def watched(pid: int, seconds: float = 0.5) -> str | None:
+    watch = Watch(pid)
+    time.sleep(seconds)
+    return watch.idle(seconds)
+
+
+def test_a_sleeping_process_is_idle(process):
+    reason = watched(process(SLEEPS).pid)
+    assert reason is not None and "used 0 s of CPU, every thread waiting" in reason
+
+
+@pytest.mark.parametrize("code", [SPINS, SLEEPS_OVER_A_SPINNING_CHILD], ids=["spins", "its_child_spins"])
+def test_a_process_that_computes_or_whose_child_does_is_not_idle(process, code):
+    assert watched(process(code).pid) is None
+
+
+def test_a_stopped_process_is_not_idle(process):
+    # Stopped by another candidate, it is continued by the guard; it does not wait by itself.
+    child = process(SLEEPS)
+    child.send_signal(signal.SIGSTOP)
+    time.sleep(0.2)
+    assert watched(child.pid) is None
+
+
+def test_a_process_gone_is_not_judged(process):
+    child = process(SLEEPS)
+    watch = Watch(child.pid)
+    child.kill()
+    child.wait()
+    assert watch.idle(0.5) is None and usage(child.pid) is None and Watch(None).idle(0.5) is None
+
+
+def test_cpu_used_past_the_threshold_is_not_idle(process, monkeypatch):
+    # The CPU threshold alone decides once no thread is runnable: a sleeper that used a little CPU.
+    child = process(SLEEPS)
+    watch = Watch(child.pid)
+    monkeypatch.setattr(watch, "before", (watch.before[0] - 2 * IDLE_CPU * 0.5, False))
+    assert watch.idle(0.5) is None
