@@ -6,8 +6,8 @@ A candidate whose processes signal the grader or stop the grading processes cras
 and those suspects are settled after the batch so that no bad candidate holds the others up:
 
 * a suspect that passed runs again alone, one at a time, the one named most first (the quickest
-  among equals): briefly (a few small examples: an attack shows with the first calls), where an
-  attacker is convicted; one that shows none there is graded alone in full, and that record
+  among equals): briefly (a few small examples: an attack shows with the first calls, and the
+  short run ends at the first that names it), where an attacker is convicted; one that shows none there is graded alone in full, and that record
   replaces the first. Once one is convicted, the events of that kind that named it beside others
   are its doing, and the passing neighbours they named run briefly, all at once (should one of
   them attack where none is tied to it, those it names run briefly alone), each keeping its
@@ -27,6 +27,7 @@ was in flight alone when the grader died.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import replace
@@ -169,14 +170,28 @@ class LocalBatch:
         """``job`` run briefly alone: ``first`` blamed for what it did then, or (``restore``) put
         back. Returns whether it attacked."""
         attacked = False
-        for result in self._briefly_alone(job):
-            record = self._attack(job, result, first)
-            if record is not None:
-                attacked = True
-                yield record
-            elif restore:
-                self.restore(first)
+        with self._cut_when_named():
+            for result in self._briefly_alone(job):
+                record = self._attack(job, result, first)
+                if record is not None:
+                    attacked = True
+                    yield record
+                elif restore:
+                    self.restore(first)
         return attacked
+
+    @contextlib.contextmanager
+    def _cut_when_named(self):
+        """Short runs meanwhile end as soon as a new event names them: what they were run for, to
+        show an attack, is shown (a stopper stops the grading on every call, each call held a second
+        or more; alone it is blamed, beside others it runs alone next). A run no event names ends
+        by itself."""
+        before = self.guard.kept()
+        self.pool.cut = lambda running: self.guard.names(running.key, besides=before)
+        try:
+            yield
+        finally:
+            self.pool.cut = None
 
     def _attack(self, job: Job, result: JobResult | None, first: GradeRecord) -> GradeRecord | None:
         """The record of what a short run of ``job`` (``result``; None: it gave none) showed against
@@ -205,7 +220,9 @@ class LocalBatch:
         for job in jobs:
             self.withdraw(job.key)
         self.pool.wait_until_quiet()
-        results = {result.job.key: result for result in self.pool.run(self._written_down(map(self._brief, jobs), short=True))}
+        with self._cut_when_named():
+            results = {result.job.key: result
+                       for result in self.pool.run(self._written_down(map(self._brief, jobs), short=True))}
         self.pool.wait_until_quiet()
         again = []
         for job in jobs:

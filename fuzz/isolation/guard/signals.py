@@ -343,6 +343,16 @@ class SignalGuard:
             self.events = [event for event in self.events if event not in mine]
         return mine
 
+    def kept(self) -> frozenset[SignalEvent]:
+        """The events kept now, for :meth:`names` to tell the later ones from."""
+        with self._lock:
+            return frozenset(self.events)
+
+    def names(self, key: str, *, besides: frozenset[SignalEvent] = frozenset()) -> bool:
+        """Whether an event kept now, but not one of ``besides``, names ``key`` among its suspects."""
+        with self._lock:
+            return any(key in event.suspects for event in self.events if event not in besides)
+
     def suspects(self) -> list[str]:
         """The jobs that may have done what no job was tied to (each unclaimed event's jobs in
         flight, but the owner of a worker found stopped), in the order first named: each, run

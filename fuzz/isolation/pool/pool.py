@@ -139,6 +139,9 @@ class Pool:
         self._zygote: Zygote | None = None
         self._started = 0
         self._blame = StopBlame()  # who could have stopped a process of the pool
+        # Asked of each job in flight while it runs: True kills its driver at once, as a timeout
+        # would (a short run alone that has shown an attack already: what it does next decides nothing).
+        self.cut: Callable[[Job], bool] | None = None
 
     @property
     def report_stop(self) -> Callable[[SignalEvent], None] | None:
@@ -295,13 +298,15 @@ class Pool:
                 now = time.monotonic()
                 for conn, driver in list(busy.items()):
                     limit = self._timeout(driver.job)
-                    if now - driver.started > limit:
+                    cut = self.cut is not None and self.cut(driver.job)
+                    if now - driver.started > limit or cut:
                         del busy[conn]
                         job, seconds, tail = driver.job, now - driver.started, driver.child.tail()
                         self._retire(driver)
                         self._blame.over(job.key, driver.processes)
                         yield JobResult(job, Outcome.TIMEOUT, None, seconds,
-                                        f"no result within the time limit of {limit:g} s: its driver was killed"
+                                        ("cut short: its driver was killed once the run had shown what it was for" if cut
+                                         else f"no result within the time limit of {limit:g} s: its driver was killed")
                                         + _tail(tail), processes=tuple(driver.processes))
         finally:
             for driver in list(busy.values()):

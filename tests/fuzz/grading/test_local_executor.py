@@ -69,7 +69,7 @@ class _StoppingPool(InstantPool):
 
     def __init__(self, by_key, options, guard, stops) -> None:
         super().__init__(by_key, options)
-        self.guard, self.stops, self.runs = guard, stops, []
+        self.guard, self.stops, self.runs, self.cuts, self.cut = guard, stops, [], [], None
 
     def run(self, jobs):
         jobs = list(jobs)
@@ -78,6 +78,8 @@ class _StoppingPool(InstantPool):
         for job in jobs:
             if (k, job.key) in self.stops:
                 self.guard.add(stop_event(Stopped.FORK_SERVER, FORK_SERVER, self.stops[(k, job.key)]))
+        # Which jobs of this run the real pool would cut short now (its drivers killed at once).
+        self.cuts.append(None if self.cut is None else sorted(job.key for job in jobs if self.cut(job)))
         yield from super().run(jobs)
 
 
@@ -100,7 +102,7 @@ def _freed_batch(tmp_path, stops):
     records = {}
     for record in batch.records():
         records[record.target] = record
-    return pool.runs, records, sorted(restored), sorted(withdrawn)
+    return pool.runs, records, sorted(restored), sorted(withdrawn), pool.cuts
 
 
 def test_freed_neighbours_are_checked_briefly_all_at_once(tmp_path):
@@ -109,22 +111,28 @@ def test_freed_neighbours_are_checked_briefly_all_at_once(tmp_path):
     from fuzz.grading.local_executor import CHECK_BUDGET
 
     everyone = ("stopper", "a", "b", "c")
-    runs, records, restored, withdrawn = _freed_batch(tmp_path, {(0, "stopper"): everyone, (1, "stopper"): ("stopper",)})
+    runs, records, restored, withdrawn, cuts = _freed_batch(tmp_path, {(0, "stopper"): everyone,
+                                                                       (1, "stopper"): ("stopper",)})
     assert [[key for key, _ in run] for run in runs] == [list(everyone), ["stopper"], ["a", "b", "c"]]
     assert all(budget == CHECK_BUDGET for run in runs[1:] for _, budget in run)  # convicted by its short run
     assert records["stopper"].verdict.value == "crash"
     assert restored == ["a", "b", "c"] and withdrawn == ["a", "b", "c", "stopper"]
+    # The batch runs whole; the stopper's short run alone is cut once its stop names it; no stop
+    # names the neighbours run together, so their short runs end by themselves.
+    assert cuts == [None, ["stopper"], []]
 
 
 def test_a_stop_among_the_freed_neighbours_sends_those_it_names_alone(tmp_path):
     # In the short run together, b stops the fork server beside a (c is over by then): neither is
     # tied to it, so both run briefly alone; alone, b stops it again and is blamed, a keeps its record.
     everyone = ("stopper", "a", "b", "c")
-    runs, records, restored, _ = _freed_batch(tmp_path, {(0, "stopper"): everyone, (1, "stopper"): ("stopper",),
-                                                         (2, "b"): ("a", "b"), (4, "b"): ("b",)})
+    runs, records, restored, _, cuts = _freed_batch(tmp_path, {(0, "stopper"): everyone, (1, "stopper"): ("stopper",),
+                                                               (2, "b"): ("a", "b"), (4, "b"): ("b",)})
     assert [[key for key, _ in run] for run in runs] == [list(everyone), ["stopper"], ["a", "b", "c"], ["a"], ["b"]]
     assert records["b"].verdict.value == "crash" and "stopped the fork server" in records["b"].reason
     assert restored == ["a", "c"]
+    # Together, the stop naming a and b cuts both; alone, a runs to its end and b is cut.
+    assert cuts == [None, ["stopper"], ["a", "b"], [], ["b"]]
 
 
 def test_a_suspect_that_shows_no_attack_briefly_is_graded_alone_in_full(tmp_path):
@@ -134,7 +142,8 @@ def test_a_suspect_that_shows_no_attack_briefly_is_graded_alone_in_full(tmp_path
     from fuzz.grading.options import GradeOptions
 
     everyone = ("stopper", "a", "b", "c")
-    runs, records, restored, _ = _freed_batch(tmp_path, {(0, "stopper"): everyone})
+    runs, records, restored, _, cuts = _freed_batch(tmp_path, {(0, "stopper"): everyone})
     full = GradeOptions().budget
     assert runs[1:] == [[(key, budget)] for key in everyone for budget in (CHECK_BUDGET, full)]
     assert all(record.verdict.value == "pass" for record in records.values()) and restored == []
+    assert cuts == [None] + [[], None] * 4  # short runs alone (none names them) and full ones, never cut

@@ -37,6 +37,19 @@ def test_every_job_gets_one_outcome_and_a_crash_or_hang_costs_only_its_own(pool)
     assert "job failed on purpose" in results["raise"].detail
 
 
+def test_a_job_cut_short_has_its_driver_killed_at_once_and_the_others_run_on(pool):
+    # A short run alone that has shown an attack (fuzz.grading.local_executor) needs no more time.
+    cut = set()
+    pool.cut = lambda running: running.key in cut
+    results = {}
+    for result in pool.run([job("cut", "sleep", seconds=60), job("kept", "echo", hold=1.0)]):
+        results[result.job.key] = result
+        cut.add("cut")  # once "kept" is over: "cut" is in flight, past its first check
+    assert results["kept"].outcome is Outcome.RETURNED
+    assert results["cut"].outcome is Outcome.TIMEOUT and results["cut"].seconds < 30
+    assert results["cut"].detail.startswith("cut short: its driver was killed")
+
+
 def test_drivers_are_reused_and_run_scrubbed_in_the_work_directory(pool, tmp_path, monkeypatch):
     monkeypatch.setenv("LSE_TEST_SECRET", "s3cret")
     records = [r.record for r in pool.run([job(str(i), "echo", n=i) for i in range(6)])]
