@@ -45,6 +45,7 @@ from ..guard import signals
 from ..guard.blame import LINGER, StopBlame
 from ..guard.signals import SignalEvent, Stopped
 from ..guard.stops import RESUMED_BY_POOL_ENV, sweep, unwatch, watch
+from .casualties import Casualty, Triage
 from .gpus import VISIBLE
 
 __all__ = ["Job", "JobResult", "Pool"]
@@ -74,19 +75,6 @@ class JobResult:
     killed_fork_server: bool = False  # CRASHED: run alone, the job killed the fork server (it is the culprit)
     killed_its_driver: bool = False  # CRASHED/EXITED: run alone, its driver died again (it is the culprit)
     processes: tuple[int, ...] = ()  # the pids of the workers its driver started for it (to blame signals)
-
-
-@dataclass(frozen=True)
-class _Casualty:
-    """A job whose driver died: the jobs in flight ``beside`` it then (any of them may have killed
-    it; itself included), how many seconds it had ``ran``, whether it ``had_a_worker`` (where a
-    candidate's code runs), and whether it is ``cleared``: a job beside it was convicted since."""
-
-    job: Job
-    beside: frozenset[str]
-    ran: float
-    had_a_worker: bool
-    cleared: bool = False
 
 
 class _Driver:
@@ -209,23 +197,24 @@ class Pool:
 
         A driver runs trusted code, so one that dies was killed: by the job it ran, or by another
         job's process (one that kills the fork server takes every driver with it, and a candidate
-        can signal a sibling driver). Such jobs run again at the end, alone, the likeliest culprit
-        first (one that had started a worker, as a candidate's code runs there, and of those the one
-        that died soonest after it started: an attack comes with the first calls). One whose driver
-        dies again while nothing else ran is the culprit (``killed_fork_server`` or
-        ``killed_its_driver``), and what it was in flight for needs no other culprit: the jobs
+        can signal a sibling driver). Of the jobs of one death, the likeliest culprit (and any found
+        dead twice) is held to run again alone at the end; the others run again at once, beside
+        the rest (:mod:`.casualties`). Held ones run the likeliest first. One whose driver dies
+        again while nothing else ran is the culprit (``killed_fork_server`` or
+        ``killed_its_driver``), and what it was in flight for needs no other culprit: the held jobs
         that died beside it run again together, as jobs of the pool, not each alone. An innocent
         one run alone gets its own result. Closing the iterator early (or Ctrl-C) kills the
         drivers still running.
         """
-        casualties: list[_Casualty] = []
-        yield from self._run(jobs, self.workers, casualties)
+        triage = Triage()
+        casualties = triage.held
+        yield from self._run(jobs, self.workers, triage)
         while casualties:
             cleared = [c for c in casualties if c.cleared]
             if cleared:
                 for casualty in cleared:
                     casualties.remove(casualty)
-                yield from self._run([c.job for c in cleared], self.workers, casualties)
+                yield from self._run([c.job for c in cleared], self.workers, triage)
                 continue
             suspect = min(casualties, key=lambda c: (not c.had_a_worker, c.ran))
             casualties.remove(suspect)
@@ -244,17 +233,25 @@ class Pool:
                     casualties[:] = [replace(c, cleared=True) if suspect.job.key in c.beside else c
                                      for c in casualties]
 
-    def _run(self, jobs: Iterable[Job], workers: int, casualties: list[_Casualty] | None) -> Iterator[JobResult]:
+    def _run(self, jobs: Iterable[Job], workers: int, casualties: Triage | None) -> Iterator[JobResult]:
         """The loop of :meth:`run` with at most ``workers`` drivers. A job whose driver died goes
-        to ``casualties`` instead of being yielded (when that is a list); when it is None, the job
-        is yielded with ``fork_server_died`` saying whether its fork server died too."""
+        to ``casualties`` instead of being yielded (when given), which hands some back to run again
+        here; when it is None, the job is yielded with ``fork_server_died`` saying whether its fork
+        server died too."""
         pending = iter(jobs)
-        upcoming = next(pending, None)
+
+        def take() -> Job | None:  # a casualty handed back first: it had started before the rest
+            return (casualties.again() if casualties is not None else None) or next(pending, None)
+
+        upcoming = take()
         idle: list[_Driver] = [d for d in self._drivers if d.job is None]
         busy: dict[Connection, _Driver] = {}
         fresh_failures = 0
         try:
-            while upcoming is not None or busy:
+            while upcoming is not None or busy or (casualties is not None and casualties.waiting):
+                if casualties is not None:
+                    casualties.settle(busy=bool(busy))
+                    upcoming = upcoming or take()
                 while upcoming is not None and (idle or len(busy) < workers):
                     reused = bool(idle)
                     driver = idle.pop() if idle else self._new_driver()
@@ -273,7 +270,7 @@ class Pool:
                         continue
                     fresh_failures = 0
                     busy[driver.conn] = driver
-                    upcoming = next(pending, None)
+                    upcoming = take()
                 for conn in wait(list(busy), timeout=0.2):
                     result = self._receive(busy[conn])
                     if result is None:
@@ -289,8 +286,8 @@ class Pool:
                             # Beside it: every job in flight now or a moment ago (the drivers of one
                             # death are found one after another), itself included.
                             beside = frozenset(self.in_flight(time.monotonic() - LINGER))
-                            casualties.append(_Casualty(result.job, beside, result.seconds,
-                                                        had_a_worker=bool(result.processes)))
+                            casualties.found(Casualty(result.job, beside, result.seconds,
+                                                      had_a_worker=bool(result.processes)))
                             continue
                         # Its own fork server (a dead one is replaced by the next driver started).
                         result = replace(result, fork_server_died=not driver.child.server.alive())

@@ -126,6 +126,16 @@ def test_once_the_killer_is_convicted_the_jobs_it_took_down_run_again_side_by_si
     assert results["one"].record["pid"] != results["two"].record["pid"]
 
 
+def test_a_fork_server_killers_neighbour_runs_again_at_once_not_after_the_rest(tmp_path):
+    # The killer (died soonest after it started) is held to run alone at the end; its neighbour
+    # runs again beside "long", which started after the death: its result comes first. Held for the
+    # killer's proof instead, it ran only once "long" was over.
+    with Pool(2, work_dir=tmp_path) as pool:
+        jobs = [job("neighbour", "echo", hold=1.0), job("killer", "kill_fork_server"), job("long", "sleep", seconds=8)]
+        order = [r.job.key for r in pool.run(jobs)]
+    assert order == ["neighbour", "long", "killer"]
+
+
 def test_a_job_that_kills_the_drivers_beside_it_is_named_and_they_get_their_results(tmp_path):
     with Pool(3, work_dir=tmp_path) as pool:
         jobs = [job("one", "echo", hold=1.0), job("two", "echo", hold=1.0), job("killer", "kill_siblings")]
