@@ -35,7 +35,7 @@ _EXPORTS = {
     "Noise": ".worker.noise",
     "RestartingImpl": ".worker.restarting",
     "seeded_input": ".worker.bench_input",
-    "Job": ".pool.pool",
+    "Job": ".pool.job",
     "JobResult": ".pool.pool",
     "Pool": ".pool.pool",
     "spread_over": ".pool.gpus",

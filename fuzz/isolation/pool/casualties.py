@@ -20,12 +20,9 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..guard.blame import LINGER
-
-if TYPE_CHECKING:
-    from .pool import Job
+from .job import Job
 
 __all__ = ["Casualty", "Triage"]
 
@@ -33,14 +30,20 @@ __all__ = ["Casualty", "Triage"]
 @dataclass(frozen=True)
 class Casualty:
     """A job whose driver died: the jobs in flight ``beside`` it then (any of them may have killed
-    it; itself included), how many seconds it had ``ran``, whether it ``had_a_worker`` (where a
-    candidate's code runs), and whether it is ``cleared``: a job beside it was convicted since."""
+    it; itself included), when it ``started`` (``time.monotonic()``), whether it ``had_a_worker``
+    (where a candidate's code runs), and whether it is ``cleared``: a job beside it was convicted since."""
 
     job: Job
     beside: frozenset[str]
-    ran: float
+    started: float
     had_a_worker: bool
     cleared: bool = False
+
+    @property
+    def likeliness(self) -> tuple[bool, float]:
+        """Sorts the likeliest culprit first: one that had a worker, and of those the one started
+        last (the drivers of one death die together, so it died soonest after it started)."""
+        return not self.had_a_worker, -self.started
 
 
 class Triage:
@@ -67,7 +70,7 @@ class Triage:
         fresh, self._fresh = self._fresh, []
         self._deaths.update(casualty.job.key for casualty in fresh)
         held = [casualty for casualty in fresh if self._deaths[casualty.job.key] > 1] or \
-            [min(fresh, key=lambda casualty: (not casualty.had_a_worker, casualty.ran))]
+            [min(fresh, key=lambda casualty: casualty.likeliness)]
         self.held += held
         self._again.extend(casualty.job for casualty in fresh if casualty not in held)
 

@@ -32,7 +32,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -46,20 +46,12 @@ from ..guard.blame import LINGER, StopBlame
 from ..guard.signals import SignalEvent, Stopped
 from ..guard.stops import RESUMED_BY_POOL_ENV, sweep, unwatch, watch
 from .casualties import Casualty, Triage
+from .job import Job
 from .gpus import VISIBLE
 
 __all__ = ["Job", "JobResult", "Pool"]
 
 DRIVER_ENTRY = "fuzz.isolation.pool.driver:driver_main"
-
-
-@dataclass(frozen=True)
-class Job:
-    """One unit of work: ``entry`` (``module:function``) is called with ``payload`` in a driver."""
-
-    key: str
-    entry: str
-    payload: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -216,7 +208,7 @@ class Pool:
                     casualties.remove(casualty)
                 yield from self._run([c.job for c in cleared], self.workers, triage)
                 continue
-            suspect = min(casualties, key=lambda c: (not c.had_a_worker, c.ran))
+            suspect = min(casualties, key=lambda c: c.likeliness)
             casualties.remove(suspect)
             for result in self._run([suspect.job], 1, None):
                 if result.fork_server_died:
@@ -286,7 +278,7 @@ class Pool:
                             # Beside it: every job in flight now or a moment ago (the drivers of one
                             # death are found one after another), itself included.
                             beside = frozenset(self.in_flight(time.monotonic() - LINGER))
-                            casualties.found(Casualty(result.job, beside, result.seconds,
+                            casualties.found(Casualty(result.job, beside, driver.started,
                                                       had_a_worker=bool(result.processes)))
                             continue
                         # Its own fork server (a dead one is replaced by the next driver started).

@@ -10,7 +10,8 @@ from fuzz.isolation.pool.casualties import Casualty, Triage
 
 
 def casualty(key: str, ran: float, *, worker: bool = True) -> Casualty:
-    return Casualty(Job(key, "m:f"), frozenset({"a", "b", "c"}), ran, worker)
+    """A casualty of a death now, which had run ``ran`` seconds."""
+    return Casualty(Job(key, "m:f"), frozenset({"a", "b", "c"}), time.monotonic() - ran, worker)
 
 
 def handed_back(triage: Triage) -> list[str]:
