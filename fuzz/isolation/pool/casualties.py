@@ -7,19 +7,23 @@ again while nothing else runs is proven the culprit (:meth:`fuzz.isolation.pool.
 Every casualty of a death used to wait for that proof, after the rest of the batch: its long
 neighbours (a hang, a slow kernel) then ran again from the start only once the batch's slowest
 job was over, a minute or more. Now the casualties of one death are triaged as soon as all of its
-drivers are found (:data:`~fuzz.isolation.guard.blame.LINGER`): the likeliest culprit is held, to
-run alone at the end (one that had started a worker, where a candidate's code runs, and of those
-the one that died soonest after it started: an attack comes with the first calls), and every
-other runs again at once. A job found dead a second time is held whatever its time: a killer
-that waits before it kills kills again there, so it costs the batch at most two deaths, as
-before. The proof is unchanged; only who waits for it is.
+drivers are found (:data:`~fuzz.isolation.guard.blame.LINGER`): one, the likeliest culprit, is
+held to run alone at the end, and every other runs again at once. The likeliest is the one found
+dead most often (a killer is in flight at each of its deaths, an innocent only at those it ran
+beside), and of those the one started last before its first death (the drivers of one death die
+together, so it died soonest after it started: an attack comes with the first calls; run again,
+the casualties of one death start again together, so their first start is what tells them apart). Whether a job had started a
+worker, where a candidate's code runs, is no sign: a killer's worker kills within milliseconds,
+before its driver can tell the pool its pid. A killer that waits before it kills, held in no
+death, kills again, and is held once it has been found dead more often than the rest. The proof
+is unchanged; only who waits for it is.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..guard.blame import LINGER
 from .job import Job
@@ -30,20 +34,20 @@ __all__ = ["Casualty", "Triage"]
 @dataclass(frozen=True)
 class Casualty:
     """A job whose driver died: the jobs in flight ``beside`` it then (any of them may have killed
-    it; itself included), when it ``started`` (``time.monotonic()``), whether it ``had_a_worker``
-    (where a candidate's code runs), and whether it is ``cleared``: a job beside it was convicted since."""
+    it; itself included), when it ``started`` (``time.monotonic()``; once triaged, before its first
+    death), how many ``deaths`` it was found in (once triaged), and whether it is ``cleared``: a job
+    beside it was convicted since."""
 
     job: Job
     beside: frozenset[str]
     started: float
-    had_a_worker: bool
+    deaths: int = 1
     cleared: bool = False
 
     @property
-    def likeliness(self) -> tuple[bool, float]:
-        """Sorts the likeliest culprit first: one that had a worker, and of those the one started
-        last (the drivers of one death die together, so it died soonest after it started)."""
-        return not self.had_a_worker, -self.started
+    def likeliness(self) -> tuple[int, float]:
+        """Sorts the likeliest culprit first: found dead most often, then started last."""
+        return -self.deaths, -self.started
 
 
 class Triage:
@@ -53,6 +57,7 @@ class Triage:
     def __init__(self) -> None:
         self.held: list[Casualty] = []
         self._deaths: Counter[str] = Counter()  # how often each job was found dead
+        self._first: dict[str, float] = {}  # when each was started before its first death
         self._fresh: list[Casualty] = []
         self._found_at = 0.0
         self._again: deque[Job] = deque()
@@ -69,10 +74,11 @@ class Triage:
             return
         fresh, self._fresh = self._fresh, []
         self._deaths.update(casualty.job.key for casualty in fresh)
-        held = [casualty for casualty in fresh if self._deaths[casualty.job.key] > 1] or \
-            [min(fresh, key=lambda casualty: casualty.likeliness)]
-        self.held += held
-        self._again.extend(casualty.job for casualty in fresh if casualty not in held)
+        fresh = [replace(casualty, deaths=self._deaths[casualty.job.key],
+                         started=self._first.setdefault(casualty.job.key, casualty.started)) for casualty in fresh]
+        culprit = min(fresh, key=lambda casualty: casualty.likeliness)
+        self.held.append(culprit)
+        self._again.extend(casualty.job for casualty in fresh if casualty is not culprit)
 
     @property
     def waiting(self) -> bool:

@@ -278,8 +278,7 @@ class Pool:
                             # Beside it: every job in flight now or a moment ago (the drivers of one
                             # death are found one after another), itself included.
                             beside = frozenset(self.in_flight(time.monotonic() - LINGER))
-                            casualties.found(Casualty(result.job, beside, driver.started,
-                                                      had_a_worker=bool(result.processes)))
+                            casualties.found(Casualty(result.job, beside, driver.started))
                             continue
                         # Its own fork server (a dead one is replaced by the next driver started).
                         result = replace(result, fork_server_died=not driver.child.server.alive())

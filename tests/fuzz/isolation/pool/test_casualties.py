@@ -9,9 +9,15 @@ from fuzz.isolation.guard.blame import LINGER
 from fuzz.isolation.pool.casualties import Casualty, Triage
 
 
-def casualty(key: str, ran: float, *, worker: bool = True) -> Casualty:
+def casualty(key: str, ran: float) -> Casualty:
     """A casualty of a death now, which had run ``ran`` seconds."""
-    return Casualty(Job(key, "m:f"), frozenset({"a", "b", "c"}), time.monotonic() - ran, worker)
+    return Casualty(Job(key, "m:f"), frozenset({"a", "b", "c"}), time.monotonic() - ran)
+
+
+def died(triage: Triage, **ran: float) -> None:
+    for key, seconds in ran.items():
+        triage.found(casualty(key, seconds))
+    triage.settle(busy=False)
 
 
 def handed_back(triage: Triage) -> list[str]:
@@ -21,13 +27,14 @@ def handed_back(triage: Triage) -> list[str]:
     return keys
 
 
-def test_the_likeliest_culprit_is_held_and_the_others_run_again_at_once():
+def held(triage: Triage) -> list[str]:
+    return [casualty.job.key for casualty in triage.held]
+
+
+def test_the_one_started_last_is_held_and_the_others_run_again_at_once():
     triage = Triage()
-    for found in (casualty("a", 30.0), casualty("b", 0.5), casualty("c", 0.1, worker=False)):
-        triage.found(found)
-    triage.settle(busy=False)
-    # b had started a worker (where a candidate's code runs) and died soonest after it started.
-    assert [held.job.key for held in triage.held] == ["b"]
+    died(triage, a=30.0, b=0.1, c=0.5)
+    assert held(triage) == ["b"]  # died soonest after it started: an attack comes with the first calls
     assert handed_back(triage) == ["a", "c"] and not triage.waiting
 
 
@@ -35,23 +42,32 @@ def test_a_death_is_triaged_only_once_its_drivers_can_all_be_found():
     triage = Triage()
     triage.found(casualty("a", 30.0))
     triage.settle(busy=True)  # another driver of the same death may be found in a moment
-    assert triage.waiting and triage.held == [] and triage.again() is None
+    assert triage.waiting and held(triage) == [] and triage.again() is None
     triage.found(casualty("b", 0.5))
     time.sleep(LINGER + 0.1)
     triage.settle(busy=True)
-    assert [held.job.key for held in triage.held] == ["b"] and handed_back(triage) == ["a"]
+    assert held(triage) == ["b"] and handed_back(triage) == ["a"]
 
 
-def test_a_job_found_dead_twice_is_held_whatever_its_time():
-    # A killer that waits before it kills (ran longest) was handed back after the first death; it
-    # kills again, and is held then, not the newcomer that died soonest beside it.
+def test_a_killer_that_waits_is_held_once_found_dead_more_often_than_the_rest():
+    # It kills 20 s after it starts: a newcomer is held at the first death, the killer runs again
+    # at once and kills again; found dead twice, it is held then, not the newer newcomer.
     triage = Triage()
-    triage.found(casualty("slow_killer", 20.0))
-    triage.found(casualty("quick", 0.2))
-    triage.settle(busy=False)
+    died(triage, slow_killer=20.0, newcomer=0.2)
     assert handed_back(triage) == ["slow_killer"]
-    triage.found(casualty("slow_killer", 20.0))
-    triage.found(casualty("newcomer", 0.1))
-    triage.settle(busy=False)
-    assert [held.job.key for held in triage.held] == ["quick", "slow_killer"]
-    assert handed_back(triage) == ["newcomer"]
+    died(triage, slow_killer=20.0, newer=0.1)
+    assert held(triage) == ["newcomer", "slow_killer"] and handed_back(triage) == ["newer"]
+    assert [casualty.deaths for casualty in triage.held] == [1, 2]
+
+
+def test_two_killers_in_one_death_cost_one_more_death_not_the_neighbours_turns_alone():
+    # Both in flight at once: the one started last is held, the other kills again beside the
+    # neighbours run again. It is held then (found dead twice, and started last of those before
+    # the first death, whatever the order they started again in); the neighbours, dead twice too,
+    # run again beside the rest, not each alone at the end.
+    triage = Triage()
+    died(triage, hang=40.0, kernel=10.0, killer=0.2, siblings_killer=0.1)
+    assert held(triage) == ["siblings_killer"]
+    assert handed_back(triage) == ["hang", "kernel", "killer"]
+    died(triage, killer=1.2, hang=1.1, kernel=0.1)
+    assert held(triage) == ["siblings_killer", "killer"] and handed_back(triage) == ["hang", "kernel"]
