@@ -38,6 +38,16 @@ def kill_fork_server(payload: dict) -> dict:
     return {"survived": True}
 
 
+def loads_then_kills_fork_server(payload: dict) -> dict:
+    """As a candidate that kills once loaded: its driver tells the pool its worker loaded, then,
+    a moment later, the fork server dies."""
+    from fuzz.isolation.fork_server.client import tell_loaded
+
+    tell_loaded(os.getpid())
+    time.sleep(payload.get("after", 0.5))
+    return kill_fork_server(payload)
+
+
 def kill_siblings(payload: dict) -> dict:
     """Kills every other child of the fork server: the drivers beside this one (and itself)."""
     parent = os.getppid()

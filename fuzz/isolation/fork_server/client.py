@@ -195,6 +195,22 @@ def report_spawns(listener: Callable[[int, float], None]) -> None:
     _SPAWN_LISTENERS.append(listener)
 
 
+_LOAD_LISTENERS: list[Callable[[int], None]] = []
+
+
+def report_loads(listener: Callable[[int], None]) -> None:
+    """Call ``listener(pid)`` when a worker this process started has loaded its candidate
+    (:func:`tell_loaded`): a grading driver tells its pool, which then knows which of its jobs run a
+    candidate's code and since when (fuzz.isolation.pool.casualties)."""
+    _LOAD_LISTENERS.append(listener)
+
+
+def tell_loaded(pid: int | None) -> None:
+    """The worker ``pid`` has loaded its candidate: its calls come next."""
+    for listener in _LOAD_LISTENERS:
+        listener(pid)
+
+
 _ZYGOTES: dict[str, Zygote] = {}
 _ZYGOTES_LOCK = threading.Lock()
 ZYGOTE_ADDRESS_ENV = "LSE_FUZZ_ZYGOTE"

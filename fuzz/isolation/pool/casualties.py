@@ -10,13 +10,15 @@ job was over, a minute or more. Now the casualties of one death are triaged as s
 drivers are found (:data:`~fuzz.isolation.guard.blame.LINGER`): one, the likeliest culprit, is
 held to run alone at the end, and every other runs again at once. The likeliest is the one found
 dead most often (a killer is in flight at each of its deaths, an innocent only at those it ran
-beside), and of those the one started last before its first death (the drivers of one death die
-together, so it died soonest after it started: an attack comes with the first calls; run again,
-the casualties of one death start again together, so their first start is what tells them apart). Whether a job had started a
-worker, where a candidate's code runs, is no sign: a killer's worker kills within milliseconds,
-before its driver can tell the pool its pid. A killer that waits before it kills, held in no
-death, kills again, and is held once it has been found dead more often than the rest. The proof
-is unchanged; only who waits for it is.
+beside); of those, one whose candidate had loaded (its calls run the candidate's code; a driver
+tells its pool before the first call, so no kill can outrun the word), the last to load (an attack
+comes with the first calls); then the one started last. Times are those before a job's first
+death: run again, the casualties of one death start again together. Whether a job had started a
+worker is no sign: a killer's worker kills within milliseconds of its start, before its driver can
+tell the pool its pid (a newcomer still importing was held in the killer's place, and waited with
+its 60 s import for the end of the batch). A killer that waits before it kills, held in no death,
+kills again, and is held once it has been found dead more often than the rest. The proof is
+unchanged; only who waits for it is.
 """
 
 from __future__ import annotations
@@ -41,13 +43,15 @@ class Casualty:
     job: Job
     beside: frozenset[str]
     started: float
+    loaded: float | None = None
     deaths: int = 1
     cleared: bool = False
 
     @property
-    def likeliness(self) -> tuple[int, float]:
-        """Sorts the likeliest culprit first: found dead most often, then started last."""
-        return -self.deaths, -self.started
+    def likeliness(self) -> tuple[int, bool, float, float]:
+        """Sorts the likeliest culprit first: found dead most often, then one whose candidate had
+        loaded (it runs the candidate's calls), the last to load, then the one started last."""
+        return -self.deaths, self.loaded is None, -(self.loaded or 0.0), -self.started
 
 
 class Triage:
@@ -57,7 +61,7 @@ class Triage:
     def __init__(self) -> None:
         self.held: list[Casualty] = []
         self._deaths: Counter[str] = Counter()  # how often each job was found dead
-        self._first: dict[str, float] = {}  # when each was started before its first death
+        self._first: dict[str, tuple[float, float | None]] = {}  # when each started and loaded before its first death
         self._fresh: list[Casualty] = []
         self._found_at = 0.0
         self._again: deque[Job] = deque()
@@ -74,11 +78,15 @@ class Triage:
             return
         fresh, self._fresh = self._fresh, []
         self._deaths.update(casualty.job.key for casualty in fresh)
-        fresh = [replace(casualty, deaths=self._deaths[casualty.job.key],
-                         started=self._first.setdefault(casualty.job.key, casualty.started)) for casualty in fresh]
+        fresh = [self._counted(casualty) for casualty in fresh]
         culprit = min(fresh, key=lambda casualty: casualty.likeliness)
         self.held.append(culprit)
         self._again.extend(casualty.job for casualty in fresh if casualty is not culprit)
+
+    def _counted(self, casualty: Casualty) -> Casualty:
+        """``casualty`` with its deaths counted, and its times those before its first death."""
+        started, loaded = self._first.setdefault(casualty.job.key, (casualty.started, casualty.loaded))
+        return replace(casualty, deaths=self._deaths[casualty.job.key], started=started, loaded=loaded)
 
     @property
     def waiting(self) -> bool:

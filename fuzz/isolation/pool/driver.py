@@ -3,7 +3,8 @@
 A job is an entry ``module:function`` called with the job's payload; its record (or its traceback)
 goes back to the pool (:class:`fuzz.isolation.pool.pool.Pool`), and so does the pid of every
 worker the job has the fork server start, the moment it starts (:func:`report_spawns`): a signal
-from that worker's tree is then blamed on the job (:mod:`fuzz.isolation.guard`).
+from that worker's tree is then blamed on the job (:mod:`fuzz.isolation.guard`); and when a worker
+has loaded its candidate (:func:`report_loads`), after which the candidate's calls run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from .. import wire
-from ..fork_server.client import report_spawns
+from ..fork_server.client import report_loads, report_spawns
 
 __all__ = ["driver_main"]
 
@@ -31,6 +32,7 @@ def driver_main(channel_fd: int, args: dict) -> int:
             wire.send_message(conn, header)
 
     report_spawns(lambda pid, since: send({"op": "spawned", "pid": pid, "since": since}))
+    report_loads(lambda pid: send({"op": "loaded", "pid": pid}))
     while True:
         try:
             header, _ = wire.recv_message(conn)

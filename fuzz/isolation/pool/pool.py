@@ -81,9 +81,10 @@ class _Driver:
         self.job: Job | None = None
         self.started = 0.0
         self.processes: list[int] = []  # the workers started for the job in hand
+        self.loaded: float | None = None  # when its first worker had loaded the job's candidate
 
     def send(self, job: Job) -> None:
-        self.job, self.started, self.processes = job, time.monotonic(), []
+        self.job, self.started, self.processes, self.loaded = job, time.monotonic(), [], None
         wire.send_message(self.conn, {"op": "job", "entry": job.entry, "payload": job.payload})
 
     def kill(self) -> int | None:
@@ -278,7 +279,7 @@ class Pool:
                             # Beside it: every job in flight now or a moment ago (the drivers of one
                             # death are found one after another), itself included.
                             beside = frozenset(self.in_flight(time.monotonic() - LINGER))
-                            casualties.found(Casualty(result.job, beside, driver.started))
+                            casualties.found(Casualty(result.job, beside, driver.started, driver.loaded))
                             continue
                         # Its own fork server (a dead one is replaced by the next driver started).
                         result = replace(result, fork_server_died=not driver.child.server.alive())
@@ -317,6 +318,9 @@ class Pool:
         seconds = time.monotonic() - driver.started
         if header.get("op") == "spawned":
             self._spawned(driver, job, int(header["pid"]), header.get("since"))
+            return None
+        if header.get("op") == "loaded":
+            driver.loaded = driver.loaded or time.monotonic()
             return None
         if header.get("op") == "raised":
             trace = str(header.get("traceback", ""))

@@ -67,7 +67,7 @@ from .. import wire
 from ..environment import (FILE_SIZE_LIMIT, INPUT_RESERVE, breached, default_memory_limit, worker_environment,
                            worker_sys_path)
 from ..fork_server.child import Child
-from ..fork_server.client import zygote_for
+from ..fork_server.client import tell_loaded, zygote_for
 from ..guard.stops import resumed_by_pool, unwatch, watch
 from .bench import BenchRequests
 from .codec import decode_output, encode_input, write_back
@@ -231,15 +231,15 @@ class IsolatedImpl(BenchRequests):
         reply = self._receive(min(self.load_timeout, self._time_left()), what="loading the target")
         self.load_seconds = time.monotonic() - started
         self._tuning = reply[0].get("tuning") or self._tuning
-        if reply[0]["op"] == "load_failed":
-            message = reply[0]["message"]
-            self.close()
-            if reply[0].get("harness"):
-                raise HarnessError(message)
-            if not message.startswith("target="):
-                message = f"target={self.target!r}: {message}"
-            raise LoadFailed(message, reply[0].get("chain"))
-        return self
+        if reply[0]["op"] != "load_failed":
+            tell_loaded(self.pid)  # a pool's driver tells its pool: its candidate's code runs from now
+            return self
+        message = reply[0]["message"]
+        self.close()
+        if reply[0].get("harness"):
+            raise HarnessError(message)
+        raise LoadFailed(message if message.startswith("target=") else f"target={self.target!r}: {message}",
+                         reply[0].get("chain"))
 
     def close(self) -> None:
         """Stop the worker (kill its process group) and remove its temporary directory."""

@@ -9,9 +9,11 @@ from fuzz.isolation.guard.blame import LINGER
 from fuzz.isolation.pool.casualties import Casualty, Triage
 
 
-def casualty(key: str, ran: float) -> Casualty:
-    """A casualty of a death now, which had run ``ran`` seconds."""
-    return Casualty(Job(key, "m:f"), frozenset({"a", "b", "c"}), time.monotonic() - ran)
+def casualty(key: str, ran: float, loaded: float | None = None) -> Casualty:
+    """A casualty of a death now, which had run ``ran`` seconds (its candidate loaded ``loaded``
+    seconds ago, or not yet)."""
+    now = time.monotonic()
+    return Casualty(Job(key, "m:f"), frozenset({"a", "b", "c"}), now - ran, None if loaded is None else now - loaded)
 
 
 def died(triage: Triage, **ran: float) -> None:
@@ -36,6 +38,18 @@ def test_the_one_started_last_is_held_and_the_others_run_again_at_once():
     died(triage, a=30.0, b=0.1, c=0.5)
     assert held(triage) == ["b"]  # died soonest after it started: an attack comes with the first calls
     assert handed_back(triage) == ["a", "c"] and not triage.waiting
+
+
+def test_one_whose_candidate_had_loaded_last_is_held_before_one_still_loading():
+    # The killer loads, calls, kills; a newcomer started after it (an import that hangs, say) had
+    # not loaded: started last, it ran none of its candidate's calls yet. A long neighbour loaded
+    # long ago.
+    triage = Triage()
+    for found in (casualty("long", 40.0, loaded=39.0), casualty("killer", 1.5, loaded=0.1),
+                  casualty("loading", 0.5)):
+        triage.found(found)
+    triage.settle(busy=False)
+    assert held(triage) == ["killer"] and handed_back(triage) == ["long", "loading"]
 
 
 def test_a_death_is_triaged_only_once_its_drivers_can_all_be_found():

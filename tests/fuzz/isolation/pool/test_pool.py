@@ -136,6 +136,16 @@ def test_a_fork_server_killers_neighbour_runs_again_at_once_not_after_the_rest(t
     assert order == ["neighbour", "long", "killer"]
 
 
+def test_a_killer_whose_candidate_had_loaded_is_held_before_a_newcomer_still_loading(tmp_path):
+    # The newcomer started after the killer, but never loaded a candidate: the killer is held
+    # (convicted alone at the end), the newcomer runs again at once and its result comes first.
+    # Held instead (started last), it waited for the killer's proof, which came after a second death.
+    with Pool(2, work_dir=tmp_path) as pool:
+        jobs = [job("killer", "loads_then_kills_fork_server", after=1.0), job("newcomer", "echo", hold=2.0)]
+        order = [(r.job.key, r.killed_fork_server) for r in pool.run(jobs)]
+    assert order == [("newcomer", False), ("killer", True)]
+
+
 def test_a_job_that_kills_the_drivers_beside_it_is_named_and_they_get_their_results(tmp_path):
     with Pool(3, work_dir=tmp_path) as pool:
         jobs = [job("one", "echo", hold=1.0), job("two", "echo", hold=1.0), job("killer", "kill_siblings")]
