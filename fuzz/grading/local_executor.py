@@ -7,11 +7,11 @@ and those suspects are settled after the batch so that no bad candidate holds th
 
 * a suspect that passed runs again alone, one at a time, the one named most first (the quickest
   among equals): briefly (a few small examples: an attack shows with the first calls, and the
-  short run ends at the first that names it), where an attacker is convicted; one that shows none there is graded alone in full, and that record
-  replaces the first. Once one is convicted, the events of that kind that named it beside others
-  are its doing, and the passing neighbours they named run briefly, all at once (should one of
-  them attack where none is tied to it, those it names run briefly alone), each keeping its
-  record unless it attacks too;
+  short run ends at the first that names it), where an attacker is convicted; one that shows none
+  there is graded alone in full, and that record replaces the first. Once one is convicted, the
+  events of that kind that named it beside others are its doing, and the passing neighbours they
+  named run briefly, all at once (should one of them attack where none is tied to it, those it
+  names run briefly alone), each keeping its record unless it attacks too;
 * a suspect that did not pass keeps its record: alone it could only turn a failure into an
   attack, at the cost of its whole time again (a hang's deadlines); the stops and signals beside
   it were answered at once, they are not its failure.

@@ -46,8 +46,8 @@ from ..guard.blame import LINGER, StopBlame
 from ..guard.signals import SignalEvent, Stopped
 from ..guard.stops import RESUMED_BY_POOL_ENV, sweep, unwatch, watch
 from .casualties import Casualty, Triage
-from .job import Job
 from .gpus import VISIBLE
+from .job import Job
 
 __all__ = ["Job", "JobResult", "Pool"]
 
@@ -190,9 +190,9 @@ class Pool:
 
         A driver runs trusted code, so one that dies was killed: by the job it ran, or by another
         job's process (one that kills the fork server takes every driver with it, and a candidate
-        can signal a sibling driver). Of the jobs of one death, the likeliest culprit (and any found
-        dead twice) is held to run again alone at the end; the others run again at once, beside
-        the rest (:mod:`.casualties`). Held ones run the likeliest first. One whose driver dies
+        can signal a sibling driver). Of the jobs of one death, one, the likeliest culprit, is held
+        to run again alone at the end; the others run again at once, beside the rest
+        (:mod:`.casualties`). Held ones run the likeliest first. One whose driver dies
         again while nothing else ran is the culprit (``killed_fork_server`` or
         ``killed_its_driver``), and what it was in flight for needs no other culprit: the held jobs
         that died beside it run again together, as jobs of the pool, not each alone. An innocent
