@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -9,6 +11,7 @@ import time
 
 import pytest
 
+from fuzz.isolation.processes import child_pids
 from fuzz.isolation.worker.idle import IDLE_CPU, Watch, usage
 
 SLEEPS = "import time; time.sleep(60)"
@@ -30,7 +33,9 @@ def process():
     yield start
     for child in started:
         child.send_signal(signal.SIGCONT)
-        subprocess.run(["pkill", "-KILL", "-P", str(child.pid)], check=False)
+        for grandchild in child_pids(child.pid):  # the spinning child of SLEEPS_OVER_A_SPINNING_CHILD
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(grandchild, signal.SIGKILL)
         child.kill()
         child.wait()
 
