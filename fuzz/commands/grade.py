@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
     shown: set[str] = set()
 
     def progress(record, done: int, total: int) -> None:  # record: a fuzz.grading.record.GradeRecord
-        # A candidate shown twice was a suspect graded again alone (grading.batch): that record counts.
-        again = ", again alone" if record.candidate in shown else ""
+        # A candidate shown twice was a suspect graded again (grading.local_executor): that record counts.
+        again = ", graded again" if record.candidate in shown else ""
         shown.add(record.candidate)
         if not args.quiet:
             print(f"[{done}/{total}] {record.verdict.value:<10} {record.candidate} ({record.seconds:.1f} s{again})"

@@ -79,12 +79,14 @@ def _sealed(record: GradeRecord, key: bytes | None) -> GradeRecord:
 def _resumed(candidates: list[Candidate], options: GradeOptions, out: Path, key: bytes | None,
              journal: Journal | None, *, resume: bool):
     """(The records kept, those convicted of the grader's death, its suspects, the candidates to
-    grade: the suspects first) of a run (grading.journal); nothing is kept without ``resume``."""
+    grade: the suspects first, those whose kept records are in doubt) of a run (grading.journal);
+    nothing is kept without ``resume``."""
     kept = _kept(out, candidates, options.key(), key) if resume else {}
-    if resume and journal is not None:  # records a dead run left in doubt are graded again
-        for target, sha256 in journal.in_doubt():
-            if target in kept and kept[target].sha256 == sha256:
-                del kept[target]
+    doubts = journal.in_doubt() if resume and journal is not None else set()
+    # A record a dead run left in doubt (a suspect of a stop or of an orphan's signal) is kept, and
+    # checked briefly after the batch: graded again in full, the in-doubt records of a grader killed
+    # late (dozens, beside a stopper and an orphan's signals) held the batch up a minute.
+    recheck = [c for c in candidates if c.target in kept and (c.target, kept[c.target].sha256) in doubts]
     pending = schedule(c for c in candidates if c.target not in kept)
     convicted, suspects = [], []
     if journal is not None:
@@ -94,7 +96,7 @@ def _resumed(candidates: list[Candidate], options: GradeOptions, out: Path, key:
             pending = suspects + [c for c in pending if c not in convicted and c not in suspects]
         else:
             journal.clear()
-    return kept, [_sealed(convicted_record(c, options), key) for c in convicted], suspects, pending
+    return kept, [_sealed(convicted_record(c, options), key) for c in convicted], suspects, pending, recheck
 
 
 def grade(
@@ -120,7 +122,7 @@ def grade(
     candidates = submission.candidates
     key = seal_key(options.private_seed)
     journal = Journal(out, options.key(), seal_with=key) if executor != "ray" else None
-    kept, convicted, suspects, pending = _resumed(candidates, options, out, key, journal, resume=resume)
+    kept, convicted, suspects, pending, recheck = _resumed(candidates, options, out, key, journal, resume=resume)
     records = dict(kept) | {record.target: record for record in convicted}
     graded = len(convicted)
     fresh: set[str] = set()  # graded in this run (a suspect graded again alone counts once)
@@ -138,7 +140,7 @@ def grade(
         write_reports(records.values(), out)
 
     # Signals are told apart by sender only in the local executor: the tree is this machine's.
-    guard = SignalGuard() if pending and executor != "ray" else None
+    guard = SignalGuard() if (pending or recheck) and executor != "ray" else None
     if executor == "ray":
         records_of = _on_ray(pending, options, out=out, jobs=jobs, address=ray_address, sources=submission.sources)
     else:
@@ -146,13 +148,14 @@ def grade(
                                       sources=submission.sources, guard=guard,
                                       journal=journal, alone={c.target for c in suspects},
                                       briefly={c.target for c in suspects} - (journal.checked() if journal else set()),
+                                      recheck=recheck, kept={c.target: kept[c.target] for c in recheck},
                                       withdraw=withdraw, restore=restore)
     interrupted = False
     stray: list[SignalEvent] = []
-    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending else None
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if pending or recheck else None
     try:
         with submission.grading(), guard if guard is not None else contextlib.nullcontext():
-            if pending:
+            if pending or recheck:
                 with contextlib.closing(records_of()) as stream:  # closed at once on Ctrl-C: drivers or tasks go
                     for record in stream:
                         record = _sealed(record, key)
@@ -188,26 +191,27 @@ def _on_ray(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs:
 
 
 def _on_this_machine(pending: list[Candidate], options: GradeOptions, *, out: Path, jobs: int,
-                     sources: dict[str, str | None], **settle) -> Callable[[], Iterator[GradeRecord]]:
+                     sources: dict[str, str | None], recheck: list[Candidate] = (),
+                     **settle) -> Callable[[], Iterator[GradeRecord]]:
     """The local executor (:class:`.local_executor.LocalBatch`: ``settle`` holds its guard, journal,
-    suspects of the grader's death and report callbacks): each candidate a job of a pool of ``jobs``
-    drivers."""
+    suspects of the grader's death, records kept in doubt and report callbacks): each candidate
+    (and each of ``recheck``, briefly, after the batch) a job of a pool of ``jobs`` drivers."""
 
     def records() -> Iterator[GradeRecord]:
         baselines = None
         if options.bench and options.device.startswith("cuda"):
             baselines = measure_baselines(options)
-        workers = max(1, min(jobs, len(pending)))
+        workers = max(1, min(jobs, len(pending) + len(recheck)))
         lock_dir = str(out.resolve()) if options.device.startswith("cuda") and workers > 1 else None
-        work = [grading_job(c.target, c, options.to_wire(), reproducer_dir_for(out, c).resolve(),
-                            source=sources[c.target],
-                            lock_dir=lock_dir, baselines=baselines)
-                for c in pending]
+        work, again = ([grading_job(c.target, c, options.to_wire(), reproducer_dir_for(out, c).resolve(),
+                                    source=sources[c.target], lock_dir=lock_dir, baselines=baselines)
+                        for c in group] for group in (pending, recheck))
         journal = settle.get("journal")
         environ = driver_environment(options, dict(os.environ, **journal.begin()) if journal is not None else None)
         with Pool(workers, work_dir=out / ".drivers", timeout=_hard_limit(options), environ=environ,
                   gpus=spread_over(options.device)) as pool:
-            yield from LocalBatch(work, {c.target: c for c in pending}, options, pool, **settle).records()
+            yield from LocalBatch(work, {c.target: c for c in [*pending, *recheck]}, options, pool, recheck=again,
+                                  **settle).records()
 
     return records
 

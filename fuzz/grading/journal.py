@@ -17,11 +17,13 @@ by side. (The grader dying of something else while a suspect runs alone, a power
 cut or the machine's out-of-memory killer, convicts that suspect too; its reason says what was
 seen, not what was proven.) A candidate whose record is written but which is still to be graded
 again alone (a suspect of a stop or of an orphan's signal, :mod:`fuzz.grading.batch`) is written
-down as in doubt until it is: should the grader die first, ``--resume`` drops that record and
-grades it again beside the others. It was over when the grader died, so it is no suspect of the
-death; an attacker among those attacks again there, and is settled after the batch as in any run
-(graded alone, its freed neighbours briefly, all at once). Run alone first instead, one at a time,
-a batch's worth of neighbours named by one stopper held every other candidate for minutes.
+down as in doubt until it is: should the grader die first, ``--resume`` keeps that record and
+checks the candidate after the batch, briefly, beside the others so kept (as a freed neighbour
+is): an attacker attacks again there, with its first calls, and is blamed, and the others keep
+their records. It was over when the grader died, so it is no suspect of the death. Graded again
+in full beside the others instead, the dozens of records in doubt when a killer of the grader
+ran late (beside a stopper and an orphan's signals) held the batch a minute; run alone first,
+one at a time, a batch's worth of neighbours named by one stopper held it for minutes.
 Entries hold the candidate's file hash and the options' key: a changed file or other options
 start afresh.
 
@@ -144,8 +146,8 @@ class Journal:
     def doubted(self, candidate: Candidate, doubt: bool = True) -> None:
         """``candidate``'s record is written, but it is a suspect of a stop or an orphan's signal
         that no candidate could be tied to yet, to be graded again alone after the batch (``doubt``
-        False: no longer, it was). Should the grader die before, ``--resume`` drops that record and
-        grades it again beside the others (:meth:`in_doubt`), no suspect of the death."""
+        False: no longer, it was). Should the grader die before, ``--resume`` keeps that record and
+        checks it briefly after the batch (:meth:`in_doubt`), no suspect of the death."""
         self._append({"target": candidate.target, "sha256": candidate.sha256, "key": self.key, "doubted": doubt})
 
     def in_doubt(self) -> set[tuple[str, str | None]]:

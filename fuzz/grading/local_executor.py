@@ -5,16 +5,21 @@ A candidate whose processes signal the grader or stop the grading processes cras
 (:mod:`fuzz.isolation.guard`); what the guard can tie to no candidate names every one in flight,
 and those suspects are settled after the batch so that no bad candidate holds the others up:
 
-* a suspect that passed runs again alone, one at a time, the one named most first (the quickest
-  among equals): briefly (a few small examples: an attack shows with the first calls, and the
-  short run ends at the first that names it), where an attacker is convicted; one that shows none
-  there is graded alone in full, and that record replaces the first. Once one is convicted, the
+* a suspect that passed runs again alone, one at a time, the one named most often by events of one
+  deed first (the quickest among equals): briefly (a few small examples: an attack shows with the
+  first calls, and the short run ends at the first that names it), where an attacker is
+  convicted; those that show none there are graded again in full, all at once, once the short
+  runs are over (one named there by what none of them is tied to is graded alone in full), and
+  that record replaces the first. Once one is convicted, the
   events of that kind that named it beside others are its doing, and the passing neighbours they
   named run briefly, all at once (should one of them attack where none is tied to it, those it
   names run briefly alone), each keeping its record unless it attacks too;
 * a suspect that did not pass keeps its record: alone it could only turn a failure into an
   attack, at the cost of its whole time again (a hang's deadlines); the stops and signals beside
   it were answered at once, they are not its failure.
+
+A record kept from a run the grader died in while it was in doubt (a suspect's, still to be settled:
+``recheck``) is checked as a freed neighbour is, briefly, beside the others so kept, after the batch.
 
 The suspects of the grader's own death (``alone``, from :mod:`.journal`) run first, each alone;
 suspected for the first time (``briefly``), only a short run alone, which shows a killer: one
@@ -29,10 +34,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import replace
 
-from ..isolation import Job, JobResult, Pool, SignalEvent, SignalGuard
+from ..isolation import Job, JobResult, Pool, SignalEvent, SignalGuard, note_event
 from .candidates import Candidate
 from .evaluate import blame_signals, job_record
 from .journal import Journal
@@ -60,6 +66,7 @@ class LocalBatch:
     def __init__(self, work: list[Job], by_key: dict[str, Candidate], options: GradeOptions, pool: Pool, *,
                  guard: SignalGuard | None = None, journal: Journal | None = None,
                  alone: Iterable[str] = (), briefly: Iterable[str] = (),
+                 recheck: Iterable[Job] = (), kept: dict[str, GradeRecord] | None = None,
                  withdraw: Callable[[str], None] = lambda target: None,
                  restore: Callable[[GradeRecord], None] = lambda record: None) -> None:
         self.work, self.by_key, self.options, self.pool = work, by_key, options, pool
@@ -69,8 +76,11 @@ class LocalBatch:
         # Convicted of an attack on the grading, with the signals and stops it was convicted of
         # (none for a driver it killed).
         self.attackers: dict[str, list[SignalEvent]] = {}
-        self.first: dict[str, GradeRecord] = {}  # each job's record of its run beside the others
-        self._doubted: set[str] = set()
+        self.first: dict[str, GradeRecord] = dict(kept or {})  # each job's record of its run beside the others
+        # Kept from a run that died with them in doubt: checked briefly after the batch, if they
+        # passed (a record that did not pass stands, as a suspect's does).
+        self._doubted: set[str] = {job.key for job in recheck if job.key in self.first}
+        self.recheck = [job for job in recheck if job.key in self._doubted and self.first[job.key].passed]
         if guard is not None:
             guard.in_flight = pool.in_flight
             pool.report_stop = guard.add
@@ -84,6 +94,9 @@ class LocalBatch:
         self._doubt()
         if self.guard is not None:
             yield from self._suspects()
+            # What named them died with the run before; an attacker among them attacks again in a
+            # short run, beside the others rechecked only.
+            yield from self._checked_together(self.recheck)
             self._doubt(cleared=self.by_key)
             for key in self.attackers:  # nothing that names an attacker is left as no one's
                 self.guard.explained_by(key)
@@ -112,6 +125,7 @@ class LocalBatch:
         """The suspects of what the guard could tie to no one (see the module docstring)."""
         tried: set[str] = set()
         freed: set[str] = set()  # named beside an attacker by what it was convicted of
+        unsettled: list[Job] = []  # its short run alone showed no attack
         while True:
             for key, convicted_of in self.attackers.items():  # what named it among others, it did
                 freed.update(k for event in self.guard.explained_by(key, like=convicted_of) for k in event.suspects)
@@ -125,12 +139,46 @@ class LocalBatch:
             # Briefly first: an attack comes with a candidate's first calls, so an attacker is
             # convicted in seconds where its whole run alone takes a minute, the batch held meanwhile.
             if not (yield from self._checked(job, self.first[job.key], restore=False)):
-                yield from self._by_itself(job)
-            self._doubt(cleared=[job.key])  # its record is the solo run's now
+                unsettled.append(job)  # graded again in full, beside the others that showed none
+                continue
+            self._doubt(cleared=[job.key])  # its record is the short run's now
+        yield from self._in_full(unsettled)
         # A freed neighbour that passed could hide an attack of the same kind behind the convicted
         # one's: it runs briefly, and keeps its record unless it attacks.
         yield from self._checked_together([job for job in self.work if job.key in freed - tried - set(self.attackers)
                                            and job.key in self.first and self.first[job.key].passed])
+
+    def _in_full(self, jobs: list[Job]) -> Iterator[GradeRecord]:
+        """Suspects whose short runs alone showed no attack, graded again in full, all at once: the
+        rest of the batch is over, so what an attack among them does names only them. Where no new
+        event names one of them (the rule: they showed none alone), each gets the record of that
+        run, in one run's time rather than one each (a minute of a hostile batch on an H100, with
+        three neighbours of two attackers graded again one after another); its own signals convict
+        it at once; one named by an event none of them is tied to (a stop) is graded again alone."""
+        if len(jobs) < 2:
+            for job in jobs:
+                yield from self._by_itself(job)
+                self._doubt(cleared=[job.key])
+            return
+        self.pool.wait_until_quiet()
+        # The events that named them are set aside meanwhile: one alike to an old one (the same
+        # process stopped, the same jobs in flight) is not kept twice, and would go unseen.
+        aside = [event for job in jobs for event in self.guard.explained_by(job.key)]
+        results = list(self.pool.run(self._written_down(jobs)))
+        self.pool.wait_until_quiet()
+        again = []
+        for result in results:
+            record = self._judged(result)
+            if result.job.key not in self.attackers and self.guard.names(result.job.key):
+                again.append(result.job)
+                continue
+            yield record
+            self._doubt(cleared=[result.job.key])
+        for event in aside:
+            self.guard.add(event)
+        for job in again:
+            yield from self._by_itself(job)
+            self._doubt(cleared=[job.key])
 
     # -- one job -----------------------------------------------------------------------------------
 
@@ -144,6 +192,8 @@ class LocalBatch:
 
     def _written_down(self, jobs: Iterable[Job], *, alone: bool = False, short: bool = False) -> Iterator[Job]:
         for job in jobs:  # taken by the pool as a driver is about to get it
+            if alone or short:
+                note_event("phase", key=job.key, alone=alone, short=short)
             if self.journal is not None:
                 self.journal.started(self.by_key[job.key], alone=alone, short=short)
             yield job
@@ -206,7 +256,7 @@ class LocalBatch:
         return blame_signals(replace(first), events)
 
     def _checked_together(self, jobs: list[Job]) -> Iterator[GradeRecord]:
-        """Each of ``jobs`` (passed, freed) run briefly, all at once: the others of the batch are
+        """Each of ``jobs`` (passed, and freed or kept in doubt) run briefly, all at once: the others of the batch are
         over, so whatever attack happens names only them. A job whose own processes did it is
         blamed at once; a job named by an attack that none of them is tied to (a stop) runs briefly
         alone again (:meth:`_checked`); the rest keep their records. Where no one attacks, which is
@@ -261,8 +311,26 @@ class LocalBatch:
 def next_suspect(guard: SignalGuard, work: list[Job], done: set[str], seconds: dict[str, float]) -> Job | None:
     """The job to grade again alone next, or None: of those named by an event no job could be tied
     to (a stop, or an orphan's signal, while several ran) and not ``done`` (convicted, run again
-    already, or not passed), the one named by the most such events, the quickest first among equals:
-    an attacker is named by each of its attacks, a neighbour only by those it ran beside."""
-    named = guard.suspicion()
+    already, or not passed), the one named most often by events of one deed (:func:`most_of_one_deed`),
+    the quickest first among equals: an attacker is named by each of its attacks, a neighbour only
+    by those it ran beside."""
+    named = most_of_one_deed(guard)
     candidates = [job for job in work if named[job.key] and job.key not in done]
-    return min(candidates, key=lambda job: (-named[job.key], seconds.get(job.key, math.inf)), default=None)
+    chosen = min(candidates, key=lambda job: (-named[job.key], seconds.get(job.key, math.inf)), default=None)
+    if chosen is not None:
+        note_event("suspect", key=chosen.key, named={job.key: named[job.key] for job in candidates})
+    return chosen
+
+
+def most_of_one_deed(guard: SignalGuard) -> Counter[str]:
+    """For each job named by the events no job could be tied to, how many of one deed (a signal's
+    number; a stop) name it, the most of any deed. Counted over every deed, a neighbour in flight
+    beside two attackers of different deeds (an orphan's signals, a stopper's stops) was named more
+    often than either, and was graded again alone, in full, before them: on an H100, 88 s of a
+    hostile batch went to such runs after it."""
+    guard.suspicion()  # every signal sent so far taken and judged
+    by_deed = Counter((key, event.signum) for event in list(guard.events) for key in event.suspects)
+    most: Counter[str] = Counter()
+    for (key, _), count in by_deed.items():
+        most[key] = max(most[key], count)
+    return most

@@ -39,6 +39,7 @@ _EXPORTS = {
     "JobResult": ".pool.pool",
     "Pool": ".pool.pool",
     "spread_over": ".pool.gpus",
+    "note_event": ".pool.timeline",
     "SignalEvent": ".guard.signals",
     "SignalGuard": ".guard.signals",
     "describe_signals": ".guard.signals",

@@ -38,11 +38,20 @@ def kill_fork_server(payload: dict) -> dict:
     return {"survived": True}
 
 
-def loads_then_kills_fork_server(payload: dict) -> dict:
-    """As a candidate that kills once loaded: its driver tells the pool its worker loaded, then,
-    a moment later, the fork server dies."""
+def loads_then_echoes(payload: dict) -> dict:
+    """As a candidate that loads at once, then takes ``hold`` seconds."""
     from fuzz.isolation.fork_server.client import tell_loaded
 
+    tell_loaded(os.getpid())
+    return echo(payload)
+
+
+def loads_then_kills_fork_server(payload: dict) -> dict:
+    """As a candidate that kills once loaded: ``before`` seconds after it starts its driver tells
+    the pool its worker loaded, then, ``after`` seconds later, the fork server dies."""
+    from fuzz.isolation.fork_server.client import tell_loaded
+
+    time.sleep(payload.get("before", 0))
     tell_loaded(os.getpid())
     time.sleep(payload.get("after", 0.5))
     return kill_fork_server(payload)

@@ -7,18 +7,23 @@ again while nothing else runs is proven the culprit (:meth:`fuzz.isolation.pool.
 Every casualty of a death used to wait for that proof, after the rest of the batch: its long
 neighbours (a hang, a slow kernel) then ran again from the start only once the batch's slowest
 job was over, a minute or more. Now the casualties of one death are triaged as soon as all of its
-drivers are found (:data:`~fuzz.isolation.guard.blame.LINGER`): one, the likeliest culprit, is
-held to run alone at the end, and every other runs again at once. The likeliest is the one found
-dead most often (a killer is in flight at each of its deaths, an innocent only at those it ran
-beside); of those, one whose candidate had loaded (its calls run the candidate's code; a driver
-tells its pool before the first call, so no kill can outrun the word), the last to load (an attack
-comes with the first calls); then the one started last. Times are those before a job's first
-death: run again, the casualties of one death start again together. Whether a job had started a
-worker is no sign: a killer's worker kills within milliseconds of its start, before its driver can
-tell the pool its pid (a newcomer still importing was held in the killer's place, and waited with
-its 60 s import for the end of the batch). A killer that waits before it kills, held in no death,
-kills again, and is held once it has been found dead more often than the rest. The proof is
-unchanged; only who waits for it is.
+drivers are found (:data:`~fuzz.isolation.guard.blame.LINGER`): those that could have killed with
+their first steps are held to run alone at the end, and every other runs again at once.
+
+Held: every casualty whose candidate had loaded at most :data:`LOADED_YOUNG` seconds before the
+death (a driver tells its pool before the first call, so no kill can outrun the word; a killer
+kills with its first calls); where none had, every one that had not loaded and had started at
+most :data:`STARTED_YOUNG` seconds before (a kill during the import); and one found dead
+:data:`DEATHS_HELD` times (a killer that waits before it kills is in flight at each death it
+causes, an innocent only at those it ran beside). When none is any of these, the likeliest culprit: found dead most often; of those, one whose
+candidate had loaded, the last to load; then the one started last. Holding only that one was not
+enough: with two killers in one batch (one of the fork server, one of its siblings' drivers), the
+one held was a long kernel found dead twice (beside each killer once), the young killer ran again
+at once and killed again, and the long kernels lost their progress four times over (on the
+2-core CPU, 40 s each). Whether a job had started a worker is no sign: a killer's worker kills
+within milliseconds of its start, before its driver can tell the pool its pid. Times are those of
+a job's first death: run again, the casualties of one death start again together, and a long
+kernel run again is no newcomer. The proof is unchanged; only who waits for it is.
 """
 
 from __future__ import annotations
@@ -30,7 +35,17 @@ from dataclasses import dataclass, replace
 from ..guard.blame import LINGER
 from .job import Job
 
-__all__ = ["Casualty", "Triage"]
+__all__ = ["DEATHS_HELD", "LOADED_YOUNG", "STARTED_YOUNG", "Casualty", "Triage"]
+
+LOADED_YOUNG = 2.0
+"""Seconds between a candidate's load and a death within which it could have killed with its first
+calls: the pool finds a dead driver within a fifth of a second, a busy 2-core machine takes a
+second more to run the first call."""
+STARTED_YOUNG = 4.0
+"""Seconds between a job's start and a death within which its candidate, not loaded yet, could have
+killed while it was imported (a worker is forked and imports the file: 0.5-2.5 s on a busy 2-core CPU)."""
+DEATHS_HELD = 3
+"""Found dead this often, a job is held whatever its age: a killer that waits before it kills."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,20 @@ class Casualty:
     loaded: float | None = None
     deaths: int = 1
     cleared: bool = False
+    died: float | None = None  # once triaged: when its first death was found
+
+    @property
+    def killed_young(self) -> bool:
+        """Whether, at its first death, its candidate had loaded at most :data:`LOADED_YOUNG` seconds before."""
+        return self.loaded is not None and self._age(self.loaded) <= LOADED_YOUNG
+
+    @property
+    def importing_young(self) -> bool:
+        """Whether, at its first death, its candidate had not loaded, started at most :data:`STARTED_YOUNG` seconds before."""
+        return self.loaded is None and self._age(self.started) <= STARTED_YOUNG
+
+    def _age(self, since: float) -> float:
+        return (self.died if self.died is not None else time.monotonic()) - since
 
     @property
     def likeliness(self) -> tuple[int, bool, float, float]:
@@ -61,7 +90,8 @@ class Triage:
     def __init__(self) -> None:
         self.held: list[Casualty] = []
         self._deaths: Counter[str] = Counter()  # how often each job was found dead
-        self._first: dict[str, tuple[float, float | None]] = {}  # when each started and loaded before its first death
+        # When each started and loaded before its first death, and when that death was.
+        self._first: dict[str, tuple[float, float | None, float]] = {}
         self._fresh: list[Casualty] = []
         self._found_at = 0.0
         self._again: deque[Job] = deque()
@@ -79,14 +109,21 @@ class Triage:
         fresh, self._fresh = self._fresh, []
         self._deaths.update(casualty.job.key for casualty in fresh)
         fresh = [self._counted(casualty) for casualty in fresh]
-        culprit = min(fresh, key=lambda casualty: casualty.likeliness)
-        self.held.append(culprit)
-        self._again.extend(casualty.job for casualty in fresh if casualty is not culprit)
+        # Loaded just before the death first: an attack comes with the first calls, and an import
+        # held beside such a killer would wait at the end of the batch (a 60 s import, at the end).
+        held = ([casualty for casualty in fresh if casualty.killed_young]
+                or [casualty for casualty in fresh if casualty.importing_young])
+        held += [casualty for casualty in fresh if casualty.deaths >= DEATHS_HELD and casualty not in held]
+        if not held:
+            held = [min(fresh, key=lambda casualty: casualty.likeliness)]
+        self.held.extend(sorted(held, key=lambda casualty: casualty.likeliness))
+        self._again.extend(casualty.job for casualty in fresh if all(casualty is not h for h in held))
 
     def _counted(self, casualty: Casualty) -> Casualty:
-        """``casualty`` with its deaths counted, and its times those before its first death."""
-        started, loaded = self._first.setdefault(casualty.job.key, (casualty.started, casualty.loaded))
-        return replace(casualty, deaths=self._deaths[casualty.job.key], started=started, loaded=loaded)
+        """``casualty`` with its deaths counted, and its times (and its death's) those of its first death."""
+        started, loaded, died = self._first.setdefault(casualty.job.key,
+                                                       (casualty.started, casualty.loaded, self._found_at))
+        return replace(casualty, deaths=self._deaths[casualty.job.key], started=started, loaded=loaded, died=died)
 
     @property
     def waiting(self) -> bool:

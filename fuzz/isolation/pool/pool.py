@@ -48,6 +48,7 @@ from ..guard.stops import RESUMED_BY_POOL_ENV, sweep, unwatch, watch
 from .casualties import Casualty, Triage
 from .gpus import VISIBLE
 from .job import Job
+from .timeline import note_event
 
 __all__ = ["Job", "JobResult", "Pool"]
 
@@ -145,6 +146,7 @@ class Pool:
             # One fork server serves every run of this process: a run's token goes to its drivers
             # (and so to their workers), not into the fork server's key.
             self._zygote = zygote_for(fork_server_environment(self._env))
+            note_event("fork_server", pid=self._zygote.pid)
             if self._zygote.pid is not None:
                 self._blame.track(self._zygote.pid, Stopped.FORK_SERVER)
         env = dict(self._env, **{ZYGOTE_ADDRESS_ENV: self._zygote.address, RESUMED_BY_POOL_ENV: "1"})
@@ -182,6 +184,7 @@ class Pool:
         except OSError:
             self._blame.over(job.key, ())
             return False
+        note_event("start", key=job.key, driver=driver.pid)
         return True
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
@@ -269,6 +272,7 @@ class Pool:
                     if result is None:
                         continue  # a notice: the job runs on
                     driver = busy.pop(conn)
+                    note_event("end", key=result.job.key, outcome=result.outcome.name, seconds=round(result.seconds, 3))
                     self._blame.over(result.job.key, result.processes)
                     signals.forget(result.processes)  # its workers are gone: their pids may be reused
                     if result.outcome in (Outcome.RETURNED, Outcome.RAISED):
@@ -293,6 +297,7 @@ class Pool:
                         job, seconds, tail = driver.job, now - driver.started, driver.child.tail()
                         self._retire(driver)
                         self._blame.over(job.key, driver.processes)
+                        note_event("cut", key=job.key, seconds=round(seconds, 3), limit=not cut)
                         yield JobResult(job, Outcome.TIMEOUT, None, seconds,
                                         ("cut short: its driver was killed once the run had shown what it was for" if cut
                                          else f"no result within the time limit of {limit:g} s: its driver was killed")
@@ -321,6 +326,7 @@ class Pool:
             return None
         if header.get("op") == "loaded":
             driver.loaded = driver.loaded or time.monotonic()
+            note_event("loaded", key=job.key)
             return None
         if header.get("op") == "raised":
             trace = str(header.get("traceback", ""))

@@ -8,8 +8,9 @@ worker that sleeps, waits on a lock that never frees or on a reply that never co
 nothing: waited for again, the call never answers. Graded on the CPU, where every step of a call
 is the worker's processes' own CPU time, such a call is a hang as soon as :data:`WINDOW` seconds
 after its first deadline show its processes idle (:class:`Watch`): used at most :data:`IDLE_CPU`
-of that window's CPU, none of their threads runnable, in disk wait or stopped (a stop by another
-candidate is answered by the guard, and a stalled page-in is progress). On a GPU a worker waits
+of that window's CPU, none of their threads runnable, in disk wait or stopped (a stalled page-in
+is progress; a stop by another candidate is answered by the guard, and a window in which a thread
+was stopped but nothing computed is watched again, up to :data:`STOPPED_WATCHES` in a row). On a GPU a worker waits
 for the device, idle, while a kernel runs: there the second deadline stays the only one.
 """
 
@@ -29,6 +30,10 @@ IDLE_CPU = 0.025
 ticks of 10 ms; a process that computes under a load of sixteen others a core still gets 6 %)."""
 BUSY = frozenset("RDTt")
 """Thread states that are not waiting: running or runnable, in disk wait (a page-in), stopped."""
+STOPPED = frozenset("Tt")
+STOPPED_WATCHES = 5
+"""Windows in a row a worker found stopped (and otherwise idle) is watched again: a hang beside a
+stopper of the grading processes got the second deadline (120 s against 62 s on the 2-core CPU)."""
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -43,10 +48,10 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def usage(pid: int) -> tuple[float, bool] | None:
+def usage(pid: int) -> tuple[float, frozenset[str]] | None:
     """CPU seconds (user and system, every thread) that ``pid`` and the processes below it used,
-    and whether a thread of theirs is in a :data:`BUSY` state; None when ``pid`` is gone."""
-    seconds, busy, seen = 0.0, False, False
+    and the :data:`BUSY` states their threads are in; None when ``pid`` is gone."""
+    seconds, busy, seen = 0.0, set(), False
     for process in _tree(pid):
         fields = stat_fields(process)
         if fields is None:
@@ -57,26 +62,38 @@ def usage(pid: int) -> tuple[float, bool] | None:
             tasks = os.listdir(f"/proc/{process}/task")
         except OSError:
             continue
-        busy = busy or any((stat_fields(f"{process}/task/{task}") or ["?"])[0] in BUSY for task in tasks)
-    return (seconds, busy) if seen else None
+        busy.update(state for task in tasks if (state := (stat_fields(f"{process}/task/{task}") or ["?"])[0]) in BUSY)
+    return (seconds, frozenset(busy)) if seen else None
 
 
 class Watch:
     """The worker's processes watched from now (:func:`usage`); :meth:`idle` says, after a wait of
     about :data:`WINDOW` seconds, whether they did nothing meanwhile (a reason), or None."""
 
-    def __init__(self, pid: int | None) -> None:
-        self.pid, self.started = pid, time.monotonic()
+    def __init__(self, pid: int | None, *, stops: int = 0) -> None:
+        self.pid, self.started, self.stops = pid, time.monotonic(), stops
         self.before = usage(pid) if pid is not None else None
+        self.stopped = False  # idle but for a stopped thread, when last asked
 
     def idle(self, seconds: float | None = None) -> str | None:
         """``seconds``: how long it was watched (default: since it began)."""
         seconds = time.monotonic() - self.started if seconds is None else seconds
         after = usage(self.pid) if self.pid is not None else None
-        if self.before is None or after is None or self.before[1] or after[1]:
+        if self.before is None or after is None:
             return None
         used = after[0] - self.before[0]
-        if used > IDLE_CPU * seconds:
+        states = self.before[1] | after[1]
+        self.stopped = bool(states) and states <= STOPPED and used <= IDLE_CPU * seconds
+        if states or used > IDLE_CPU * seconds:
             return None
         return (f"in the {seconds:.3g} s after it the worker's processes used {used:.2g} s of CPU, every thread "
                 "waiting: it waits, it does not compute")
+
+    def again(self) -> Watch | None:
+        """A new watch from now, where this one found the processes idle but for a stopped thread
+        (another candidate stops the grading processes, and the guard continues them within half a
+        second: watched again, a sleeping hang is found once its stopper stops no more), at most
+        :data:`STOPPED_WATCHES` times in a row; else None: the second deadline decides."""
+        if not self.stopped or self.stops + 1 >= STOPPED_WATCHES:
+            return None
+        return Watch(self.pid, stops=self.stops + 1)

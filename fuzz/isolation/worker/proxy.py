@@ -92,9 +92,8 @@ DEFAULT_COMPILE_TIMEOUT = defaults.COMPILE_TIMEOUT
 DEFAULT_LOAD_TIMEOUT = defaults.CALL_TIMEOUT
 """Seconds loading the target may take (the candidate's import and the worker's start; compiling
 not counted), as a call at its first deadline: a correct candidate loads in under 4 s on a busy
-2-core machine (torch.compile's wrapper; 0.1-0.2 s for a Triton kernel), and an import that hangs
-costs its slot this long, not 120 s. On a GPU the worker's CUDA context may also wait up to
-:data:`fuzz.gpu_memory.MEMORY_WAIT` for room, which is added."""
+2-core machine (0.1-0.2 s for a Triton kernel), and an import that hangs costs its slot this long,
+not 120 s. On a GPU its CUDA context may also wait up to :data:`fuzz.gpu_memory.MEMORY_WAIT`."""
 MAX_FRAME = 1 << 34
 """Largest frame accepted from a worker (an output or the input's storage)."""
 
@@ -375,14 +374,15 @@ class IsolatedImpl(BenchRequests):
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
         if self._time_left() <= 0 or self.calibrate is None:
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
-        if self.device == "cpu":  # a CPU worker that only waits gets no second deadline
-            watch = Watch(self.pid)
+        watch = Watch(self.pid) if self.device == "cpu" else None  # a CPU worker that only waits: no second deadline
+        while watch is not None:
             if self._reply_within(WINDOW, what=what, x=x, max_frame=max_frame) or self._time_left() <= 0:
                 return self._receive(0.0, what=what, x=x, max_frame=max_frame)
             if (idle := watch.idle()) is not None:
                 raise self._lose(call_outcome(timed_out=True), f"no answer within {time.monotonic() - started - self._clock.spent():.3g} s "
                                  f"while {what}: past the first deadline of {self.call_timeout:g} s, and {idle}: a hang"
                                  f"{self._clock.compiled_in(self.calls)}", x=x)
+            watch = watch.again()
         try:
             reference = self.calibrate(x)  # the parent is idle meanwhile: the worker keeps running
         except Exception:  # no calibration: the second deadline is the first again; the reply is still read

@@ -64,11 +64,11 @@ def test_a_death_the_convicted_one_was_not_in_flight_for_still_names_its_own_sus
     assert names(convicted) == ["killer"] and names(suspects) == ["other", "b"]
 
 
-def test_a_record_left_in_doubt_by_a_dead_run_is_graded_again_beside_the_others_unless_it_was_cleared(tmp_path):
+def test_a_record_left_in_doubt_by_a_dead_run_stays_in_doubt_unless_it_was_cleared(tmp_path):
     # a stopped the fork server beside b: both records written, both suspects; the grader died
     # before either was graded again alone. b was cleared meanwhile (graded alone), a was not: its
-    # record goes (batch._resumed), and a is graded again beside the others. Over before the
-    # death, a is no suspect of it; the killer, in flight then, is.
+    # record is kept and a is checked after the batch (batch._resumed). Over before the death, a
+    # is no suspect of it; the killer, in flight then, is.
     c = candidates(tmp_path, "a", "b", "killer")
     journal = Journal(tmp_path / "out", "key")
     (tmp_path / "out").mkdir()
@@ -83,8 +83,8 @@ def test_a_record_left_in_doubt_by_a_dead_run_is_graded_again_beside_the_others_
 
 
 def test_a_record_in_doubt_that_starts_again_is_a_suspect_of_a_later_death(tmp_path):
-    # Graded again beside the others on --resume (its record in doubt), a is in flight when the
-    # grader dies again: a suspect of that death, as any candidate in flight then.
+    # Run again on --resume (its record in doubt, checked after the batch), a is in flight when
+    # the grader dies again: a suspect of that death, as any candidate in flight then.
     c = candidates(tmp_path, "a", "killer")
     journal = Journal(tmp_path / "out", "key")
     (tmp_path / "out").mkdir()
@@ -189,3 +189,32 @@ def test_a_suspect_in_flight_alone_when_the_grader_died_is_still_convicted(tmp_p
     convicted, suspects = Journal(out, "key").suspects(list(c.values()))
     assert names(convicted) == ["killer"] and suspects == []
     assert Journal(out, "key").checked() == {c["b"].target, c["killer"].target}
+
+
+def test_resume_keeps_a_record_left_in_doubt_and_checks_it_after_the_batch(tmp_path):
+    # batch._resumed: a's record (in doubt when the grader died) stays on the report and a is
+    # rechecked, not graded again; b's record (cleared) stays; c (no record) is graded.
+    from fuzz.grading.batch import _resumed
+    from fuzz.grading.evaluate import base_record
+    from fuzz.grading.options import GradeOptions
+    from fuzz.grading.reports import write_reports
+    from fuzz.outcomes import Verdict
+
+    options = GradeOptions()
+    c = candidates(tmp_path, "a", "b", "c")
+    out = tmp_path / "out"
+    out.mkdir()
+    kept_records = []
+    for name in ("a", "b"):
+        record = base_record(c[name], options)
+        record.verdict, record.reason = Verdict.PASS, "passed"
+        kept_records.append(record)
+    write_reports(kept_records, out)
+    journal = Journal(out, options.key())
+    died(journal, (c["a"], False), (c["b"], False))
+    journal.doubted(c["a"])
+    journal.doubted(c["b"])
+    journal.doubted(c["b"], doubt=False)
+    kept, convicted, suspects, pending, recheck = _resumed(list(c.values()), options, out, None, journal, resume=True)
+    assert set(kept) == {c["a"].target, c["b"].target} and convicted == [] and suspects == []
+    assert names(pending) == ["c"] and names(recheck) == ["a"]

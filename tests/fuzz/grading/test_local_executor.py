@@ -37,6 +37,27 @@ def test_without_a_conviction_each_suspect_runs_alone_once():
     assert next_suspect(guard, work, {"a", "b"}, {}) is None
 
 
+def test_a_neighbour_beside_two_attackers_of_different_deeds_runs_after_them():
+    # An orphan's signals name it and the neighbour; a stopper's stops name it and the neighbour.
+    # Counted over every deed, the neighbour (4 events) came first; of one deed, each attacker (3
+    # of its own) is named more often than the neighbour (2 of each).
+    import signal
+
+    from fuzz.isolation.guard.signals import Sender, SignalEvent
+
+    guard = SignalGuard()
+    for pid in (101, 102, 103):
+        guard.add(SignalEvent(signal.SIGTERM, pid, Sender.RUN, (pid, FORK_SERVER),
+                              ("orphan", "neighbour") if pid < 103 else ("orphan",)))
+    for driver in (12, 13, 14):
+        guard.add(stop_event(Stopped.DRIVER, driver, ("stopper", "neighbour") if driver < 14 else ("stopper",)))
+    work = [Job(key, "m:f") for key in ("neighbour", "orphan", "stopper")]
+    seconds = {"neighbour": 5.0, "orphan": 9.0, "stopper": 8.0}
+    assert next_suspect(guard, work, set(), seconds).key == "stopper"
+    assert next_suspect(guard, work, {"stopper"}, seconds).key == "orphan"
+    assert next_suspect(guard, work, {"stopper", "orphan"}, seconds).key == "neighbour"
+
+
 def test_a_short_run_alone_has_short_deadlines_and_the_full_run_the_batchs(tmp_path):
     # A suspect of the grader's death that hangs or sleeps runs briefly alone first, with nothing
     # else in flight: its calls' deadlines there are the short run's, not the batch's 60 s twice.
@@ -135,15 +156,72 @@ def test_a_stop_among_the_freed_neighbours_sends_those_it_names_alone(tmp_path):
     assert cuts == [None, ["stopper"], ["a", "b"], [], ["b"]]
 
 
-def test_a_suspect_that_shows_no_attack_briefly_is_graded_alone_in_full(tmp_path):
-    # A stop names all four, and none of them stops anything alone: each runs briefly alone, then
-    # in full alone (its record the full run's), the one named most and quickest first.
+def test_suspects_that_show_no_attack_briefly_are_graded_again_in_full_all_at_once(tmp_path):
+    # A stop names all four, and none of them stops anything alone: each runs briefly alone, the one
+    # named most and quickest first, then all four in full, together (each record that run's). One
+    # at a time, their full runs took a minute of an H100's hostile batch.
     from fuzz.grading.local_executor import CHECK_BUDGET
     from fuzz.grading.options import GradeOptions
 
     everyone = ("stopper", "a", "b", "c")
     runs, records, restored, _, cuts = _freed_batch(tmp_path, {(0, "stopper"): everyone})
     full = GradeOptions().budget
-    assert runs[1:] == [[(key, budget)] for key in everyone for budget in (CHECK_BUDGET, full)]
+    assert runs[1:] == [[(key, CHECK_BUDGET)] for key in everyone] + [[(key, full) for key in everyone]]
     assert all(record.verdict.value == "pass" for record in records.values()) and restored == []
-    assert cuts == [None] + [[], None] * 4  # short runs alone (none names them) and full ones, never cut
+    assert cuts == [None] + [[]] * 4 + [None]  # short runs alone (none names them), the full one never cut
+
+
+def test_a_stop_in_the_full_run_together_sends_those_it_names_alone_in_full(tmp_path):
+    # b waits past its short run alone to stop the fork server, in the full run beside a, c and the
+    # stopper (which shows nothing alone): the stop names all four, so each is graded alone in full,
+    # and alone b stops it again and is blamed.
+    from fuzz.grading.local_executor import CHECK_BUDGET
+    from fuzz.grading.options import GradeOptions
+
+    everyone = ("stopper", "a", "b", "c")
+    runs, records, _, _, _ = _freed_batch(tmp_path, {(0, "stopper"): everyone, (5, "b"): everyone, (8, "b"): ("b",)})
+    full = GradeOptions().budget
+    assert runs[1:5] == [[(key, CHECK_BUDGET)] for key in everyone]
+    assert runs[5:] == [[(key, full) for key in everyone]] + [[(key, full)] for key in everyone]
+    assert records["b"].verdict.value == "crash" and "stopped the fork server" in records["b"].reason
+    assert all(records[key].verdict.value == "pass" for key in ("stopper", "a", "c"))
+
+
+def _kept_in_doubt(tmp_path, outcomes):
+    """A batch of b, with a's passing record kept from a run the grader died in while it was in doubt."""
+    from fuzz.grading.candidates import Candidate
+    from fuzz.grading.evaluate import base_record
+    from fuzz.grading.local_executor import LocalBatch
+    from fuzz.grading.options import GradeOptions
+    from fuzz.outcomes import Verdict
+
+    options = GradeOptions()
+    by_key = {}
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.py"
+        path.write_text("def lse(x):\n    return x\n")
+        by_key[name] = Candidate(path.name, str(path), name, "0" * 64)
+    kept = base_record(by_key["a"], options)
+    kept.verdict, kept.reason = Verdict.PASS, "passed"
+    pool = InstantPool(by_key, options, outcomes)
+    restored = []
+    jobs = {key: Job(key, "m:f", {"options": options.to_wire()}) for key in by_key}
+    batch = LocalBatch([jobs["b"]], by_key, options, pool, guard=SignalGuard(), recheck=[jobs["a"]], kept={"a": kept},
+                       restore=lambda record: restored.append(record.target))
+    records = list(batch.records())
+    return [(key, handed.budget) for key, handed in pool.handed], records, restored
+
+
+def test_a_record_kept_in_doubt_is_checked_briefly_after_the_batch_not_graded_again(tmp_path):
+    from fuzz.grading.local_executor import CHECK_BUDGET
+    from fuzz.grading.options import GradeOptions
+
+    handed, records, restored = _kept_in_doubt(tmp_path, {})
+    assert handed == [("b", GradeOptions().budget), ("a", CHECK_BUDGET)]
+    assert [record.target for record in records] == ["b"] and restored == ["a"]
+
+
+def test_a_record_kept_in_doubt_whose_candidate_attacks_in_its_short_run_is_replaced(tmp_path):
+    handed, records, restored = _kept_in_doubt(tmp_path, {"a": "attack"})
+    assert [key for key, _ in handed] == ["b", "a"] and restored == []
+    assert [(record.target, record.verdict.value) for record in records] == [("b", "pass"), ("a", "crash")]

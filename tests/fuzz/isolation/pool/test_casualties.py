@@ -6,7 +6,7 @@ import time
 
 from fuzz.isolation import Job
 from fuzz.isolation.guard.blame import LINGER
-from fuzz.isolation.pool.casualties import Casualty, Triage
+from fuzz.isolation.pool.casualties import DEATHS_HELD, LOADED_YOUNG, STARTED_YOUNG, Casualty, Triage
 
 
 def casualty(key: str, ran: float, loaded: float | None = None) -> Casualty:
@@ -16,9 +16,10 @@ def casualty(key: str, ran: float, loaded: float | None = None) -> Casualty:
     return Casualty(Job(key, "m:f"), frozenset({"a", "b", "c"}), now - ran, None if loaded is None else now - loaded)
 
 
-def died(triage: Triage, **ran: float) -> None:
+def died(triage: Triage, **ran: float | tuple[float, float]) -> None:
+    """A death of the jobs named: each ran that many seconds, not loaded yet, or (ran, loaded ago)."""
     for key, seconds in ran.items():
-        triage.found(casualty(key, seconds))
+        triage.found(casualty(key, *seconds) if isinstance(seconds, tuple) else casualty(key, seconds))
     triage.settle(busy=False)
 
 
@@ -33,23 +34,35 @@ def held(triage: Triage) -> list[str]:
     return [casualty.job.key for casualty in triage.held]
 
 
-def test_the_one_started_last_is_held_and_the_others_run_again_at_once():
-    triage = Triage()
-    died(triage, a=30.0, b=0.1, c=0.5)
-    assert held(triage) == ["b"]  # died soonest after it started: an attack comes with the first calls
-    assert handed_back(triage) == ["a", "c"] and not triage.waiting
-
-
-def test_one_whose_candidate_had_loaded_last_is_held_before_one_still_loading():
+def test_one_that_loaded_just_before_the_death_is_held_the_others_run_again_at_once():
     # The killer loads, calls, kills; a newcomer started after it (an import that hangs, say) had
-    # not loaded: started last, it ran none of its candidate's calls yet. A long neighbour loaded
-    # long ago.
+    # not loaded: it runs again at once, not at the end of the batch (a 60 s import there). A long
+    # neighbour loaded long ago.
     triage = Triage()
-    for found in (casualty("long", 40.0, loaded=39.0), casualty("killer", 1.5, loaded=0.1),
-                  casualty("loading", 0.5)):
-        triage.found(found)
-    triage.settle(busy=False)
+    died(triage, long=(40.0, 39.0), killer=(1.5, 0.1), loading=0.5)
     assert held(triage) == ["killer"] and handed_back(triage) == ["long", "loading"]
+
+
+def test_every_one_that_loaded_just_before_the_death_is_held_the_last_to_load_first():
+    # Two killers in one death (one of the fork server, one of its siblings' drivers): both held,
+    # so neither kills again beside the long kernels run again at once.
+    triage = Triage()
+    died(triage, hang=40.0, kernel=(10.0, 9.5), killer=(0.4, 0.3), siblings_killer=(0.3, 0.1))
+    assert held(triage) == ["siblings_killer", "killer"] and handed_back(triage) == ["hang", "kernel"]
+    assert not triage.waiting
+
+
+def test_where_none_had_loaded_just_before_those_importing_since_just_before_are_held():
+    # A kill during an import: the one that started just before is held; one loaded long ago is not.
+    triage = Triage()
+    died(triage, old=(30.0, 29.0), importer=0.5, slower=STARTED_YOUNG - 1, oldest_importer=STARTED_YOUNG + 5)
+    assert held(triage) == ["importer", "slower"] and handed_back(triage) == ["old", "oldest_importer"]
+
+
+def test_where_none_is_young_the_likeliest_alone_is_held():
+    triage = Triage()
+    died(triage, a=(30.0, 20.0), b=(LOADED_YOUNG + 3, LOADED_YOUNG + 1), c=STARTED_YOUNG + 10)
+    assert held(triage) == ["b"] and handed_back(triage) == ["a", "c"]
 
 
 def test_a_death_is_triaged_only_once_its_drivers_can_all_be_found():
@@ -63,25 +76,22 @@ def test_a_death_is_triaged_only_once_its_drivers_can_all_be_found():
     assert held(triage) == ["b"] and handed_back(triage) == ["a"]
 
 
-def test_a_killer_that_waits_is_held_once_found_dead_more_often_than_the_rest():
-    # It kills 20 s after it starts: a newcomer is held at the first death, the killer runs again
-    # at once and kills again; found dead twice, it is held then, not the newer newcomer.
+def test_a_run_again_is_no_newcomer_its_first_death_decides():
+    # Run again at once after a death it was old at, a long kernel that dies again a moment after
+    # its new start (beside a new killer) is not young: its times are those of its first death.
     triage = Triage()
-    died(triage, slow_killer=20.0, newcomer=0.2)
-    assert handed_back(triage) == ["slow_killer"]
-    died(triage, slow_killer=20.0, newer=0.1)
-    assert held(triage) == ["newcomer", "slow_killer"] and handed_back(triage) == ["newer"]
-    assert [casualty.deaths for casualty in triage.held] == [1, 2]
+    died(triage, kernel=(20.0, 19.0), killer=(0.5, 0.2))
+    assert handed_back(triage) == ["kernel"]
+    died(triage, kernel=(0.6, 0.4), killer2=(0.3, 0.1))
+    assert held(triage) == ["killer", "killer2"] and handed_back(triage) == ["kernel"]
 
 
-def test_two_killers_in_one_death_cost_one_more_death_not_the_neighbours_turns_alone():
-    # Both in flight at once: the one started last is held, the other kills again beside the
-    # neighbours run again. It is held then (found dead twice, and started last of those before
-    # the first death, whatever the order they started again in); the neighbours, dead twice too,
-    # run again beside the rest, not each alone at the end.
+def test_a_killer_that_waits_is_held_once_found_dead_often():
+    # It kills 20 s after it starts: the newcomers beside it are held, it runs again at once, and
+    # kills again; found dead DEATHS_HELD times, it is held with the newest newcomer.
     triage = Triage()
-    died(triage, hang=40.0, kernel=10.0, killer=0.2, siblings_killer=0.1)
-    assert held(triage) == ["siblings_killer"]
-    assert handed_back(triage) == ["hang", "kernel", "killer"]
-    died(triage, killer=1.2, hang=1.1, kernel=0.1)
-    assert held(triage) == ["siblings_killer", "killer"] and handed_back(triage) == ["hang", "kernel"]
+    for death in range(1, DEATHS_HELD + 1):
+        died(triage, slow_killer=(20.0, 19.5), **{f"newcomer{death}": (0.2, 0.1)})
+        assert handed_back(triage) == ([] if death == DEATHS_HELD else ["slow_killer"])
+    assert held(triage) == [f"newcomer{d}" for d in range(1, DEATHS_HELD)] + ["slow_killer", f"newcomer{DEATHS_HELD}"]
+    assert triage.held[-2].deaths == DEATHS_HELD

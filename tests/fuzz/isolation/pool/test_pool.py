@@ -10,6 +10,7 @@ import time
 import pytest
 
 from fuzz.isolation import Job, Pool
+from fuzz.isolation.pool.casualties import LOADED_YOUNG
 from fuzz.outcomes import Outcome
 
 
@@ -127,11 +128,13 @@ def test_once_the_killer_is_convicted_the_jobs_it_took_down_run_again_side_by_si
 
 
 def test_a_fork_server_killers_neighbour_runs_again_at_once_not_after_the_rest(tmp_path):
-    # The killer (died soonest after it started) is held to run alone at the end; its neighbour
-    # runs again beside "long", which started after the death: its result comes first. Held for the
-    # killer's proof instead, it ran only once "long" was over.
+    # The killer (loaded just before the death) is held to run alone at the end; its neighbour
+    # (loaded seconds before) runs again beside "long", which started after the death: its result
+    # comes first. Held for the killer's proof instead, it ran only once "long" was over.
     with Pool(2, work_dir=tmp_path) as pool:
-        jobs = [job("neighbour", "echo", hold=1.0), job("killer", "kill_fork_server"), job("long", "sleep", seconds=8)]
+        jobs = [job("neighbour", "loads_then_echoes", hold=5.0),
+                job("killer", "loads_then_kills_fork_server", before=LOADED_YOUNG + 1.5, after=0.1),
+                job("long", "sleep", seconds=8)]
         order = [r.job.key for r in pool.run(jobs)]
     assert order == ["neighbour", "long", "killer"]
 

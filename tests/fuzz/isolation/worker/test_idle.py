@@ -12,7 +12,7 @@ import time
 import pytest
 
 from fuzz.isolation.processes import child_pids
-from fuzz.isolation.worker.idle import IDLE_CPU, Watch, usage
+from fuzz.isolation.worker.idle import IDLE_CPU, STOPPED_WATCHES, Watch, usage
 
 SLEEPS = "import time; time.sleep(60)"
 SPINS = "while True: pass"
@@ -76,5 +76,49 @@ def test_cpu_used_past_the_threshold_is_not_idle(process, monkeypatch):
     # The CPU threshold alone decides once no thread is runnable: a sleeper that used a little CPU.
     child = process(SLEEPS)
     watch = Watch(child.pid)
-    monkeypatch.setattr(watch, "before", (watch.before[0] - 2 * IDLE_CPU * 0.5, False))
+    monkeypatch.setattr(watch, "before", (watch.before[0] - 2 * IDLE_CPU * 0.5, frozenset()))
     assert watch.idle(0.5) is None
+
+
+def test_a_sleeper_stopped_by_another_is_watched_again_and_found_idle_once_continued(process):
+    # A stopper of the grading processes stops the hang's worker as the window ends; the guard
+    # continues it: watched again, the sleeper is a hang then (it got the second deadline before).
+    child = process(SLEEPS)
+    watch = Watch(child.pid)
+    child.send_signal(signal.SIGSTOP)
+    time.sleep(0.5)
+    assert watch.idle(0.5) is None and watch.stopped
+    again = watch.again()
+    assert again is not None and again.stops == 1
+    child.send_signal(signal.SIGCONT)
+    time.sleep(0.1)  # the continue lands
+    again = Watch(child.pid, stops=again.stops)  # watched from the moment it runs again
+    time.sleep(0.5)
+    assert again.idle(0.5) is not None and not again.stopped and again.again() is None
+
+
+def test_a_spinner_stopped_meanwhile_is_watched_again_and_found_computing(process):
+    child = process(SPINS)
+    child.send_signal(signal.SIGSTOP)
+    time.sleep(0.2)
+    watch = Watch(child.pid)
+    time.sleep(0.5)
+    assert watch.idle(0.5) is None and watch.stopped
+    child.send_signal(signal.SIGCONT)
+    again = watch.again()
+    time.sleep(0.5)
+    assert again.idle(0.5) is None and not again.stopped and again.again() is None
+
+
+def test_a_process_kept_stopped_is_watched_again_only_so_often(process):
+    child = process(SLEEPS)
+    child.send_signal(signal.SIGSTOP)
+    time.sleep(0.2)
+    watch, watches = Watch(child.pid), 1
+    while True:
+        assert watch.idle(0.1) is None
+        watch = watch.again()
+        if watch is None:
+            break
+        watches += 1
+    assert watches == STOPPED_WATCHES
