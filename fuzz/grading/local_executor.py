@@ -10,7 +10,8 @@ and those suspects are settled after the batch so that no bad candidate holds th
   first calls, and the short run ends at the first that names it), where an attacker is
   convicted; those that show none there are graded again in full, all at once, once the short
   runs are over (one named there by what none of them is tied to is graded alone in full), and
-  that record replaces the first. Once one is convicted, the
+  that record replaces the first, unless what named them is explained by then (below): their
+  records stand. Once one is convicted, the
   events of that kind that named it beside others are its doing, and the passing neighbours they
   named run briefly, all at once (should one of them attack where none is tied to it, those it
   names run briefly alone), each keeping its record unless it attacks too;
@@ -142,6 +143,13 @@ class LocalBatch:
                 unsettled.append(job)  # graded again in full, beside the others that showed none
                 continue
             self._doubt(cleared=[job.key])  # its record is the short run's now
+        # Its short run alone showed nothing, and what named it is explained by another's
+        # conviction since (the loop's head explains after each): its record stands, as a freed
+        # neighbour's does after a short run together.
+        for job in [job for job in unsettled if not self.guard.names(job.key)]:
+            unsettled.remove(job)
+            self.restore(self.first[job.key])
+            self._doubt(cleared=[job.key])
         yield from self._in_full(unsettled)
         # A freed neighbour that passed could hide an attack of the same kind behind the convicted
         # one's: it runs briefly, and keeps its record unless it attacks.

@@ -13,7 +13,10 @@ their first steps are held to run alone at the end, and every other runs again a
 Held: every casualty whose candidate had loaded at most :data:`LOADED_YOUNG` seconds before the
 death (a driver tells its pool before the first call, so no kill can outrun the word; a killer
 kills with its first calls); where none had, every one that had not loaded and had started at
-most :data:`STARTED_YOUNG` seconds before (a kill during the import); and one found dead
+most :data:`STARTED_YOUNG` seconds before (a kill during the import); either at its first death
+and at this one (a killer kills at the same step of each run: three held casualties run again
+together at the end of an H100's batch, one a killer that loaded 60 ms before it killed, the
+two that had not loaded yet were held again and ran alone first, 30 s); and one found dead
 :data:`DEATHS_HELD` times (a killer that waits before it kills is in flight at each death it
 causes, an innocent only at those it ran beside). When none is any of these, the likeliest culprit: found dead most often; of those, one whose
 candidate had loaded, the last to load; then the one started last. Holding only that one was not
@@ -62,19 +65,25 @@ class Casualty:
     deaths: int = 1
     cleared: bool = False
     died: float | None = None  # once triaged: when its first death was found
+    # Once triaged: when it started and loaded in the run that died this time, and when that was.
+    now: tuple[float, float | None, float] | None = None
 
     @property
     def killed_young(self) -> bool:
-        """Whether, at its first death, its candidate had loaded at most :data:`LOADED_YOUNG` seconds before."""
-        return self.loaded is not None and self._age(self.loaded) <= LOADED_YOUNG
+        """Whether its candidate had loaded at most :data:`LOADED_YOUNG` seconds before its first
+        death and before this one: a killer kills at the same step each time it runs."""
+        return all(loaded is not None and died - loaded <= LOADED_YOUNG for _, loaded, died in self._runs)
 
     @property
     def importing_young(self) -> bool:
-        """Whether, at its first death, its candidate had not loaded, started at most :data:`STARTED_YOUNG` seconds before."""
-        return self.loaded is None and self._age(self.started) <= STARTED_YOUNG
+        """Whether its candidate had not loaded, and had started at most :data:`STARTED_YOUNG`
+        seconds before, at its first death and at this one."""
+        return all(loaded is None and died - started <= STARTED_YOUNG for started, loaded, died in self._runs)
 
-    def _age(self, since: float) -> float:
-        return (self.died if self.died is not None else time.monotonic()) - since
+    @property
+    def _runs(self) -> list[tuple[float, float | None, float]]:
+        first = (self.started, self.loaded, self.died if self.died is not None else time.monotonic())
+        return [first] if self.now is None else [first, self.now]
 
     @property
     def likeliness(self) -> tuple[int, bool, float, float]:
@@ -120,10 +129,12 @@ class Triage:
         self._again.extend(casualty.job for casualty in fresh if all(casualty is not h for h in held))
 
     def _counted(self, casualty: Casualty) -> Casualty:
-        """``casualty`` with its deaths counted, and its times (and its death's) those of its first death."""
-        started, loaded, died = self._first.setdefault(casualty.job.key,
-                                                       (casualty.started, casualty.loaded, self._found_at))
-        return replace(casualty, deaths=self._deaths[casualty.job.key], started=started, loaded=loaded, died=died)
+        """``casualty`` with its deaths counted, its times (and its death's) those of its first
+        death, and ``now`` those of this one."""
+        now = (casualty.started, casualty.loaded, self._found_at)
+        started, loaded, died = self._first.setdefault(casualty.job.key, now)
+        return replace(casualty, deaths=self._deaths[casualty.job.key], started=started, loaded=loaded, died=died,
+                       now=now)
 
     @property
     def waiting(self) -> bool:

@@ -225,3 +225,16 @@ def test_a_record_kept_in_doubt_whose_candidate_attacks_in_its_short_run_is_repl
     handed, records, restored = _kept_in_doubt(tmp_path, {"a": "attack"})
     assert [key for key, _ in handed] == ["b", "a"] and restored == []
     assert [(record.target, record.verdict.value) for record in records] == [("b", "pass"), ("a", "crash")]
+
+
+def test_a_suspect_whose_short_run_showed_nothing_and_whose_stops_were_explained_keeps_its_record(tmp_path):
+    # a is named by two stops, the stopper's (beside it) and b's (beside it): named most, it runs
+    # briefly alone first and shows nothing. The stopper and b, alone, stop again: convicted, they
+    # explain both stops, so a keeps its first record without a full run.
+    from fuzz.grading.local_executor import CHECK_BUDGET
+
+    runs, records, restored, _, _ = _freed_batch(tmp_path, {(0, "stopper"): ("a", "stopper"), (0, "b"): ("a", "b"),
+                                                            (2, "stopper"): ("stopper",), (3, "b"): ("b",)})
+    assert runs[1:] == [[("a", CHECK_BUDGET)], [("stopper", CHECK_BUDGET)], [("b", CHECK_BUDGET)]]
+    assert records["stopper"].verdict.value == records["b"].verdict.value == "crash"
+    assert records["a"].verdict.value == "pass" and restored == ["a"]

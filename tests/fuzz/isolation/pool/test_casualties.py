@@ -95,3 +95,15 @@ def test_a_killer_that_waits_is_held_once_found_dead_often():
         assert handed_back(triage) == ([] if death == DEATHS_HELD else ["slow_killer"])
     assert held(triage) == [f"newcomer{d}" for d in range(1, DEATHS_HELD)] + ["slow_killer", f"newcomer{DEATHS_HELD}"]
     assert triage.held[-2].deaths == DEATHS_HELD
+
+
+def test_one_held_and_run_again_is_held_again_only_if_young_again():
+    # Held at a first death (all three loaded just before), then run again together at the end:
+    # the killer loads and kills at once again; the other two had not loaded when it did. Only
+    # the killer is held again; the others run again at once.
+    triage = Triage()
+    died(triage, killer=(0.5, 0.1), noisy=(0.6, 0.3), kernel=(0.7, 0.4))
+    assert sorted(held(triage)) == ["kernel", "killer", "noisy"]
+    triage.held.clear()
+    died(triage, killer=(0.9, 0.06), noisy=0.9, kernel=0.9)
+    assert held(triage) == ["killer"] and handed_back(triage) == ["noisy", "kernel"]
