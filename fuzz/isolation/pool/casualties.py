@@ -18,7 +18,9 @@ and at this one (a killer kills at the same step of each run: three held casualt
 together at the end of an H100's batch, one a killer that loaded 60 ms before it killed, the
 two that had not loaded yet were held again and ran alone first, 30 s); and one found dead
 :data:`DEATHS_HELD` times (a killer that waits before it kills is in flight at each death it
-causes, an innocent only at those it ran beside). When none is any of these, the likeliest culprit: found dead most often; of those, one whose
+causes, an innocent only at those it ran beside). Where most of a death's casualties are young,
+they started together (the batch's start, or all run again after a death), and youth tells
+nothing: only the likeliest of them is held. When none is any of these, the likeliest culprit: found dead most often; of those, one whose
 candidate had loaded, the last to load; then the one started last. Holding only that one was not
 enough: with two killers in one batch (one of the fork server, one of its siblings' drivers), the
 one held was a long kernel found dead twice (beside each killer once), the young killer ran again
@@ -122,6 +124,10 @@ class Triage:
         # held beside such a killer would wait at the end of the batch (a 60 s import, at the end).
         held = ([casualty for casualty in fresh if casualty.killed_young]
                 or [casualty for casualty in fresh if casualty.importing_young])
+        if len(held) > max(1, len(fresh) // 2):
+            # Most of them young: they started together (the batch's start, or all run again after a
+            # death), and youth tells nothing; held, a 60 s hang waited for the end of the batch.
+            held = [min(held, key=lambda casualty: casualty.likeliness)]
         held += [casualty for casualty in fresh if casualty.deaths >= DEATHS_HELD and casualty not in held]
         if not held:
             held = [min(fresh, key=lambda casualty: casualty.likeliness)]

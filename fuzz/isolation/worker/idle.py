@@ -31,9 +31,10 @@ ticks of 10 ms; a process that computes under a load of sixteen others a core st
 BUSY = frozenset("RDTt")
 """Thread states that are not waiting: running or runnable, in disk wait (a page-in), stopped."""
 STOPPED = frozenset("Tt")
-STOPPED_WATCHES = 5
-"""Windows in a row a worker found stopped (and otherwise idle) is watched again: a hang beside a
-stopper of the grading processes got the second deadline (120 s against 62 s on the 2-core CPU)."""
+STOPPED_WATCHES = 15
+"""Windows in a row a worker found stopped (and otherwise idle) is watched again, 30 s: a hang beside
+a stopper of the grading processes (stopped on each of its calls, 14 s of them on the 2-core CPU)
+got the second deadline (120 s against 62 s)."""
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -83,14 +84,16 @@ class Watch:
             return None
         used = after[0] - self.before[0]
         states = self.before[1] | after[1]
-        self.stopped = bool(states) and states <= STOPPED and used <= IDLE_CPU * seconds
+        # Seen stopped, and nothing computed: a stopper keeps stopping it (and the guard
+        # continuing it: a thread just continued may show runnable), so the window tells nothing.
+        self.stopped = bool(states & STOPPED) and used <= IDLE_CPU * seconds
         if states or used > IDLE_CPU * seconds:
             return None
         return (f"in the {seconds:.3g} s after it the worker's processes used {used:.2g} s of CPU, every thread "
                 "waiting: it waits, it does not compute")
 
     def again(self) -> Watch | None:
-        """A new watch from now, where this one found the processes idle but for a stopped thread
+        """A new watch from now, where this one found a thread stopped and nothing computed
         (another candidate stops the grading processes, and the guard continues them within half a
         second: watched again, a sleeping hang is found once its stopper stops no more), at most
         :data:`STOPPED_WATCHES` times in a row; else None: the second deadline decides."""

@@ -102,8 +102,17 @@ def test_one_held_and_run_again_is_held_again_only_if_young_again():
     # the killer loads and kills at once again; the other two had not loaded when it did. Only
     # the killer is held again; the others run again at once.
     triage = Triage()
-    died(triage, killer=(0.5, 0.1), noisy=(0.6, 0.3), kernel=(0.7, 0.4))
+    died(triage, killer=(0.5, 0.1), noisy=(0.6, 0.3), kernel=(0.7, 0.4), a=(30.0, 29.0), b=(30.0, 29.0), c=(30.0, 29.0))
     assert sorted(held(triage)) == ["kernel", "killer", "noisy"]
+    handed_back(triage)
     triage.held.clear()
     died(triage, killer=(0.9, 0.06), noisy=0.9, kernel=0.9)
     assert held(triage) == ["killer"] and handed_back(triage) == ["noisy", "kernel"]
+
+
+def test_where_most_casualties_are_young_only_the_likeliest_is_held():
+    # All started together (the batch's start): every one loaded just before the death, so youth
+    # tells nothing; the last to load is held, the hang beside it runs again at once.
+    triage = Triage()
+    died(triage, hang=(0.5, 0.3), killer=(0.5, 0.05), siblings_killer=(0.5, 0.2), kernel=(0.5, 0.4))
+    assert held(triage) == ["killer"] and handed_back(triage) == ["hang", "siblings_killer", "kernel"]

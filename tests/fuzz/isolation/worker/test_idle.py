@@ -122,3 +122,18 @@ def test_a_process_kept_stopped_is_watched_again_only_so_often(process):
             break
         watches += 1
     assert watches == STOPPED_WATCHES
+
+
+def test_a_window_that_saw_a_thread_stopped_and_one_just_continued_is_watched_again(monkeypatch):
+    # A stopper stops the worker on each of its calls and the guard continues it each time: one look
+    # finds a thread stopped, the other one just continued (runnable), no CPU used between. The
+    # window tells nothing: watched again (before, the second deadline: 120 s for a sleeping hang).
+    from fuzz.isolation.worker import idle
+
+    looks = iter([(1.0, frozenset("T")), (1.0, frozenset("R")), (1.0, frozenset())])  # the last: the next watch's
+    monkeypatch.setattr(idle, "usage", lambda pid: next(looks))
+    watch = Watch(123)
+    assert watch.idle(2.0) is None and watch.stopped and watch.again() is not None
+    looks = iter([(1.0, frozenset("T")), (1.5, frozenset("R"))])  # it computed meanwhile: no
+    watch = Watch(123)
+    assert watch.idle(2.0) is None and not watch.stopped and watch.again() is None
