@@ -140,7 +140,10 @@ class Zygote:
         return pid
 
     def _spawn(self, message: bytes, fds: tuple[int, int, int], timeout: float) -> int:
-        socket.send_fds(self.sock, [message], list(fds))
+        try:
+            socket.send_fds(self.sock, [message], list(fds))
+        except OSError:  # it died since it was last seen alive (a candidate killed it): as if unanswered
+            raise RuntimeError(SPAWN_UNANSWERED) from None
         deadline = time.monotonic() + timeout
         while True:
             try:

@@ -135,3 +135,19 @@ def test_an_orphan_lingers_for_its_graders_running_time_and_never_past_the_cap(m
     reaped.clear()
     server._reap({}, {}, orphans, 0.0)
     assert reaped == [1, 2] and list(orphans) == [3, 4, 5]
+
+
+def test_asking_a_fork_server_that_died_is_an_unanswered_spawn_not_a_broken_pipe():
+    # A candidate kills the fork server just after the pool saw it alive: the request fails as an
+    # unanswered one (the pool then starts another), never a BrokenPipeError that ends the batch.
+    env = _fresh_env()
+    server_ = zygote.zygote_for(env)
+    try:
+        server_.process.kill()
+        server_.process.wait(timeout=30)
+        with pytest.raises(RuntimeError, match=zygote.SPAWN_UNANSWERED):
+            for _ in range(3):  # the first send may still land in the socket's buffer
+                server_.spawn({"entry": "m:f"}, (0, 1, 2), timeout=1.0)
+    finally:
+        _forget(env)
+        server_.close()
