@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -75,6 +76,9 @@ def test_an_isolated_call_that_computes_past_both_deadlines_is_a_hang(tmp_path):
         assert impl.second_deadline is not None  # busy after the first deadline: given the second
     assert lost.value.outcome is Outcome.TIMEOUT
     assert "past the first deadline of 0.5 s and the second" in lost.value.detail
+    # Why it was no hang at once: what its worker did in the window after the first deadline.
+    assert re.search(r"the worker watched after the first deadline: [0-9.e+-]+ s of CPU in [0-9.]+ s, "
+                     r"a thread running\)", lost.value.detail), lost.value.detail
     assert lost.value.reproducer is not None and lost.value.replay.endswith("--isolate")
 
 

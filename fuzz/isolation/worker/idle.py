@@ -31,6 +31,7 @@ ticks of 10 ms; a process that computes under a load of sixteen others a core st
 BUSY = frozenset("RDTt")
 """Thread states that are not waiting: running or runnable, in disk wait (a page-in), stopped."""
 STOPPED = frozenset("Tt")
+_STATE_NAMES = {"R": "a thread running", "D": "a thread in disk wait", "T": "a thread stopped", "t": "a thread stopped"}
 STOPPED_WATCHES = 15
 """Windows in a row a worker found stopped (and otherwise idle) is watched again, 30 s: a hang beside
 a stopper of the grading processes (stopped on each of its calls, 14 s of them on the 2-core CPU)
@@ -75,6 +76,7 @@ class Watch:
         self.pid, self.started, self.stops = pid, time.monotonic(), stops
         self.before = usage(pid) if pid is not None else None
         self.stopped = False  # idle but for a stopped thread, when last asked
+        self.seen = ""  # what the last look found, for a reason
 
     def idle(self, seconds: float | None = None) -> str | None:
         """``seconds``: how long it was watched (default: since it began)."""
@@ -84,6 +86,9 @@ class Watch:
             return None
         used = after[0] - self.before[0]
         states = self.before[1] | after[1]
+        self.seen = ((f"in the last of {self.stops + 1} windows, " if self.stops else "")
+                     + f"{used:.2g} s of CPU in {seconds:.3g} s, "
+                     + (", ".join(_STATE_NAMES[state] for state in sorted(states)) or "every thread waiting"))
         # Seen stopped, and nothing computed: a stopper keeps stopping it (and the guard
         # continuing it: a thread just continued may show runnable), so the window tells nothing.
         self.stopped = bool(states & STOPPED) and used <= IDLE_CPU * seconds

@@ -34,13 +34,13 @@ What a call can end in (:class:`fuzz.outcomes.Outcome`, mapped by :func:`fuzz.ou
 * the worker died (segfault, abort, ``sys.exit``, ``os._exit``), hung, ran out of memory or into another
   resource limit (named with its value): :class:`fuzz.outcomes.ImplLost`, which stops the run at once.
 
-What the isolation is: a separate process in its own session (the terminal's Ctrl-C does not
-reach it; it is killed with its process group), with a scrubbed environment, its own temporary
-working directory, stdin from /dev/null, stdout and stderr captured to files (reported as noise),
-core dumps off, an address-space limit on the CPU, a file-size limit, and a kill when this process
-or the fork server dies. What it is not: a security sandbox. The candidate runs with your user's
-rights; isolation protects the fuzz run from accidents (crashes, hangs, leaks, stray output,
-corrupted interpreter state), not the machine from hostile code.
+What the isolation is: a separate process in its own session (the terminal's Ctrl-C does not reach
+it; it is killed with its process group), with a scrubbed environment, its own temporary working
+directory, stdin from /dev/null, stdout and stderr captured to files (reported as noise), core dumps
+off, an address-space limit on the CPU, a file-size limit, and a kill when this process or the fork
+server dies. What it is not: a security sandbox. The candidate runs with your user's rights; it
+protects the fuzz run from accidents (crashes, hangs, leaks, stray output, corrupted interpreter
+state), not the machine from hostile code.
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ class IsolatedImpl(BenchRequests):
                 against = (f"{HANG_FACTOR:g} x the {deadline[1]:.3g} s reference.lse takes on this input, at least "
                            "the first again" if deadline[1] is not None else "the first again")
                 detail = (f"no answer within {deadline[0]:.3g} s while {what}: past the first deadline of "
-                          f"{self.call_timeout:g} s and the second ({against}): a hang")
+                          f"{self.call_timeout:g} s and the second ({against}): a hang{self._watched}")
             else:
                 detail = f"no answer within {max(timeout, 0):g} s while {what} (a hang, or far too slow)"
             detail += self._clock.compiled_in(self.calls)
@@ -374,7 +374,7 @@ class IsolatedImpl(BenchRequests):
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
         if self._time_left() <= 0 or self.calibrate is None:
             return self._receive(0.0, what=what, x=x, max_frame=max_frame)
-        watch = Watch(self.pid) if self.device == "cpu" else None  # a CPU worker that only waits: no second deadline
+        watch, self._watched = (Watch(self.pid) if self.device == "cpu" else None), ""  # set for the reason
         while watch is not None:
             if self._reply_within(WINDOW, what=what, x=x, max_frame=max_frame) or self._time_left() <= 0:
                 return self._receive(0.0, what=what, x=x, max_frame=max_frame)
@@ -382,7 +382,7 @@ class IsolatedImpl(BenchRequests):
                 raise self._lose(call_outcome(timed_out=True), f"no answer within {time.monotonic() - started - self._clock.spent():.3g} s "
                                  f"while {what}: past the first deadline of {self.call_timeout:g} s, and {idle}: a hang"
                                  f"{self._clock.compiled_in(self.calls)}", x=x)
-            watch = watch.again()
+            self._watched, watch = f" (the worker watched after the first deadline: {watch.seen})", watch.again()
         try:
             reference = self.calibrate(x)  # the parent is idle meanwhile: the worker keeps running
         except Exception:  # no calibration: the second deadline is the first again; the reply is still read

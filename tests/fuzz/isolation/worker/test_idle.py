@@ -130,10 +130,13 @@ def test_a_window_that_saw_a_thread_stopped_and_one_just_continued_is_watched_ag
     # window tells nothing: watched again (before, the second deadline: 120 s for a sleeping hang).
     from fuzz.isolation.worker import idle
 
-    looks = iter([(1.0, frozenset("T")), (1.0, frozenset("R")), (1.0, frozenset())])  # the last: the next watch's
+    looks = iter([(1.0, frozenset("T")), (1.0, frozenset("R")), (1.0, frozenset())])  # the third: the next watch's
     monkeypatch.setattr(idle, "usage", lambda pid: next(looks))
     watch = Watch(123)
-    assert watch.idle(2.0) is None and watch.stopped and watch.again() is not None
+    assert watch.idle(2.0) is None and watch.stopped
+    assert watch.seen == "0 s of CPU in 2 s, a thread running, a thread stopped"  # for the hang's reason
+    again = watch.again()
+    assert again is not None and again.stops == 1
     looks = iter([(1.0, frozenset("T")), (1.5, frozenset("R"))])  # it computed meanwhile: no
     watch = Watch(123)
     assert watch.idle(2.0) is None and not watch.stopped and watch.again() is None
