@@ -20,8 +20,9 @@ two that had not loaded yet were held again and ran alone first, 30 s); and one 
 :data:`DEATHS_HELD` times (a killer that waits before it kills is in flight at each death it
 causes, an innocent only at those it ran beside). Where most of a death's casualties are young,
 they started together (the batch's start, or all run again after a death), and youth tells
-nothing: only the likeliest of them is held. When none is any of these, the likeliest culprit: found dead most often; of those, one whose
-candidate had loaded, the last to load; then the one started last. Holding only that one was not
+nothing: only the likeliest of them is held. When none is any of these, the likeliest culprit:
+found dead most often; of those, one whose candidate had loaded, the last to load; then the one
+started last. Holding only that one was not
 enough: with two killers in one batch (one of the fork server, one of its siblings' drivers), the
 one held was a long kernel found dead twice (beside each killer once), the young killer ran again
 at once and killed again, and the long kernels lost their progress four times over (on the
