@@ -2,15 +2,15 @@
 
     python bench/mutants_timeline.py [--device cuda] [-j 14] [--parts N] [--gate-shares N] [MUTANT ...]
 
-Runs :func:`fuzz.mutation.run_mutation` on the bundled catalog once (its workers' fork server started first,
-as the CLI starts it) and prints when each job reached a driver and when it ended (which of the
-gate's shares is the tail), and, in the order they ended,
-every gate job and mutant with the second it ended (from the start of this script, imports included)
-and the seconds of each of its parts, then the report's summary. With ``LSE_FUZZ_VARIANTS`` set
-to a file, the launch variants of the whole run are summed per kernel at the end: the binaries a
-cold run compiles (see :mod:`fuzz.interpreter.specialization`). ``--gate-shares`` splits the gate's
-run of the unmutated kernel into that many jobs instead of :func:`fuzz.mutation.runner.gate_shares`'s
-count: an experiment on where a cold GPU run's tail goes.
+Runs :func:`fuzz.mutation.run_mutation` on the bundled catalog once (its workers' fork server started
+first, as the CLI starts it) and prints when each job reached a driver and when it ended (which of
+the gate's shares is the tail), and, in the order they ended, every gate job and mutant with the
+second it ended (from the start of this script, imports included) and the seconds of each of its
+parts, then the report's summary and the costs of each of the gate's jobs. With
+``LSE_FUZZ_VARIANTS`` set to a file, the launch variants of the whole run are summed per kernel at
+the end: the binaries a cold run compiles (see :mod:`fuzz.interpreter.specialization`).
+``--gate-shares`` splits the gate's run of the unmutated kernel into that many jobs instead of
+:func:`fuzz.mutation.runner.gate_shares`'s count: an experiment on where a cold GPU run's tail goes.
 """
 
 from __future__ import annotations
@@ -72,10 +72,20 @@ def main(argv: list[str] | None = None) -> int:
         return zygote
 
     pool_module.zygote_for = ready_zygote
-    if args.gate_shares is not None:
-        from fuzz.mutation import runner
+    from fuzz.mutation import runner
 
+    if args.gate_shares is not None:
         runner.gate_shares = lambda options: args.gate_shares
+    shares: dict[str, dict] = {}  # each gate job's record: the report keeps one merged record of the shares
+    take = runner.Gate.take
+
+    def taking(self, result) -> None:
+        take(self, result)
+        record = self.records[result.job.key]
+        if hasattr(record, "costs"):
+            shares[result.job.key] = {"examples": record.examples, "seconds": record.seconds, "costs": record.costs}
+
+    runner.Gate.take = taking
 
     imported = time.perf_counter() - STARTED
     print(f"imports done at {imported:.1f} s", flush=True)
@@ -99,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts)
               + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else "")
               + _split(entry.cell.record.costs))
+    for key, share in sorted(shares.items()):
+        print(f"  {key}: {share['examples']} examples, {share['seconds'] or 0:.1f} s" + _split(share["costs"]))
     for result in report.results:
         parts = result.cell.record.parts or []
         memory = result.cell.record.memory  # the GPU's memory phase: its own seconds, and the verdict's wait
