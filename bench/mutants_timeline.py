@@ -76,14 +76,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.gate_shares is not None:
         runner.gate_shares = lambda options: args.gate_shares
-    shares: dict[str, dict] = {}  # each gate job's record: the report keeps one merged record of the shares
+    shares: dict = {}  # each gate job's record: the report keeps one merged record of the shares
     take = runner.Gate.take
 
     def taking(self, result) -> None:
         take(self, result)
-        record = self.records[result.job.key]
-        if hasattr(record, "costs"):
-            shares[result.job.key] = {"examples": record.examples, "seconds": record.seconds, "costs": record.costs}
+        if not isinstance(self.records[result.job.key], dict):  # the user's tests' record is a dict
+            shares[result.job.key] = self.records[result.job.key]
 
     runner.Gate.take = taking
 
@@ -109,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"{p.get('examples')} ex {p.get('seconds', 0):.1f} s" for p in parts)
               + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else "")
               + _split(entry.cell.record.costs))
-    for key, share in sorted(shares.items()):
-        print(f"  {key}: {share['examples']} examples, {share['seconds'] or 0:.1f} s" + _split(share["costs"]))
+    for key, record in sorted(shares.items()):
+        print(f"  {key}: {record.examples} examples, {record.seconds or 0:.1f} s" + _split(record.costs))
     for result in report.results:
         parts = result.cell.record.parts or []
         memory = result.cell.record.memory  # the GPU's memory phase: its own seconds, and the verdict's wait
