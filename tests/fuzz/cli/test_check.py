@@ -4,6 +4,7 @@ JSON and Markdown output, and one clear line (exit 2, no traceback) for every ba
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,16 +67,17 @@ def test_a_failing_check_prints_the_counterexample_and_a_replay_command_with_exi
 
 
 @pytest.mark.parametrize(("name", "options", "verdict", "text"), [
-    ("segfault", (), "CRASH", "was killed by SIGSEGV"),
-    ("sys_exit", (), "CRASH", "the candidate called sys.exit(3)"),
-    ("hang", ("--call-timeout", "1"), "TIMEOUT", "past the first deadline of 1 s, and in the 2 s after it"),
-    ("memory_hog", ("--memory-limit", "4"), "CRASH", "out of memory"),
+    ("segfault", (), "CRASH", re.escape("was killed by SIGSEGV")),
+    ("sys_exit", (), "CRASH", re.escape("the candidate called sys.exit(3)")),
+    # The window watched after the first deadline is measured: 2.01 s on a loaded machine.
+    ("hang", ("--call-timeout", "1"), "TIMEOUT", r"past the first deadline of 1 s, and in the 2(\.\d+)? s after it"),
+    ("memory_hog", ("--memory-limit", "4"), "CRASH", re.escape("out of memory")),
 ], ids=["segfault", "sys_exit", "hang", "out_of_memory"])
 def test_a_lost_worker_ends_the_run_with_exit_1_and_a_replayable_input(check, tmp_path, capsys, name, options,
                                                                        verdict, text):
     code, out, _ = check(candidate(name), "--budget", "20", *options)
     assert code == 1
-    assert out.startswith(f"{verdict} {candidate(name)}:lse") and text in out
+    assert out.startswith(f"{verdict} {candidate(name)}:lse") and re.search(text, out)
     assert "input:    float32 (1, 1) contiguous on cpu; rows: 1 x zeros" in out  # the first example
     replay = next(line for line in out.splitlines() if "replay:" in line).split("replay:", 1)[1].strip()
     assert replay.startswith("lse-fuzz replay ") and replay.endswith(f"--impl {candidate(name)}:lse --isolate")
