@@ -35,16 +35,30 @@ def _probes_memory(options: GradeOptions, record: GradeRecord, verdict: Verdict)
     and after a crash the GPU reported as a kernel's fault, and names the access the same way."""
     if not options.device.startswith("cuda") or options.memory is MemoryPhase.OFF:
         return False
-    if verdict is Verdict.PASS:
-        return True
     if verdict is Verdict.FAIL:
         return options.memory is MemoryPhase.BESIDE and record.check not in (*memory.MEMORY_CHECKS, "time_limit")
+    return _passed_or_faulted(record, verdict)
+
+
+def _passed_or_faulted(record: GradeRecord, verdict: Verdict) -> bool:
+    """Whether the fuzzing passed, or the worker crashed with what the GPU reports for a kernel's fault."""
+    if verdict is Verdict.PASS:
+        return True
     return verdict is Verdict.CRASH and any(s in f"{record.reason}\n{record.details}" for s in _KERNEL_FAULT)
 
 
-def _started(target: str, options: GradeOptions) -> memory.Probing:
+def _left_out(options: GradeOptions) -> tuple[str, ...]:
+    """The memory checks the run selected whose tools did not start beside it (``options.memory_checks``)."""
+    if options.memory_checks is None:
+        return ()
+    return tuple(c for c in memory.MEMORY_CHECKS if c in (options.checks or CHECKS) and c not in options.memory_checks)
+
+
+def _started(target: str, options: GradeOptions, only: tuple[str, ...] | None = None) -> memory.Probing:
+    """The phase's processes started for the checks the run selected (of them, ``only``'s)."""
     contract = options.declared()
-    return memory.start(options.worker_target(target), checks=options.checks or tuple(CHECKS),
+    checks = tuple(c for c in options.checks or tuple(CHECKS) if only is None or c in only)
+    return memory.start(options.worker_target(target), checks=checks,
                         dtype=dtype_name(contract.dtypes[0]), device=options.device, max_n=contract.max_n,
                         contiguous=contract.layouts is Layouts.CONTIGUOUS, huge=options.huge_offsets)
 
@@ -73,7 +87,7 @@ def probing(target: str, options: GradeOptions):
     if not options.device.startswith("cuda") or options.memory is not MemoryPhase.BESIDE:
         yield None
         return
-    probes = _started(target, options)
+    probes = _started(target, options, options.memory_checks)
     try:
         yield probes
     finally:
@@ -154,6 +168,10 @@ def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecor
     # A finding the fixed probes made already needs no replay of the run's inputs to wait for.
     inputs = [] if probes is not None and probes.found() else run_inputs(record, verdict)
     report = started.report(inputs, most=memory.WAIT_SECONDS if probes else None)
+    rest = _left_out(options) if probes is not None else ()
+    if report.finding is None and rest and _passed_or_faulted(record, verdict):
+        # The tools left out of the start beside the run: only now, as AFTER_PASS starts the phase.
+        report = memory.merged(report, _started(candidate.target, options, rest).report(run_inputs(record, verdict)))
     record.memory = report.to_dict()
     finding = report.finding
     if finding is None:
@@ -167,7 +185,7 @@ def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecor
     record.details = "\n".join([
         f"check {finding.check!r} failed: {finding.what} ({report.ran}, after the fuzzing)",
         f"  probe:    {finding.probe}",
-        *([f"  result:   the implementation's result holds bytes nothing wrote: the probe read it after the call "
+        *(["  result:   the implementation's result holds bytes nothing wrote: the probe read it after the call "
            "(a torch kernel, the one named below), as the CPU refuses such a result"] if finding.in_result else []),
         *(f"  {'access:' if i else 'at:':<9} {line.removeprefix('at ')}" for i, line in enumerate(finding.lines)),
         f"  errors:   {finding.errors} reported in this run",

@@ -90,6 +90,10 @@ class GradeOptions:
     share: tuple[int, int] | None = field(default=None, repr=False)
     bench: bool = False
     memory: MemoryPhase = field(default=MemoryPhase.BESIDE, repr=False)
+    # The memory checks whose tools start beside the fuzzing (None: every one the run selected); the
+    # others start only once the run passed or the GPU reported a kernel fault, as with AFTER_PASS.
+    # Not an option: a mutation analysis starts only the tool of a memory mutant's documented check.
+    memory_checks: tuple[str, ...] | None = field(default=None, repr=False)
     bench_shape: tuple[int, int] = DEFAULT_BENCH_SHAPE
     bench_dtype: str = "float32"
 
@@ -228,6 +232,8 @@ class GradeOptions:
         # (their run probes once), not a check's or a grading's (their reports and keys as before).
         if self.memory is not MemoryPhase.AFTER_PASS:
             data.pop("memory")
+        if self.memory_checks is None:
+            data.pop("memory_checks")
         data["private_seed"] = self.private_seed is not None or derived is not None
         contract = data.pop("contract")
         # The contract flat, by its options' names, as the reports always gave it.
@@ -251,6 +257,7 @@ class GradeOptions:
         data["bench_shape"] = list(self.bench_shape)
         data["share"] = None if self.share is None else list(self.share)
         data["memory"] = self.memory.value
+        data["memory_checks"] = None if self.memory_checks is None else list(self.memory_checks)
         return data
 
     def key(self) -> str:
@@ -276,6 +283,7 @@ class GradeOptions:
         data["bench_shape"] = tuple(data["bench_shape"])
         data["share"] = None if data.get("share") is None else tuple(data["share"])
         data["memory"] = MemoryPhase(data.get("memory", MemoryPhase.BESIDE.value))
+        data["memory_checks"] = None if data.get("memory_checks") is None else tuple(data["memory_checks"])
         return cls(**data)
 
 

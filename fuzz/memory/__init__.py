@@ -4,7 +4,7 @@ compute-sanitizer's reports (:mod:`.sanitizer`). On the CPU the same checks run 
 
 from __future__ import annotations
 
-from .phase import WAIT_SECONDS, MemoryReport, Probing, run, start
+from .phase import WAIT_SECONDS, MemoryReport, Probing, merged, run, start
 from .sanitizer import CHECKS as MEMORY_CHECKS
 
-__all__ = ["MEMORY_CHECKS", "WAIT_SECONDS", "MemoryReport", "Probing", "run", "start"]
+__all__ = ["MEMORY_CHECKS", "WAIT_SECONDS", "MemoryReport", "Probing", "merged", "run", "start"]

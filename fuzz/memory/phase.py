@@ -38,7 +38,8 @@ from ..interpreter.bounds import OutOfBounds
 from . import sanitizer
 from .sanitizer import TOOLS, Finding
 
-__all__ = ["MemoryReport", "Probing", "TOOL_SECONDS", "WAIT_SECONDS", "describe", "replay_command", "run", "start"]
+__all__ = ["MemoryReport", "Probing", "TOOL_SECONDS", "WAIT_SECONDS", "describe", "merged", "replay_command", "run",
+           "start"]
 
 TOOL_SECONDS = 90.0
 """The most one tool's run may take (measured on an H200: about 10 s each, CUDA 13's
@@ -81,6 +82,18 @@ class MemoryReport:
         return {"ran": self.ran, "seconds": round(self.seconds, 3), "waited": round(self.waited, 3),
                 "probes": self.probes, "finding": None if self.finding is None else self.finding.to_dict(),
                 "notes": list(self.notes), "replay": self.replay}
+
+
+def merged(first: MemoryReport, then: MemoryReport) -> MemoryReport:
+    """One report of two runs of the phase one after the other (tools started apart): ``then``'s
+    finding, both runs' notes and seconds."""
+    prefix = "compute-sanitizer "
+    if first.ran.startswith(prefix) and then.ran.startswith(prefix):
+        ran = prefix + ", ".join(t for t in (first.ran[len(prefix):], then.ran[len(prefix):]) if t)
+    else:
+        ran = "; then ".join(r for r in (first.ran, then.ran) if r)
+    return MemoryReport(ran, first.seconds + then.seconds, max(first.probes, then.probes), then.finding,
+                        [*first.notes, *then.notes], then.replay, first.waited + then.waited)
 
 
 def describe(memory: dict) -> str:

@@ -88,10 +88,14 @@ def mutant_options(options: GradeOptions, mutant: Mutant) -> GradeOptions:
     """The options ``mutant`` is judged under. On a GPU the memory phase costs two processes under
     compute-sanitizer per run; a mutant is killed by the first check that fails, so the phase starts
     only where it can decide the kill (the fuzzing passed, or the GPU reported a kernel fault), or
-    where the mutant's documented check is a memory check: then it starts beside the fuzzing and
-    names the stray access after a value check's failure too, as the CPU names it."""
-    if not options.device.startswith("cuda") or mutant.expected_check in MEMORY_CHECKS:
+    where the mutant's documented check is a memory check: then that check's tool starts beside the
+    fuzzing and names the stray access after a value check's failure too, as the CPU names it; the
+    other tool starts only where the phase would start for any mutant. In a cold analysis on a
+    16-CPU H100 host, a memory mutant's phase took 13-19 s with both tools, 10-14 s with its own."""
+    if not options.device.startswith("cuda"):
         return options
+    if mutant.expected_check in MEMORY_CHECKS:
+        return replace(options, memory_checks=(mutant.expected_check,))
     return replace(options, memory=MemoryPhase.AFTER_PASS)
 
 

@@ -122,3 +122,64 @@ def test_parts_side_by_side_are_stopped_by_a_finding_beside_them_and_say_so(tmp_
     other.mkdir()
     (other / "failed-another-process").touch()
     assert PartSignal(other).others_failed() and PartSignal(other).why == ""
+
+
+INITCHECK = Finding("uninitialized_read", "initcheck", "Uninitialized __global__ memory read of size 4 bytes",
+                    ["at _k+0x20 in k.py:14"], probe="3 x 8192", errors=1)
+
+
+class Tool(Probes):
+    """A stand-in of one tool's :class:`fuzz.memory.Probing`, finding ``finding`` (or nothing)."""
+
+    def __init__(self, tool: str, finding: Finding | None) -> None:
+        super().__init__(after=None)
+        self.tool, self.finding = tool, finding
+
+    def report(self, inputs=(), most=None) -> MemoryReport:
+        self.handed = list(inputs)
+        return MemoryReport(f"compute-sanitizer {self.tool}", 4.0, 8, self.finding, [f"{self.tool} ran"], "REPLAY",
+                            waited=1.0)
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_a_phase_started_for_one_check_beside_the_run_starts_the_other_tool_only_after_a_pass(monkeypatch):
+    # A mutation analysis starts only the tool of a memory mutant's documented check beside its run
+    # (fuzz.mutation.judge.mutant_options): the other starts as for any mutant, after a pass.
+    candidate = Candidate("k.py", "", "k.py:lse")
+    options = GradeOptions(device="cuda", memory_checks=("memory_bounds",))
+    started = []
+    monkeypatch.setattr(memory_phase_module.memory, "start",
+                        lambda target, checks, **kw: started.append(checks) or Tool(checks[0], None))
+    with memory_phase_module.probing(candidate.target, options):
+        assert started == [("memory_bounds",)]
+    later = Tool("initcheck", INITCHECK)
+    monkeypatch.setattr(memory_phase_module, "_started", lambda target, opts, only=None: started.append(only) or later)
+    record = evaluate.base_record(candidate, options)
+    assert memory_phase(candidate, options, record, Verdict.PASS, Tool("memcheck", None)) is Verdict.FAIL
+    assert started[-1] == ("uninitialized_read",) and record.check == "uninitialized_read"
+    assert record.memory["ran"] == "compute-sanitizer memcheck, initcheck" and record.memory["seconds"] == 8.0
+    assert record.memory["notes"] == ["memcheck ran", "initcheck ran"] and record.memory["waited"] == 2.0
+    # A value check's failure kills the mutant whatever the other tool would name: it never starts.
+    failed = evaluate.base_record(candidate, options)
+    failed.check, failed.reason = "matches_reference", "check 'matches_reference' failed"
+    count = len(started)
+    assert memory_phase(candidate, options, failed, Verdict.FAIL, Tool("memcheck", None)) is Verdict.FAIL
+    assert len(started) == count and failed.check == "matches_reference" and "initcheck" not in failed.memory["ran"]
+    # Its own tool's finding needs nothing more.
+    found = evaluate.base_record(candidate, options)
+    assert memory_phase(candidate, options, found, Verdict.PASS, Tool("memcheck", FINDING)) is Verdict.FAIL
+    assert len(started) == count and found.check == "memory_bounds"
+    # Without memory_checks both tools started beside the run: nothing is started after it.
+    whole = GradeOptions(device="cuda")
+    clean = evaluate.base_record(candidate, whole)
+    assert memory_phase(candidate, whole, clean, Verdict.PASS, Tool("memcheck, initcheck", None)) is Verdict.PASS
+    assert len(started) == count
+
+
+def test_memory_checks_travel_to_the_driver_and_only_a_restricted_phase_shows_in_reports_and_keys():
+    plain, one = GradeOptions(device="cuda"), GradeOptions(device="cuda", memory_checks=("memory_bounds",))
+    assert GradeOptions.from_wire(one.to_wire()) == one and GradeOptions.from_wire(plain.to_wire()) == plain
+    assert "memory_checks" not in plain.public() and one.public()["memory_checks"] == ["memory_bounds"]
+    assert one.key() != plain.key()

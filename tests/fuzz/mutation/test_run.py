@@ -335,6 +335,10 @@ def test_on_a_gpu_a_mutant_probes_memory_beside_its_run_only_where_its_documente
     assert phases["masked_lanes_zero"] is phases["no_max_added"] is MemoryPhase.AFTER_PASS
     assert {name for name, phase in phases.items() if phase is MemoryPhase.BESIDE} == \
         {name for name, mutant in mutants.items() if mutant.expected_check in MEMORY_CHECKS}
+    # Beside the run, only the tool of the documented check (the other after a pass, as for any mutant).
+    tools = {name: mutant_options(gpu, mutant).memory_checks for name, mutant in mutants.items()}
+    assert tools["store_past_output"] == ("memory_bounds",) and tools["skipped_empty_partial"] == ("uninitialized_read",)
+    assert tools["no_max_added"] is None
     assert all(mutant_options(cpu, mutant) is cpu for mutant in mutants.values())
 
 
