@@ -90,6 +90,8 @@ def merged(first: MemoryReport, then: MemoryReport) -> MemoryReport:
     prefix = "compute-sanitizer "
     if first.ran.startswith(prefix) and then.ran.startswith(prefix):
         ran = prefix + ", ".join(t for t in (first.ran[len(prefix):], then.ran[len(prefix):]) if t)
+    elif first.ran == then.ran or not first.ran:  # the interpreter's checks, both times
+        ran = then.ran
     else:
         ran = "; then ".join(r for r in (first.ran, then.ran) if r)
     return MemoryReport(ran, first.seconds + then.seconds, max(first.probes, then.probes), then.finding,

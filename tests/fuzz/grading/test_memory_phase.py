@@ -178,6 +178,18 @@ def test_a_phase_started_for_one_check_beside_the_run_starts_the_other_tool_only
     assert len(started) == count
 
 
+def test_two_runs_of_the_phase_read_as_one():
+    from fuzz.memory import merged
+
+    both = merged(MemoryReport("compute-sanitizer memcheck", 3.0, 8, None, ["a"], "", 1.0),
+                  MemoryReport("compute-sanitizer initcheck", 4.0, 9, INITCHECK, ["b"], "R", 4.0))
+    assert (both.ran, both.seconds, both.probes, both.finding, both.notes, both.replay, both.waited) == (
+        "compute-sanitizer memcheck, initcheck", 7.0, 9, INITCHECK, ["a", "b"], "R", 5.0)
+    cpu = "the CPU interpreter's memory checks (no compute-sanitizer found)"
+    assert merged(MemoryReport(cpu), MemoryReport(cpu)).ran == cpu  # no tool found: the same checks twice
+    assert merged(MemoryReport("", notes=["left out"]), MemoryReport(cpu)).ran == cpu
+
+
 def test_memory_checks_travel_to_the_driver_and_only_a_restricted_phase_shows_in_reports_and_keys():
     plain, one = GradeOptions(device="cuda"), GradeOptions(device="cuda", memory_checks=("memory_bounds",))
     assert GradeOptions.from_wire(one.to_wire()) == one and GradeOptions.from_wire(plain.to_wire()) == plain
