@@ -6,7 +6,8 @@ Runs :func:`fuzz.mutation.run_mutation` on the bundled catalog once (its workers
 first, as the CLI starts it) and prints when each job reached a driver and when it ended (which of
 the gate's shares is the tail), and, in the order they ended, every gate job and mutant with the
 second it ended (from the start of this script, imports included) and the seconds of each of its
-parts, then the report's summary and the costs of each of the gate's jobs. With
+parts, then the report's summary, the costs of each of the gate's jobs, and each mutant's status,
+the check that killed it, and its costs. With
 ``LSE_FUZZ_VARIANTS`` set to a file, the launch variants of the whole run are summed per kernel at
 the end: the binaries a cold run compiles (see :mod:`fuzz.interpreter.specialization`).
 ``--gate-shares`` splits the gate's run of the unmutated kernel into that many jobs instead of
@@ -113,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     for result in report.results:
         parts = result.cell.record.parts or []
         memory = result.cell.record.memory  # the GPU's memory phase: its own seconds, and the verdict's wait
-        print(f"{result.name:26s} {result.status.value:9s} {result.cell.examples:4d} ex {result.cell.wall_seconds:6.1f} s; parts "
+        by = f"by {result.cell.check}" if result.cell.check else ""
+        print(f"{result.name:26s} {result.status.value:9s} {by:22s} {result.cell.examples:4d} ex "
+              f"{result.cell.wall_seconds:6.1f} s; parts "
               + ", ".join(f"{p.get('seconds', 0):.1f}" for p in parts)
               + (f"; memory phase {memory['seconds']:.1f} s, waited {memory['waited']:.1f} s" if memory else "")
               + _split(result.cell.record.costs))
