@@ -170,8 +170,9 @@ def memory_phase(candidate: Candidate, options: GradeOptions, record: GradeRecor
     report = started.report(inputs, most=memory.WAIT_SECONDS if probes else None)
     rest = _left_out(options) if probes is not None else ()
     if report.finding is None and rest and _passed_or_faulted(record, verdict):
-        # The tools left out of the start beside the run: only now, as AFTER_PASS starts the phase.
-        report = memory.merged(report, _started(candidate.target, options, rest).report(run_inputs(record, verdict)))
+        # The tools left out of the start beside the run: only now, as AFTER_PASS starts the phase
+        # (``inputs`` are the run's: its own tool found nothing, so none were left out).
+        report = memory.merged(report, _started(candidate.target, options, rest).report(inputs))
     record.memory = report.to_dict()
     finding = report.finding
     if finding is None:
