@@ -200,6 +200,7 @@ class Run:
         elif self.stop is not None and self.stop.others_failed():
             self.state.stopped = True
             raise _Stopped
+        example.build()  # a drawn example's tensors: generation, not the body's seconds
         started = time.perf_counter()
         try:
             self._held(example, plan)
@@ -351,10 +352,11 @@ class Run:
     def _last(self) -> _Falsified | None:
         """The last examples, outside Hypothesis, in turn to the first that fails: nothing to shrink (each
         is minimal for its bug already), and drawn examples that fail are reported as before. Each runs
-        the metamorphic check it prefers where the run selected it, else the run's first."""
+        the metamorphic check it prefers where the run selected it, else the run's first. A share of
+        a run runs those of its launch classes (every share places them alike: :mod:`fuzz.shares`)."""
         config = 0 if self.tuning.combinations > 1 else None
         first = next((name for name in self.names if name in METAMORPHIC), None)
-        for example, check in self.last_examples:
+        for example, check in (pair for pair in self.last_examples if not self.skips(pair[0])):
             try:
                 self.one(example, Plan(check if check in self.names else first, 0, config))
             except _Falsified as exc:

@@ -37,7 +37,7 @@ from .reproducer import load_reproducer, replay_command
 from .result import CheckResult
 from .run import PREFER_COMPILED, Run, RunStop, Tuning, pristine
 from .shares import ShareSplit
-from .shrinking import ShrinkClock, ShrinkStore, default_shrink_seconds, launch_class
+from .shrinking import ShrinkClock, ShrinkStore, default_shrink_seconds
 from .strategies import Contract, LseInput, huge_examples, lse_inputs, overflow_example, padded_example
 from .target import describe_target
 
@@ -164,10 +164,10 @@ def check(
 
 
 def _shared(run: Run, share: tuple[int, int] | None, last: tuple[tuple[LseInput, str | None], ...]) -> None:
-    """The last examples are share 0's; which share runs which launch classes (fuzz.shares), the
-    same in every share: the last examples' classes, which share 0 runs, count for it in all."""
-    run.last_examples = last if share is None or share[0] == 0 else ()
-    run.split = None if share is None else ShareSplit(share[1], (launch_class(example) for example, _ in last))
+    """Which share runs which launch classes (fuzz.shares), the same in every share; every share
+    holds the last examples and runs those of its own groups (Run.skips)."""
+    run.last_examples = last
+    run.split = None if share is None else ShareSplit(share[1])
 
 
 def _selected(checks: Iterable[str] | None, backward: bool) -> tuple[tuple[str, ...], bool]:

@@ -20,7 +20,6 @@ contiguous and the dtype towards float32.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 
 import torch
@@ -31,6 +30,7 @@ from reference.errors import InvalidArgument
 from .batching import BatchLayout, batch_layouts
 from .contract import DTYPES, Contract
 from .layouts import COLUMN_STEPS, HUGE_KINDS, Layout, LayoutKind
+from .lse_input import LseInput
 from .recipes import LEVELS, RECIPES, Generator, Recipe, RowSpec, row_recipes, row_values
 
 __all__ = ["DTYPES", "LEVELS", "RECIPES", "BatchLayout", "Contract", "Generator", "LseInput", "Recipe", "RowSpec",
@@ -209,102 +209,6 @@ def layouts(*, huge_offsets: bool = True, kinds: tuple[LayoutKind, ...] | None =
 # Whole inputs
 
 
-class LseInput:
-    """One generated input: the view ``x`` a kernel gets, and how it was made.
-
-    ``values`` holds the same numbers contiguously on the CPU (``x`` may be strided, offset, or on
-    a GPU); ``layout.materialize(values, device)`` rebuilds ``x``. ``recipes[i]`` names row i's
-    recipe. Given ``device`` instead of ``x``, the view is built on first use (a huge-offset view
-    holds gigabytes on a GPU: it is built while the example runs and :meth:`release`-d after).
-
-    With ``batch`` (a :class:`fuzz.batching.BatchLayout`, for an N-D call convention) ``x`` is the
-    N-D input whose rows are ``values``' rows; :meth:`as_rows`, :meth:`rebuild` and :meth:`write`
-    go between the two, so the checks judge rows either way.
-    """
-
-    def __init__(self, x: torch.Tensor | None = None, values: torch.Tensor | None = None, layout: Layout = Layout(),
-                 specs: tuple[RowSpec, ...] = (), seed: int = 0, *, device: torch.device | str | None = None,
-                 batch: BatchLayout | None = None) -> None:
-        if values is None:
-            raise InvalidArgument("values=None; an LseInput needs its values (a 2-D CPU tensor).")
-        self._x = x
-        self.values = values
-        self.layout = layout
-        self.specs = specs
-        self.seed = seed
-        self.batch = batch
-        self.device = torch.device(device) if device is not None else (x.device if x is not None else values.device)
-
-    @property
-    def x(self) -> torch.Tensor:
-        if self._x is None:
-            self._x = self.rebuild(self.values, self.device)
-        return self._x
-
-    def rebuild(self, values: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
-        """A new input laid out as this one, holding ``values`` (M, N) as its rows."""
-        device = self.device if device is None else device
-        if self.batch is not None:
-            return self.batch.materialize(values, device)
-        return self.layout.materialize(values, device)
-
-    def as_rows(self, t: torch.Tensor) -> torch.Tensor:
-        """A tensor shaped like ``x`` as its (M, N) rows (``t`` itself for a 2-D input)."""
-        return t if self.batch is None else self.batch.as_rows(t)
-
-    def write(self, x: torch.Tensor, values: torch.Tensor) -> None:
-        """Write the (M, N) ``values`` into ``x`` (this example's input, or a view like it) in place."""
-        if self.batch is None:
-            x.copy_(values.to(x.device))
-        else:
-            self.batch.write(x, values)
-
-    def where(self, row: int, col: int) -> str:
-        """``x[row, col]``, or the N-D index of that element of row ``row``."""
-        index = (row, col) if self.batch is None else self.batch.index(row, col)
-        return f"x[{', '.join(map(str, index))}]"
-
-    def describe_layout(self) -> str:
-        rows, cols = self.shape
-        return self.layout.describe(rows, cols) if self.batch is None else self.batch.describe(cols)
-
-    @x.setter
-    def x(self, value: torch.Tensor) -> None:
-        self._x = value
-
-    def release(self) -> None:
-        """Drop the view if it is built lazily again on use (its storage goes back to the allocator)."""
-        self._x = None
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.values.dtype
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return tuple(self.values.shape)  # type: ignore[return-value]
-
-    @property
-    def recipes(self) -> list[str]:
-        return [self.specs[i % len(self.specs)].recipe for i in range(self.shape[0])]
-
-    def row_recipe(self, row: int) -> str:
-        return str(self.specs[row % len(self.specs)])
-
-    def describe(self) -> str:
-        rows, cols = self.shape
-        counts = Counter(self.row_recipe(i) for i in range(rows))
-        mix = ", ".join(f"{n} x {name}" for name, n in counts.items()) or "no rows"
-        layout = self.describe_layout() if self.batch is None else f"rows of a {self.describe_layout()}"
-        return f"{str(self.dtype).replace('torch.', '')} {tuple(self.shape)} {layout} on {self.device.type}; rows: {mix}"
-
-    def __repr__(self) -> str:
-        return f"<LseInput {self.describe()}>"
-
-    def _repr_pretty_(self, printer, cycle) -> None:  # Hypothesis prints falsifying examples with this
-        printer.text(repr(self))
-
-
 def lse_inputs(
     *,
     contract: Contract | str = Contract.STRICT,
@@ -373,12 +277,10 @@ def lse_inputs(
             # Decided by the seed already drawn, not by a draw of its own: every other example,
             # and the plans drawn after it, stay what they were for a given --seed.
             return wide(seed)
-        values = row_values(specs, rows, cols, chosen_dtype, seed)
-        if chosen_layout.is_huge and device.type == "cuda":
-            # Built when the example runs, under the runner's GPU memory slots (fuzz.runner).
-            return LseInput(values=values, layout=chosen_layout, specs=specs, seed=seed, device=device)
-        x = chosen_layout.materialize(values, device)
-        return LseInput(x=x, values=values, layout=chosen_layout, specs=specs, seed=seed)
+        # Built on first use: a share of a run skips the other shares' examples unbuilt. A huge view
+        # on a GPU is built only when the example runs, under the runner's GPU memory slots (fuzz.runner).
+        return LseInput.drawn(specs, (rows, cols), chosen_dtype, seed, chosen_layout, device,
+                              view_on_use=chosen_layout.is_huge and device.type == "cuda")
 
     return draw_input()
 
@@ -418,8 +320,7 @@ def _wide_constant_rows(contract: Contract, device: torch.device) -> Callable[[i
 
 def _constant_row(dtype: torch.dtype, cols: int, level: int, seed: int, device: torch.device) -> LseInput:
     specs = (RowSpec("constant", level),)
-    values = row_values(specs, 1, cols, dtype, seed)
-    return LseInput(x=Layout().materialize(values, device), values=values, layout=Layout(), specs=specs, seed=seed)
+    return LseInput.drawn(specs, (1, cols), dtype, seed, Layout(), device)
 
 
 def overflow_example(contract: Contract | str = Contract.STRICT,
@@ -451,9 +352,7 @@ def padded_example(contract: Contract | str = Contract.STRICT,
         return None
     dtype = next((d for d in contract.dtypes if d.itemsize <= 4), contract.dtypes[0])
     specs, layout = (RowSpec("small", 0),), Layout(LayoutKind.PADDED, pad=3)
-    values = row_values(specs, 3, 5, dtype, 3)
-    device = default_device() if device is None else torch.device(device)
-    return LseInput(x=layout.materialize(values, device), values=values, layout=layout, specs=specs, seed=3)
+    return LseInput.drawn(specs, (3, 5), dtype, 3, layout, default_device() if device is None else device)
 
 
 def huge_examples(contract: Contract | str = Contract.STRICT,

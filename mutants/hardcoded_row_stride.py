@@ -13,7 +13,8 @@ Triton tutorial 02-fused-softmax (``input_row_stride`` argument).
 
 Killed by: ``agreement`` on padded, transposed or column-step layouts (the fuzzer fills padding
 with NaN, so a row reading it comes out NaN); ``row_independence`` also catches it when the row is
-passed alone as a contiguous copy.
+passed alone as a contiguous copy, and ``shift_invariance`` when an example's plan runs it first
+(its call on x + c is judged against the reference too: on an H100 on 2026-12-06 it killed it).
 
 Minimal input: rows ``[0.0]`` and ``[1.0]`` at row stride 2 (``[[0., 5.], [1., 5.]][:, :1]``) ->
 expected ``[0.0, 1.0]``, got ``[0.0, 5.0]`` (row 1 read from offset 1, the padding).

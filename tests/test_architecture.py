@@ -30,7 +30,7 @@ LAYERS = [
     ("fuzz.failures", "fuzz.validate", "fuzz.outcomes", "fuzz.target", "fuzz.gpu_memory", "fuzz.layouts",
      "fuzz.calls", "fuzz.gradient", "fuzz.costs"),
     ("fuzz.contract",),
-    ("fuzz.strategies", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.timing",
+    ("fuzz.strategies", "fuzz.lse_input", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.timing",
      "fuzz.shrinking", "fuzz.shares"),
     ("fuzz.checks", "fuzz.reproducer", "fuzz.merge"),  # a reproducer file names checks and a plan: the memory probes load one
     ("fuzz.memory",),  # the GPU's memory phase: the probes, compute-sanitizer, the CPU's checks as fallback

@@ -73,7 +73,7 @@ catalog's was 600), which is what ``lse-fuzz grade`` gives a candidate: the gate
 like one, and on a cold GPU the gate's run compiles every kernel variant first. The traced
 coverage run, when one is made, has this limit too."""
 GATE_SHARES = 4
-"""At most this many shares of the gate's run on a GPU (one per four jobs): see :func:`gate_shares`."""
+"""At most this many shares of the gate's run on a GPU (one per three jobs): see :func:`gate_shares`."""
 ONE_RUN = 1
 """A mutant's examples are one Hypothesis run (GradeOptions.parts) by default, on every device (the
 catalog ran four parts on a GPU). Parts of derived seeds run one after the other in a job, each to
@@ -384,7 +384,7 @@ def gate_shares(options: GradeOptions) -> int:
     compiles (some 60 specializations) were the analysis's longest job, in one process while the
     mutants' were over: shares spread them over the cores. In Triton's interpreter the cores are
     busy anyway: one job."""
-    return max(1, min(GATE_SHARES, options.jobs // 4)) if options.device.startswith("cuda") else 1
+    return max(1, min(GATE_SHARES, options.jobs // 3)) if options.device.startswith("cuda") else 1
 
 
 def merged(records: list[GradeRecord]) -> GradeRecord:

@@ -188,3 +188,11 @@ def test_each_gpu_script_parses_and_names_its_usage_without_an_output_folder(scr
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True).returncode == 0
     bare = subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert bare.returncode != 0 and "usage" in bare.stderr
+
+
+def test_worker_start_times_k_workers_started_at_once(capsys):
+    worker_start = _load("worker_start")
+    assert worker_start.main(["--device", "cpu", "--target", f"{DOUBLES}:lse_float64", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].split()[:3] == ["worker", "ready", "K=2"], lines
+    assert worker_start._line("x", 3, [1.0, 2.0, 4.0]).endswith("median  2.00 s, min  1.00 s, max  4.00 s")

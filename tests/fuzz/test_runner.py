@@ -22,6 +22,7 @@ from fuzz.checks import CHECKS, run_checks
 from fuzz.layouts import LayoutKind
 from fuzz.reproducer import load_reproducer
 from fuzz.outcomes import HarnessError, Status
+from fuzz.recipes import row_values
 
 
 @pytest.fixture
@@ -406,17 +407,39 @@ def test_32_bit_offsets_fail_on_every_seed_within_a_small_budget(run, seed):
 def test_the_shares_of_a_run_run_its_examples_exactly_once():
     """share=(k, K): K jobs run one run's examples between them (the mutation gate spreads its
     compiles over a GPU host's cores so), each example in exactly one share, each launch class
-    (dtype, N's power of two) in one share only; the last example (the float16 overflow row) in
-    share 0."""
+    (dtype, N's power of two) in one share only, the last examples (the padded rows, the float16
+    overflow row) included, each in its group's share."""
     whole = _inputs_seen()
     shares = [_inputs_seen(share=(k, 3)) for k in range(3)]
     assert sorted(sum(shares, [])) == sorted(whole)
     assert all(0 < len(share) < len(whole) for share in shares)
-    classes = [{(dtype, shape[1] and 1 << (shape[1] - 1).bit_length()) for shape, dtype, _, _ in
-                (share[:-1] if k == 0 else share)} for k, share in enumerate(shares)]  # not the overflow row
+    classes = [{(dtype, shape[1] and 1 << (shape[1] - 1).bit_length()) for shape, dtype, _, _ in share}
+               for share in shares]
     assert not (classes[0] & classes[1]) and not (classes[1] & classes[2]) and not (classes[0] & classes[2])
     last = whole[-1]
-    assert last[0] == (1, 65520) and shares[0][-1] == last and last not in shares[1] + shares[2]
+    assert last[0] == (1, 65520) and sum(share[-1] == last for share in shares) == 1
+    # Not all in share 0 (which was the gate's tail on a GPU when it ran every last example).
+    assert any(x[0] in ((1, 65520), (3, 5)) for share in shares[1:] for x in share)
+
+
+def test_a_share_builds_the_tensors_of_its_own_examples_only(monkeypatch):
+    """Every share draws the whole stream; the examples of the others are skipped unbuilt (their
+    values and views cost a GPU host's share seconds of drawing otherwise)."""
+    import fuzz.lse_input
+
+    built = []
+    monkeypatch.setattr(fuzz.lse_input, "row_values", lambda *args: built.append(args) or row_values(*args))
+
+    def examples(**options) -> int:
+        built.clear()
+        result = lse_fuzz.check(lambda x: torch.logsumexp(x.double(), 1).to(x.dtype), budget=40, seed=3,
+                                device="cpu", huge_offsets=False, **options)
+        assert result.status is Status.PASSED, result.report()
+        return result.costs.examples
+
+    assert examples() == len(built) == 40  # the whole run builds each example it runs, once
+    for k in (1, 2):
+        assert 0 < examples(share=(k, 3)) == len(built) < 40
 
 
 @pytest.mark.parametrize("share", [(3, 3), (-1, 2), (0, 0)])

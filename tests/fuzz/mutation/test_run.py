@@ -187,7 +187,7 @@ def test_lines_are_traced_only_when_a_mutant_survives(tmp_path, monkeypatch):
     assert "mutants" not in steps  # known from the kept lines: never run
 
 
-@pytest.mark.parametrize("device, jobs, shares", [("cpu", 16, 1), ("cuda", 2, 1), ("cuda", 8, 2), ("cuda", 16, 4),
+@pytest.mark.parametrize("device, jobs, shares", [("cpu", 16, 1), ("cuda", 2, 1), ("cuda", 8, 2), ("cuda", 14, 4), ("cuda", 16, 4),
                                                    ("cuda:1", 64, 4)])
 def test_the_gate_is_shared_out_on_a_gpu_host_only(device, jobs, shares):
     from fuzz.grading.options import GradeOptions
@@ -340,6 +340,25 @@ def test_on_a_gpu_a_mutant_probes_memory_beside_its_run_only_where_its_documente
     assert tools["store_past_output"] == ("memory_bounds",) and tools["skipped_empty_partial"] == ("uninitialized_read",)
     assert tools["no_max_added"] is None
     assert all(mutant_options(cpu, mutant) is cpu for mutant in mutants.values())
+
+
+def test_on_a_gpu_the_memory_mutants_start_first_and_the_others_keep_the_catalogs_order():
+    """Their runs are the longest (a compute-sanitizer tool beside the fuzzing): listed last, they were
+    the analysis's last jobs to end on a GPU host. The CPU keeps the catalog's order."""
+    from types import SimpleNamespace
+
+    from fuzz.grading.options import GradeOptions
+    from fuzz.memory import MEMORY_CHECKS
+    from fuzz.mutation.bundled import catalog
+    from fuzz.mutation.judge import ordered
+
+    mutants = list(catalog().values())
+    jobs = [SimpleNamespace(key=f"fuzz:{m.name}") for m in mutants]
+    names = [job.key[5:] for job in ordered(jobs, mutants, GradeOptions(device="cuda"))]
+    memory = [m.name for m in mutants if m.expected_check in MEMORY_CHECKS]
+    assert len(memory) == 6 and names[:6] == memory
+    assert names[6:] == [m.name for m in mutants if m.name not in memory]
+    assert ordered(jobs, mutants, GradeOptions(device="cpu")) == jobs
 
 
 def test_only_the_first_share_of_the_gate_probes_memory_and_the_broken_kernel_after_a_pass_only(tmp_path,
