@@ -203,18 +203,7 @@ def _first_pass_jobs(run, mutants, options, keys, first_keys, pending, cells, th
         else:
             jobs.append(run.grade_job(f"fuzz:{mutant.name}", mutant_target(run.kernel, mutant),
                                       mutant_options(options, mutant)))
-    return ordered(jobs, mutants, options), survivors, timed_out
-
-
-def ordered(jobs: list, mutants: list[Mutant], options: GradeOptions) -> list:
-    """The first pass's jobs in the order the pool starts them: on a GPU, the mutants that start a
-    compute-sanitizer tool beside their run first (their runs are the longest: the catalog lists
-    them last, and once the gate's run of the unmutated kernel was split in four they were the last
-    jobs to end), the others in the catalog's order."""
-    if not options.device.startswith("cuda"):
-        return jobs
-    probed = {f"fuzz:{m.name}" for m in mutants if mutant_options(options, m).memory_checks}
-    return sorted(jobs, key=lambda job: job.key not in probed)
+    return jobs, survivors, timed_out
 
 
 def _tests_jobs(run, mutants: list[Mutant], keys: dict[str, str], verdicts: dict[str, TestsVerdict]) -> list:

@@ -342,25 +342,6 @@ def test_on_a_gpu_a_mutant_probes_memory_beside_its_run_only_where_its_documente
     assert all(mutant_options(cpu, mutant) is cpu for mutant in mutants.values())
 
 
-def test_on_a_gpu_the_memory_mutants_start_first_and_the_others_keep_the_catalogs_order():
-    """Their runs are the longest (a compute-sanitizer tool beside the fuzzing): listed last, they were
-    the analysis's last jobs to end on a GPU host. The CPU keeps the catalog's order."""
-    from types import SimpleNamespace
-
-    from fuzz.grading.options import GradeOptions
-    from fuzz.memory import MEMORY_CHECKS
-    from fuzz.mutation.bundled import catalog
-    from fuzz.mutation.judge import ordered
-
-    mutants = list(catalog().values())
-    jobs = [SimpleNamespace(key=f"fuzz:{m.name}") for m in mutants]
-    names = [job.key[5:] for job in ordered(jobs, mutants, GradeOptions(device="cuda"))]
-    memory = [m.name for m in mutants if m.expected_check in MEMORY_CHECKS]
-    assert len(memory) == 6 and names[:6] == memory
-    assert names[6:] == [m.name for m in mutants if m.name not in memory]
-    assert ordered(jobs, mutants, GradeOptions(device="cpu")) == jobs
-
-
 def test_only_the_first_share_of_the_gate_probes_memory_and_the_broken_kernel_after_a_pass_only(tmp_path,
                                                                                                monkeypatch):
     """On a GPU host the gate's run of the unmutated kernel is split into shares: one memory phase
