@@ -14,6 +14,7 @@ waited 4-6 s for its worker (2026-12-06, H100).
 from __future__ import annotations
 
 import argparse
+import importlib
 import multiprocessing
 import statistics
 import sys
@@ -55,7 +56,7 @@ def _context(queue, device: str) -> None:
 
 
 def _contexts(device: str, count: int) -> list[float]:
-    import torch  # noqa: F401 - imported before the fork, as in the fork server
+    importlib.import_module("torch")  # before the fork, as in the fork server
 
     forked = multiprocessing.get_context("fork")
     queue = forked.Queue()
