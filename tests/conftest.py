@@ -34,6 +34,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # so the split is visible and changes in one line; `tests/test_tiers.py` holds it to the files.
 INTEGRATION = (
     "bench/test_bench_fuzzer.py",  # the fuzzer benchmark's runs
+    "bench/test_harness_comparison.py",  # the comparison script run end to end, every baseline fuzzed
+    "bench/test_memory_bounds_cost.py",  # the script timing a kernel with the memory checks on and off
     "bench/test_scripts.py",  # the bench scripts, each run as a user runs it
     "docs/test_code_samples.py",  # every code sample of the docs, CLI runs included
     "examples/real_world/test_fla_cross_entropy.py",  # the real libraries' kernels fuzzed in the interpreter
@@ -55,6 +57,7 @@ INTEGRATION = (
     "fuzz/grading/test_ray_executor.py",  # a local Ray cluster
     "fuzz/grading/test_slow_once.py",
     "fuzz/isolation/pool/test_pool.py",
+    "fuzz/memory/test_phase.py",  # the memory phase end to end: a stand-in compute-sanitizer runs the probes, 4-20 s a test
     "fuzz/mutation/test_catalog_run.py",  # the catalog's mutation run, gate and cache
     "fuzz/mutation/test_run.py",  # `lse-fuzz mutate` end to end
     "fuzz/mutation/test_static_branches.py",  # mutants of constexpr branches, each fuzzed
