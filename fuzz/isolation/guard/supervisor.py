@@ -152,12 +152,13 @@ def _start(*, again: bool) -> tuple[int, int, int] | Supervision | None:
     if middle == 0:
         try:
             grader = os.fork()
-            if grader:
-                os.write(tell, f"pid {grader}\n".encode())
         except BaseException:  # noqa: BLE001 - the middle process never returns to the caller
             os._exit(1)
         if grader:
             os._exit(0)
+        # The grader tells its own pid, first: told by the middle process, it could come after the
+        # grader's exit code (a grader that ends at once while the middle one waits for a CPU).
+        os.write(tell, f"pid {os.getpid()}\n".encode())
         os.close(alive)
         os.close(told)
         _become_grader(lifeline, tell)

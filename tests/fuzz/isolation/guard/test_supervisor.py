@@ -39,6 +39,16 @@ def records():
     except OSError:
         return 0
 
+if act == "exits_before_the_middle_process_wakes":
+    real_fork, supervisor = os.fork, os.getpid()
+
+    def fork():
+        pid = real_fork()
+        if pid and os.getpid() != supervisor:
+            time.sleep(1)  # the middle process waits for a CPU while the grader runs to its end
+        return pid
+
+    os.fork = fork
 supervision = supervise(records)
 if supervision.code is not None:
     open(os.path.join(here, "supervisor.txt"), "w").write(str(os.getpid()))
@@ -117,6 +127,12 @@ def wait_for(path: Path, timeout: float = 30.0) -> None:
 
 def test_the_graders_exit_code_is_the_commands(tmp_path):
     code, err = finish(start(tmp_path, "exits"))
+    assert code == 5, err
+    assert [again for _, again in graders(tmp_path)] == [False]
+
+
+def test_a_grader_that_ends_before_the_process_that_forked_it_wakes_still_gives_the_exit_code(tmp_path):
+    code, err = finish(start(tmp_path, "exits_before_the_middle_process_wakes"))
     assert code == 5, err
     assert [again for _, again in graders(tmp_path)] == [False]
 
