@@ -29,11 +29,20 @@ combines, exact and associative on integers: :func:`install` reduces them with N
 flags with ``tl.reduce_or`` took 137 s for a default check on the 2-core CPU machine, 19 s after).
 A kernel's own combine function is still called per element, as Triton does.
 
+And every ``+``, ``-`` and ``*`` of 32-bit integers (a kernel's index math) carries Triton's overflow
+check (``sanitize_overflow``): both operands cast to int64, the operation done again, two
+comparisons, then ``device_assert``, which does nothing unless the interpreter's ``debug`` option is
+on, and nothing in the interpreter turns it on. On a GPU the same check is compiled only to be
+dropped with its assert (``debug`` off, the default). :func:`install` turns the check off while
+``debug`` is off: the values are the same (the check computes on copies), and the reference kernel's
+60-example check on the 2-core CPU machine went from 4.9 s to 4.0 s (from 7.7 s to 4.8 s, first run).
+
 Installed wherever the fuzzer runs a kernel in the interpreter, with :mod:`fuzz.interpreter.bfloat16`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 __all__ = ["install", "installed"]
@@ -112,7 +121,16 @@ def install() -> bool:
     reduce_ops = getattr(interpreter, "ReduceOps", None)
     if reduce_ops is not None and hasattr(reduce_ops, "apply_impl") and hasattr(reduce_ops, "to_tensor"):
         reduce_ops.apply_impl = _bitwise_at_once(reduce_ops.apply_impl, tl)
+    _no_overflow_checks_without_asserts(getattr(interpreter, "interpreter_builder", None))
     return True
+
+
+def _no_overflow_checks_without_asserts(builder) -> None:
+    """The interpreter's options with ``sanitize_overflow`` off, unless ``debug`` (the asserts) is on."""
+    options = getattr(builder, "options", None)
+    if (dataclasses.is_dataclass(options) and getattr(options, "sanitize_overflow", False)
+            and getattr(options, "debug", True) is False):
+        builder.options = dataclasses.replace(options, sanitize_overflow=False)
 
 
 def _bitwise_at_once(apply_impl, tl):

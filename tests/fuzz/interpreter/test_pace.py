@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import numpy as np
@@ -155,3 +156,53 @@ def _own_combine_max(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty(x.shape[0])
     _own_max_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=32)
     return out
+
+
+@triton.jit
+def _index_math_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    # int32 arithmetic only (no comparison of the kernel's own): what overflows wraps, on a GPU too.
+    tl.store(out_ptr + row * BLOCK + cols, tl.load(x_ptr + row * N + cols) * 65536 + 7)
+
+
+def _index_math(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _index_math_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=x.shape[1])
+    return out
+
+
+def _count_comparisons(monkeypatch) -> list[int]:
+    """One entry per ``<=`` the language's semantics builds (the overflow check builds two per operation)."""
+    calls: list[int] = []
+    original = interpreter.interpreter_semantic.less_equal
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(interpreter.interpreter_semantic, "less_equal", counted)
+    return calls
+
+
+def test_the_integer_overflow_check_that_cannot_fire_is_not_computed_and_the_values_are_the_same(monkeypatch):
+    x = torch.tensor([[1, 40000, -40000, 2**31 - 1]], dtype=torch.int32)
+    wrapped = ((x.to(torch.int64) * 65536 + 7 + 2**31) % 2**32 - 2**31).to(torch.int32)
+    pace.install()
+    builder = interpreter.interpreter_builder
+    assert builder.options.sanitize_overflow is False and builder.options.debug is False
+    comparisons = _count_comparisons(monkeypatch)
+    assert torch.equal(_index_math(x), wrapped) and comparisons == []
+    # As Triton has it: each int32 operation is checked again in int64, the same values come out.
+    monkeypatch.setattr(builder, "options", dataclasses.replace(builder.options, sanitize_overflow=True))
+    assert torch.equal(_index_math(x), wrapped) and len(comparisons) > 0
+
+
+def test_with_the_interpreters_asserts_on_the_overflow_check_stays(monkeypatch):
+    builder = type("Builder", (), {})()
+    builder.options = dataclasses.replace(interpreter.interpreter_builder.options, sanitize_overflow=True, debug=True)
+    pace._no_overflow_checks_without_asserts(builder)
+    assert builder.options.sanitize_overflow is True
+    builder.options = dataclasses.replace(builder.options, debug=False)
+    pace._no_overflow_checks_without_asserts(builder)
+    assert builder.options.sanitize_overflow is False
