@@ -107,9 +107,16 @@ def _names_used(function: cst.FunctionDef) -> set[str]:
     return visitor.names
 
 
+@functools.lru_cache(maxsize=64)
+def _module(text: str) -> cst.Module:
+    """A file's syntax tree, parsed once per text and process (libcst's trees are immutable): the
+    test suite's collection builds the catalog several times in each worker, 0.9 s of parsing each."""
+    return cst.parse_module(text)
+
+
 def _parse(key: str, text: str, target: object) -> cst.Module:
     try:
-        return cst.parse_module(text)
+        return _module(text)
     except cst.ParserSyntaxError as exc:
         raise InvalidArgument(f"target={target!r}: {Path(key).name}, line {exc.raw_line}: cannot parse it "
                               f"({exc.message}).") from None
@@ -196,7 +203,7 @@ def _parsed(text: str) -> tuple[MetadataWrapper, object, object]:
     Locating the catalog's 25 mutants of one file had parsed it 25 times (0.3 s each), and the
     test suite's collection builds the catalog several times. Read only: a walk replaces nodes
     in copies (``deep_replace``), never in the tree."""
-    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    wrapper = MetadataWrapper(_module(text), unsafe_skip_copy=True)
     return wrapper, wrapper.resolve(PositionProvider), wrapper.resolve(ParentNodeProvider)
 
 

@@ -118,31 +118,41 @@ import sys
 sys.path.insert(0, {doubles!r})
 import lse_fuzz
 from doubles import int32_index
-result = lse_fuzz.check(int32_index.{function}, budget=120, seed=0, huge_offsets={huge}, checks=["agreement"],
-                        reproducer_dir={out!r})
-print(result.status.value, result.check, result.counterexample.layout.kind.value if result.counterexample else "-")
+for function, huge in {runs!r}:
+    result = lse_fuzz.check(getattr(int32_index, function), budget=120, seed=0, huge_offsets=huge,
+                            checks=["agreement"], reproducer_dir={out!r})
+    print("RESULT", function, huge, result.status.value, result.check,
+          result.counterexample.layout.kind.value if result.counterexample else "-")
 """
+WRAP_RUNS = [("lse", True), ("lse_int32_columns", True), ("lse_int32_columns", False)]
 
 
-def _wrap_run(tmp_path, function: str, huge: bool = True) -> list[str]:
+@pytest.fixture(scope="module")
+def wrap_runs(tmp_path_factory) -> dict[tuple[str, bool], list[str]]:
+    """The checks of int32-index kernels with and without huge offsets, in one process of their own
+    (a huge view's storage is lazily allocated, out of the test process), as the tests below ask them:
+    (function, huge) -> [status, check, the counterexample's layout kind]."""
     import subprocess
     import sys
     from pathlib import Path
 
-    script = _WRAP_SCRIPT.format(doubles=str(Path(__file__).parents[1] / "implementations"), out=str(tmp_path),
-                                 function=function, huge=huge)
+    script = _WRAP_SCRIPT.format(doubles=str(Path(__file__).parents[1] / "implementations"),
+                                 out=str(tmp_path_factory.mktemp("wrap")), runs=WRAP_RUNS)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout.split()
+    lines = [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    return {(function, huge == "True"): rest for function, huge, *rest in lines}
 
 
-def test_huge_offsets_catch_32_bit_index_math_without_crashing(tmp_path):
+@pytest.mark.xdist_group("int32_wrap_runs")  # one worker, one process for both tests' checks
+def test_huge_offsets_catch_32_bit_index_math_without_crashing(wrap_runs):
     """A wrapped 32-bit row offset lands inside the (lazily allocated) storage: a check fails."""
-    status, check, kind = _wrap_run(tmp_path, "lse")
+    status, check, kind = wrap_runs["lse", True]
     assert (status, check) == ("failed", "agreement") and kind.startswith("huge_")
 
 
-def test_only_a_huge_column_stride_catches_64_bit_rows_with_32_bit_columns(tmp_path):
+@pytest.mark.xdist_group("int32_wrap_runs")
+def test_only_a_huge_column_stride_catches_64_bit_rows_with_32_bit_columns(wrap_runs):
     """The half-fix passes a huge row stride; a wrapped column offset still lands in the storage."""
-    assert _wrap_run(tmp_path, "lse_int32_columns") == ["failed", "agreement", "huge_column_stride"]
-    assert _wrap_run(tmp_path, "lse_int32_columns", huge=False) == ["passed", "None", "-"]
+    assert wrap_runs["lse_int32_columns", True] == ["failed", "agreement", "huge_column_stride"]
+    assert wrap_runs["lse_int32_columns", False] == ["passed", "None", "-"]
