@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,24 @@ def test_the_fast_tiers_expression_is_the_one_the_collection_leaves_listed_modul
 
     addopts = shlex.split(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"])
     assert addopts[addopts.index("-m") + 1] == _conftest.FAST_TIER
+
+
+class _Config:
+    def __init__(self, markexpr: str) -> None:
+        self.option = type("Option", (), {"markexpr": markexpr})()
+
+
+def test_auto_gives_the_fast_tier_one_worker_more_than_the_cpus_and_leaves_other_tiers_to_xdist(monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert _conftest.pytest_xdist_auto_num_workers(_Config(_conftest.FAST_TIER)) == 3
+    assert _conftest.pytest_xdist_auto_num_workers(_Config("integration")) is None
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "2")
+    assert _conftest.pytest_xdist_auto_num_workers(_Config(_conftest.FAST_TIER)) is None
+
+
+def test_xdist_asks_the_conftest_for_the_count_of_n_auto(pytestconfig, monkeypatch):
+    # Through the hook xdist calls for `-n auto` (first answer wins): the conftest's, not xdist's own.
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.setattr(pytestconfig.option, "markexpr", _conftest.FAST_TIER)
+    assert pytestconfig.hook.pytest_xdist_auto_num_workers(config=pytestconfig) == len(os.sched_getaffinity(0)) + 1
