@@ -158,7 +158,7 @@ def _start(*, again: bool) -> tuple[int, int, int] | Supervision | None:
             os._exit(0)
         # The grader tells its own pid, first: told by the middle process, it could come after the
         # grader's exit code (a grader that ends at once while the middle one waits for a CPU).
-        os.write(tell, f"pid {os.getpid()}\n".encode())
+        _write(tell, f"pid {os.getpid()}\n".encode())  # a supervisor gone already: its lifeline ends this one
         os.close(alive)
         os.close(told)
         _become_grader(lifeline, tell)
