@@ -95,12 +95,17 @@ FAST_TIER = "not slow and not gpu and not integration"
 """The mark expression of the fast tier (pyproject.toml's addopts)."""
 
 
+def _in_fast_tier(config) -> bool:
+    # Compared with its whitespace collapsed: `-m "not slow and  not gpu ..."` is the same tier.
+    return " ".join(str(config.option.markexpr).split()) == FAST_TIER
+
+
 def pytest_xdist_auto_num_workers(config):
     # `-n auto` in the fast tier: one worker more than the CPUs. A quarter of its tests' time is
     # waiting (deadlines run out, stopped processes are continued, subprocesses start): on the 2-core
     # machine, 144 s of 502 s of test time with two workers; three kept the CPUs busy (4 min 15-17 s
     # against 4 min 32-49 s). Other tiers, or PYTEST_XDIST_AUTO_NUM_WORKERS set: xdist's own count.
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or " ".join(str(config.option.markexpr).split()) != FAST_TIER:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or not _in_fast_tier(config):
         return None
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cpus + 1
@@ -110,7 +115,7 @@ def pytest_ignore_collect(collection_path, config):
     # Under the fast tier's expression every item of a listed module is deselected (it is
     # integration, slow or gpu): not importing those modules spares each worker their imports
     # (flash-linear-attention's alone takes 3 s) and their assertion rewriting.
-    if " ".join(str(config.option.markexpr).split()) != FAST_TIER:
+    if not _in_fast_tier(config):
         return None
     root = Path(__file__).parent
     path = Path(str(collection_path))
