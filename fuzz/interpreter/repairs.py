@@ -7,7 +7,7 @@ refuses. Each module named below corrects one of these; each install is idempote
 
 from __future__ import annotations
 
-from . import bfloat16, bounds, frontend, kernel_globals, libdevice, numpy_compat, pace, unsupported
+from . import bfloat16, bounds, frontend, kernel_globals, libdevice, numpy_compat, pace, shortcuts, unsupported
 
 __all__ = ["install"]
 
@@ -17,6 +17,7 @@ def install() -> None:
     bfloat16.install()  # bfloat16 arithmetic on the values
     numpy_compat.install()  # NumPy 2.5 refuses Triton 3.6's int() of a scalar tensor
     pace.install()  # the language patched once per launch, not per helper call
+    shortcuts.install()  # the language layer's repeated work done once (the same values)
     frontend.install()  # a kernel a GPU's compiler refuses is refused here too
     libdevice.install()  # libdevice computed with the GPU's values
     kernel_globals.install()  # a kernel's globals read as the GPU's compiler reads them
