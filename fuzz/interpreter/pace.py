@@ -153,7 +153,8 @@ def _bitwise_at_once(apply_impl, tl):
 
 
 def _remembered(lookup):
-    """``lookup(tt_dtype)`` remembered per type (Triton's types are immutable and hashable)."""
+    """``lookup(tt_dtype)`` remembered per type (Triton's types are immutable and hashable, but for
+    block types, whose answer is their elements' type's: Triton's lookup reads only that)."""
     known: dict = {}
 
     def np_dtype(tt_dtype):
@@ -162,8 +163,13 @@ def _remembered(lookup):
         except KeyError:
             known[tt_dtype] = answer = lookup(tt_dtype)
             return answer
-        except TypeError:  # an unhashable type: asked every time, as before
+        except TypeError:  # unhashable: a block type is answered for its elements, another asked each time
+            is_block = getattr(tt_dtype, "is_block", None)
+            if callable(is_block) and is_block() and hasattr(tt_dtype, "element_ty"):
+                return np_dtype(tt_dtype.element_ty)
             return lookup(tt_dtype)
+
+    np_dtype.__wrapped__ = lookup
 
     return np_dtype
 

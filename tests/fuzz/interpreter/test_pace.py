@@ -100,6 +100,17 @@ def test_the_numpy_dtype_lookup_is_remembered_and_answers_as_before():
     assert lookup(tl.float16) != lookup(tl.float32)
 
 
+def test_a_block_types_numpy_dtype_is_its_elements_and_what_triton_answers():
+    pace.install()
+    lookup = interpreter._get_np_dtype
+    own = lookup.__wrapped__
+    types = [tl.float32, tl.bfloat16, tl.int1, tl.uint64, tl.pointer_type(tl.float16),
+             tl.block_type(tl.float16, [4]), tl.block_type(tl.bfloat16, [2, 8]), tl.block_type(tl.int1, [16]),
+             tl.block_type(tl.pointer_type(tl.float32), [8])]
+    assert [lookup(t) for t in types] == [own(t) for t in types]
+    assert [lookup(t) for t in types] == [lookup(t) for t in types]  # asked again: remembered, the same
+
+
 @triton.jit
 def _flags_kernel(x_ptr, or_ptr, xor_ptr, N, BLOCK: tl.constexpr):
     row = tl.program_id(0)
