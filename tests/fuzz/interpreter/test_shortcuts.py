@@ -211,3 +211,23 @@ def test_a_builtins_wrapper_reads_as_tritons_own_and_skips_only_the_check():
     assert frontend._builtin_of(holder.cast) is tl.cast  # the builtin it stands for, as the front end reads it
     with pytest.raises(ValueError, match="Did you forget"):
         tl.cast(1, tl.float32)  # Triton's own check still stands outside a kernel
+
+
+def test_the_computation_type_of_every_pair_is_tritons_and_a_refusal_raises_each_time():
+    assert shortcuts.install()
+    semantic = interpreter.interpreter_semantic
+    own = semantic.computation_type_impl.__wrapped__
+    kinds = [tl.int1, tl.int8, tl.uint8, tl.int16, tl.uint32, tl.int32, tl.int64, tl.uint64, tl.float16,
+             tl.bfloat16, tl.float32, tl.float64, tl.float8e5, tl.float8e4nv]
+
+    def answer(compute, *args):
+        try:
+            return str(compute(*args))
+        except TypeError as exc:
+            return f"TypeError: {exc}"
+
+    cases = [(a, sa, b, sb, dm) for a in kinds for b in kinds for sa in (False, True) for sb in (False, True)
+             for dm in (False, True)]
+    for _ in range(2):  # the second round from the memo
+        assert [answer(semantic.computation_type_impl, *case) for case in cases] == [answer(own, *case) for case in cases]
+    assert any(answer(own, *case).startswith("TypeError") for case in cases)  # refusals are among them
