@@ -95,10 +95,19 @@ def _dims(shape):
     return dims
 
 
-def _same_shape_broadcast(interpreter) -> bool:
+def _semantic_method(interpreter, name: str):
+    """The interpreter's semantic and its method ``name``; (None, None) where either is missing or
+    the method is already a shortcut."""
     semantic = getattr(interpreter, "interpreter_semantic", None)
-    original = getattr(semantic, "broadcast_impl_value", None)
+    original = getattr(semantic, name, None)
     if not callable(original) or getattr(original, _MARK, False):
+        return None, None
+    return semantic, original
+
+
+def _same_shape_broadcast(interpreter) -> bool:
+    semantic, original = _semantic_method(interpreter, "broadcast_impl_value")
+    if original is None:
         return False
 
     def broadcast_impl_value(lhs, rhs):
@@ -114,9 +123,8 @@ def _same_shape_broadcast(interpreter) -> bool:
 
 
 def _computation_types(interpreter) -> bool:
-    semantic = getattr(interpreter, "interpreter_semantic", None)
-    original = getattr(semantic, "computation_type_impl", None)
-    if not callable(original) or getattr(original, _MARK, False):
+    semantic, original = _semantic_method(interpreter, "computation_type_impl")
+    if original is None:
         return False
     known: dict[tuple, object] = {}
 
