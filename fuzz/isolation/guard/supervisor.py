@@ -159,6 +159,7 @@ def _start(*, again: bool) -> tuple[int, int, int] | Supervision | None:
         # The grader tells its own pid, first: told by the middle process, it could come after the
         # grader's exit code (a grader that ends at once while the middle one waits for a CPU).
         _write(tell, f"pid {os.getpid()}\n".encode())  # a supervisor gone already: its lifeline ends this one
+        _orphaned(os.getppid())
         os.close(alive)
         os.close(told)
         _become_grader(lifeline, tell)
@@ -174,6 +175,15 @@ def _start(*, again: bool) -> tuple[int, int, int] | Supervision | None:
         os.close(alive)
         return None
     return int(line.split()[1]), told, alive
+
+
+def _orphaned(middle: int, *, limit: float = 5.0) -> None:
+    """Return once the middle process is gone (this one reparented), or after ``limit`` seconds: it
+    exits at once, but under load "at once" can come after the grader's first steps, and until then a
+    parent chain leads from the grader to the supervisor."""
+    deadline = time.monotonic() + limit
+    while os.getppid() == middle and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def _become_grader(lifeline: int, tell: int) -> None:
