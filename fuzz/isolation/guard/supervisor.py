@@ -150,6 +150,7 @@ def _start(*, again: bool) -> tuple[int, int, int] | Supervision | None:
     told, tell = os.pipe()
     middle = os.fork()
     if middle == 0:
+        middle = os.getpid()  # read here: by the grader's first step this one may be gone, its parent another
         try:
             grader = os.fork()
         except BaseException:  # noqa: BLE001 - the middle process never returns to the caller
@@ -159,7 +160,7 @@ def _start(*, again: bool) -> tuple[int, int, int] | Supervision | None:
         # The grader tells its own pid, first: told by the middle process, it could come after the
         # grader's exit code (a grader that ends at once while the middle one waits for a CPU).
         _write(tell, f"pid {os.getpid()}\n".encode())  # a supervisor gone already: its lifeline ends this one
-        _orphaned(os.getppid())
+        _orphaned(middle)
         os.close(alive)
         os.close(told)
         _become_grader(lifeline, tell)
@@ -180,9 +181,13 @@ def _start(*, again: bool) -> tuple[int, int, int] | Supervision | None:
 def _orphaned(middle: int, *, limit: float = 5.0) -> None:
     """Return once the middle process is gone (this one reparented), or after ``limit`` seconds: it
     exits at once, but under load "at once" can come after the grader's first steps, and until then a
-    parent chain leads from the grader to the supervisor."""
+    parent chain leads from the grader to the supervisor. Said on stderr when the limit is reached."""
     deadline = time.monotonic() + limit
-    while os.getppid() == middle and time.monotonic() < deadline:
+    while os.getppid() == middle:
+        if time.monotonic() >= deadline:
+            print(f"lse-fuzz: the process that started the grader (pid {middle}) had not exited after {limit:g} s; "
+                  "grading goes on with it as the grader's parent", file=sys.stderr, flush=True)
+            return
         time.sleep(0.001)
 
 

@@ -164,6 +164,8 @@ def test_the_supervisor_is_on_no_parent_chain_of_the_graders(tmp_path):
     assert code == 5, err
     chain = [int(pid) for pid in (tmp_path / "chain.txt").read_text().split()]
     assert process.pid not in chain  # a candidate walking up from its worker does not find it
+    # ... and the grader did not wait for that by the time limit: its first parent was gone at once.
+    assert "had not exited after" not in err, err
 
 
 def test_a_signal_from_outside_is_passed_on_and_ends_the_batch(tmp_path):
