@@ -38,17 +38,9 @@ class LseInput:
                  batch: BatchLayout | None = None) -> None:
         if values is None:
             raise InvalidArgument("values=None; an LseInput needs its values (a 2-D CPU tensor).")
-        self._x = x
-        self._values: torch.Tensor | None = values
-        self._make = None
-        self._shape: tuple[int, int] = tuple(values.shape)  # type: ignore[assignment]
-        self._dtype = values.dtype
-        self.layout = layout
-        self.specs = specs
-        self.seed = seed
-        self.batch = batch
-        self.device = torch.device(device) if device is not None else (x.device if x is not None else values.device)
-        self._view_on_use = x is None and device is not None
+        self._fill(x, values, None, tuple(values.shape), values.dtype, layout, specs, seed, batch,
+                   torch.device(device) if device is not None else (x.device if x is not None else values.device),
+                   view_on_use=x is None and device is not None)
 
     @classmethod
     def drawn(cls, specs: tuple[RowSpec, ...], shape: tuple[int, int], dtype: torch.dtype, seed: int,
@@ -57,12 +49,20 @@ class LseInput:
         its tensors built on first use (:meth:`build`). ``view_on_use``: the view stays unbuilt
         until the example runs, and :meth:`release` drops it (a huge-offset view on a GPU)."""
         example = cls.__new__(cls)
-        example._x = example._values = None
-        example._make = partial(row_values, specs, shape[0], shape[1], dtype, seed)
-        example._shape, example._dtype = (int(shape[0]), int(shape[1])), dtype
-        example.layout, example.specs, example.seed, example.batch = layout, specs, seed, None
-        example.device, example._view_on_use = torch.device(device), view_on_use
+        example._fill(None, None, partial(row_values, specs, shape[0], shape[1], dtype, seed),
+                      (int(shape[0]), int(shape[1])), dtype, layout, specs, seed, None, torch.device(device),
+                      view_on_use=view_on_use)
         return example
+
+    def _fill(self, x, values, make, shape, dtype, layout, specs, seed, batch, device, *, view_on_use) -> None:
+        """Every field, as the constructor and :meth:`drawn` set them (``make`` builds the values unbuilt)."""
+        self._x: torch.Tensor | None = x
+        self._values: torch.Tensor | None = values
+        self._make = make
+        self._shape: tuple[int, int] = shape
+        self._dtype = dtype
+        self.layout, self.specs, self.seed, self.batch = layout, specs, seed, batch
+        self.device, self._view_on_use = device, view_on_use
 
     @property
     def values(self) -> torch.Tensor:
