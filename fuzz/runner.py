@@ -63,11 +63,8 @@ def _tuning(impl: Callable) -> Tuning:
     if hasattr(impl, "tuning"):
         combinations, description = impl.tuning()
         return Tuning(impl.pinned, combinations, tuple(description)) if combinations else Tuning()
-    tuners = autotune.discover(impl)
-    if not tuners:
-        return Tuning()
-    return Tuning(lambda choice: autotune.pinned(tuners, choice), autotune.combinations(tuners),
-                   tuple(autotune.describe(tuners)))
+    pin, combinations, description = autotune.tuning(impl)
+    return Tuning(pin, combinations, tuple(description)) if pin is not None else Tuning()
 
 
 def _interpreter_semantics(device: torch.device) -> None:

@@ -77,6 +77,7 @@ __all__ = [
     "install",
     "installed",
     "pinned",
+    "tuning",
 ]
 
 # Modules whose objects are never the user's kernels: discovery does not walk into them (walking
@@ -290,6 +291,16 @@ def describe(tuners: Sequence[Autotuner]) -> list[str]:
         lines.append(f"{_name(tuner)}: {count} config{'s' if count != 1 else ''}, "
                      f"key={list(tuner.keys)}{pruned}: {configs}")
     return lines
+
+
+def tuning(impl: Callable) -> tuple[Callable[[int | None], Iterator[Pinning]] | None, int, list[str]]:
+    """``(pin, count, description)`` of the autotuned kernels ``impl`` launches: ``pin(choice)``, a
+    context that runs choice ``choice`` of the ``count`` combinations of their configs, and
+    :func:`describe`'s lines; ``(None, 1, [])`` when it launches none."""
+    tuners = discover(impl)
+    if not tuners:
+        return None, 1, []
+    return (lambda choice: pinned(tuners, choice)), combinations(tuners), describe(tuners)
 
 
 # --------------------------------------------------------------------------------------------

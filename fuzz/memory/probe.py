@@ -233,9 +233,9 @@ def configs(impl):
     interpreter it runs its first config only."""
     from ..interpreter import autotune  # noqa: PLC0415
 
-    tuners = autotune.discover(impl)
-    count = min(autotune.combinations(tuners), MAX_CONFIGS) if tuners else 1
-    return ((lambda choice: autotune.pinned(tuners, choice)), count) if count > 1 else (None, 1)
+    pin, count, _ = autotune.tuning(impl)
+    count = min(count, MAX_CONFIGS)
+    return (pin, count) if count > 1 else (None, 1)
 
 
 def each_config(inputs: list[tuple[str, object]], count: int) -> list[tuple[str, object, int | None]]:
