@@ -37,7 +37,9 @@ to 0), and it took a float64's or an integer's value as bfloat16 bits (1.0 to 9.
 (float64 and integers through a round-to-odd float32, so never twice), toward zero for
 ``"rtz"``, a NaN to the H200's NaN; and widen bfloat16 by shifting its bits. float32 and float64 to
 float16 with ``"rtz"`` round toward zero as ``cvt.rz.f16`` does (Triton's routine overflowed to
-NaN: 70000 gave NaN, not 65504). Only bfloat16 (and that float16 rounding) changes; float8 types
+NaN: 70000 gave NaN, not 65504). A bfloat16 constant from a Python number (``x * 1.5`` of a
+bfloat16 ``x``) is made as Triton 3.9's interpreter makes it where the interpreter has no way to
+(Triton 3.6: such a kernel raised AttributeError on a CPU). Only bfloat16 (and that float16 rounding) changes; float8 types
 (also kept as bits), atomics on bfloat16 and the interpreter's other conversions are left as
 Triton has them.
 
@@ -231,6 +233,14 @@ def _create_fp_to_fp(original):
     return create_fp_to_fp
 
 
+def _get_bf16(self, value):
+    """A bfloat16 constant from a Python number (``x * 1.5``, ``tl.full(..., tl.bfloat16)``), as
+    Triton 3.9's interpreter makes it: float32, then bfloat16 through ``cast_impl`` (above). Triton
+    3.6's interpreter has none, and its language asks for one: every such kernel raised
+    AttributeError on the CPU where a GPU runs it."""
+    return self.create_fp_trunc(self.get_fp32(value), _BFLOAT16)
+
+
 def _sum(original):
     @functools.wraps(original)
     def sum(self, input):  # noqa: A001 (the interpreter's name)
@@ -326,6 +336,8 @@ def install() -> bool:
     _RTZ, _TensorHandle = interpreter._ir.ROUNDING_MODE.RTZ, interpreter.TensorHandle
     for cls, name, make in wanted:
         _replace(cls, name, make)
+    if not hasattr(builder, "get_bf16"):  # Triton 3.6's interpreter: no bfloat16 constant at all
+        builder.get_bf16 = _get_bf16
     # The builder's one-line ops (``create_fadd = lambda self, a, b: self.binary_op(a, b, np.add)``,
     # ``create_fp_trunc`` and ``create_fp_ext`` calling ``self.cast_impl``, ``get_bf16`` through
     # create_fp_trunc, and the rest) look them up at call time, so they reach the replacements unchanged.

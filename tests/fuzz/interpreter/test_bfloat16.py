@@ -430,6 +430,40 @@ def test_an_interpreter_of_another_layout_is_left_alone(monkeypatch, missing):
     assert not bfloat16.install()
 
 
+@triton.jit
+def _times_constant(x_ptr, out_ptr, N: tl.constexpr, C: tl.constexpr):
+    offsets = tl.arange(0, N)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, x * C + tl.full((N,), C, tl.bfloat16))
+
+
+CONSTANTS = [1.5, 0.1, 1.4426950408889634, -2.5e-8, 1.0039062500000009, 65504.5, 3.4e38, 1e-38]
+
+
+@needs_interpreter
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf + -inf, as intended
+@pytest.mark.parametrize("constant", CONSTANTS)
+def test_a_bfloat16_constant_is_made_where_the_interpreter_has_no_way_to(monkeypatch, constant):
+    """Triton 3.6's interpreter has no ``get_bf16``: ``x * C`` of a bfloat16 ``x`` raised there. The
+    one put in its place makes the constant as Triton 3.9's own does (the same bits)."""
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    bfloat16.install()
+    x = torch.tensor([1.0, -3.0, 0.5, 2.0], dtype=torch.bfloat16)
+    own = torch.empty_like(x)
+    _times_constant[(1,)](x, own, 4, constant)
+    expected = torch.tensor(constant, dtype=torch.float32).to(torch.bfloat16)
+    torch.testing.assert_close(own, x * expected + expected, rtol=0, atol=0, equal_nan=True,
+                               msg="Triton's own constant changed: read the note above")
+    monkeypatch.delattr(InterpreterBuilder, "get_bf16")
+    with pytest.raises(Exception, match="get_bf16"):  # as on Triton 3.6, without the module's
+        _times_constant[(1,)](x, torch.empty_like(x), 4, constant)
+    bfloat16.install()
+    filled = torch.empty_like(x)
+    _times_constant[(1,)](x, filled, 4, constant)
+    assert np.array_equal(_bits(filled), _bits(own))
+
+
 @needs_interpreter
 def test_a_kernel_with_its_max_in_bfloat16_passes_the_fuzzer(tmp_path):
     impl = load_target(f"{NATIVE_MAX}:lse")
