@@ -35,7 +35,7 @@ refuses an argument the interpreter accepts, a patched attribute whose own value
 found, an MLIR verifier failure, a ``CompilationError`` that passed through the interpreter's
 code or ours) skips the check for that specialization, with a debug line on this module's
 logger, and the kernel runs in the interpreter as before. The front end is the installed Triton's
-(3.9, pinned), not the GPU's: where two releases' code generators disagree, the CPU follows 3.9.
+(3.9 pinned; 3.6 on a GPU host): where two releases' code generators disagree, the CPU follows it.
 
 Cost: one front-end run per new specialization, 0.04 to 0.2 s for an LSE kernel (:func:`stats`);
 a launch of a known one costs Triton's binder and a dictionary lookup.
@@ -156,12 +156,14 @@ def _cache_key(specialization: list, options: dict) -> str:
 
 
 def _launch_options(twin: _Twin, kwargs: dict) -> dict:
-    """The keyword options a GPU launch adds before binding (``JITFunction.run``, Triton 3.9)."""
+    """The keyword options a GPU launch adds before binding (``JITFunction.run``, Triton 3.6 to 3.9)."""
     knobs = _triton.knobs
     options = dict(kwargs)
     options["debug"] = options.get("debug", twin.jit.debug) or knobs.runtime.debug
     options["instrumentation_mode"] = knobs.compilation.instrumentation_mode
-    options["fpsan_homomorphic_casts"] = knobs.compilation.fpsan_homomorphic_casts
+    # Triton 3.9's float sanitizer knob; 3.6 (a GPU host's) has none, and its launch passes none.
+    if hasattr(knobs.compilation, "fpsan_homomorphic_casts"):
+        options["fpsan_homomorphic_casts"] = knobs.compilation.fpsan_homomorphic_casts
     # Fusion is a later stage's option; naming it keeps Triton 3.9's "the default will change"
     # warning (printed on the first compile) out of the candidate's output.
     options.setdefault("enable_fp_fusion", True)
