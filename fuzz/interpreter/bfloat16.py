@@ -39,7 +39,8 @@ to 0), and it took a float64's or an integer's value as bfloat16 bits (1.0 to 9.
 float16 with ``"rtz"`` round toward zero as ``cvt.rz.f16`` does (Triton's routine overflowed to
 NaN: 70000 gave NaN, not 65504). A bfloat16 constant from a Python number (``x * 1e-7`` of a
 bfloat16 ``x``) is the one the compiled kernel holds (:func:`constant_bits`: 0 for 1e-7), where
-Triton 3.9's interpreter kept 1e-7 and Triton 3.6's raised AttributeError. Only bfloat16 (and that float16 rounding) changes; float8 types
+Triton 3.9's interpreter kept 1e-7 and Triton 3.6's raised AttributeError; a float16 constant is
+rounded through float32, as the compiled kernel's is. Only bfloat16 (and those float16 roundings) changes; float8 types
 (also kept as bits), atomics on bfloat16 and the interpreter's other conversions are left as
 Triton has them.
 
@@ -274,6 +275,16 @@ def _get_bf16(self, value):
     return _TensorHandle(np.array([constant_bits(float(value))], dtype=np.uint16), _BFLOAT16)
 
 
+def _get_fp16(self, value):
+    """A float16 constant from a Python number as the compiled kernel holds it: Triton's code
+    generator takes the value as a C++ ``float``, then rounds that to float16, so twice (1 + 2**-11
+    + 2**-30 is 1.0 there, 1.0009766 rounded once; 65519.999 is +inf, 65504 once). Triton's
+    interpreter rounds the Python float once."""
+    with np.errstate(over="ignore"):  # past float32's range: inf, as C++'s conversion gives
+        single = np.array([value], dtype=np.float64).astype(np.float32)
+    return _TensorHandle(single.astype(np.float16), _FLOAT16)
+
+
 def _sum(original):
     @functools.wraps(original)
     def sum(self, input):  # noqa: A001 (the interpreter's name)
@@ -370,6 +381,7 @@ def install() -> bool:
     for cls, name, make in wanted:
         _replace(cls, name, make)
     builder.get_bf16 = _get_bf16  # Triton 3.9's rounds otherwise than the GPU's; Triton 3.6's has none
+    builder.get_fp16 = _get_fp16  # Triton's rounds once, the GPU's twice
     # The builder's one-line ops (``create_fadd = lambda self, a, b: self.binary_op(a, b, np.add)``,
     # ``create_fp_trunc`` and ``create_fp_ext`` calling ``self.cast_impl``, and the rest) look them
     # up at call time, so they reach the replacements unchanged.

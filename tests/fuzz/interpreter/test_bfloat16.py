@@ -482,18 +482,20 @@ _CODE_GENERATOR = """
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
-    module = ASTSource(kernel.constants, {{"out": "*bf16"}}, {{}}, {{}}).make_ir(
+    module = ASTSource(kernel.constants, {{"out": "*{short}"}}, {{}}, {{}}).make_ir(
         target, options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
     print(json.dumps([line.split("arith.constant ")[1].split(" : ")[0] for line in str(module).splitlines()
-                      if "arith.constant" in line and ": bf16" in line]))
+                      if "arith.constant" in line and ": {short}" in line]))
 """
 
 
-def _printed_bits(text: str) -> int:
-    """The bfloat16 an MLIR constant prints (``0x7F80`` for a special value, else about 7 digits,
-    far finer than bfloat16's spacing): the nearest bfloat16 to it."""
+def _printed_bits(text: str, dtype: str) -> int:
+    """The bits of the constant MLIR prints (``0x7F80`` for a special value, else 7 digits, far
+    finer than these types' spacing): the nearest value of the type to it."""
     if text.startswith("0x"):
         return int(text, 16)
+    if dtype == "float16":
+        return int(np.array([float(text)], dtype=np.float16).view(np.uint16)[0])
     value = abs(float(text))
     near = int(np.float32(value).view(np.uint32)) >> 16
     candidates = [c for c in (near - 1, near, near + 1) if 0 <= c < 0x7F80]
@@ -501,32 +503,51 @@ def _printed_bits(text: str) -> int:
     return best | (0x8000 if text.startswith("-") else 0)
 
 
-def test_the_constant_rule_is_triton_s_code_generator_s(tmp_path):
-    """What a GPU's kernel holds is what Triton's code generator writes into its IR: that of the
-    installed Triton, run here on the CPU (no GPU, no driver; TTIR only), in a process of its own
-    without the interpreter, for 399 constants from 1e-9 to past float32's largest."""
-    rng = np.random.default_rng(0)
-    values = [1e-7, 4.9e-7, 5e-7, 6e-7, 1.5e-6, -1e-7, 0.0078125, 0.1, 1e39, 2.0 ** -133, 3.4e38,
-              float("inf"), float("-inf"), float("nan")]
-    values += [float(v) for v in rng.choice([-1, 1], 250) * 10.0 ** rng.uniform(-9, 38, 250)]
-    values += [float(v) for v in rng.uniform(-1, 1, 135) * 10.0 ** rng.integers(-6, 1, 135)]
+def _compiled_constants(tmp_path: Path, values: list[float], dtype: str) -> list[str]:
+    """The constants Triton's code generator writes into a kernel's TTIR for ``tl.full([], v, dtype)``:
+    the installed Triton's, in a process of its own without the interpreter (no GPU, no driver)."""
     special = {"inf": "INF", "-inf": "MINUS_INF", "nan": "NAN"}  # a kernel reads these as constexpr globals
-    body = "".join(f"    tl.store(out + {i}, tl.full([], {special.get(repr(v), repr(v))}, tl.bfloat16))\n"
+    body = "".join(f"    tl.store(out + {i}, tl.full([], {special.get(repr(v), repr(v))}, tl.{dtype}))\n"
                    for i, v in enumerate(values))
     (tmp_path / "kernel.py").write_text(
         "import triton, triton.language as tl\n" + "".join(f"{name} = tl.constexpr(float({text!r}))\n"
                                                          for text, name in special.items())
         + f"@triton.jit\ndef constants(out):\n{body}")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_CODE_GENERATOR.format())], cwd=tmp_path,
-                          env={**env, "PYTHONPATH": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""},
-                          capture_output=True, text=True, timeout=300)
+    short = {"bfloat16": "bf16", "float16": "f16"}[dtype]
+    script = textwrap.dedent(_CODE_GENERATOR.format(short=short)).replace('"*f16"', '"*fp16"')
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@needs_interpreter
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # past float16's range, as intended
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_the_interpreter_s_constants_are_triton_s_code_generator_s(tmp_path, dtype):
+    """What a GPU's kernel holds is what Triton's code generator writes into its IR, run here on
+    the CPU for 410 constants from 1e-9 to past float32's largest. bfloat16 through six decimals
+    (:func:`constant_bits`), float16 rounded twice (through float32): the interpreter's builder,
+    with the module installed, makes the same bits for every one."""
+    from triton.runtime import interpreter
+
+    rng = np.random.default_rng(0)
+    values = [1e-7, 4.9e-7, 5e-7, 6e-7, 1.5e-6, -1e-7, 0.0078125, 0.1, 1e39, 2.0 ** -133, 3.4e38,
+              1 + 2.0 ** -11 + 2.0 ** -30, 65519.999, 65520.0, 6e-8, float("inf"), float("-inf"), float("nan")]
+    values += [float(v) for v in rng.choice([-1, 1], 250) * 10.0 ** rng.uniform(-9, 38, 250)]
+    values += [float(v) for v in rng.uniform(-1, 1, 142) * 10.0 ** rng.integers(-6, 5, 142)]
+    printed = _compiled_constants(tmp_path, values, dtype)
     assert len(printed) == len(values)
-    differ = [(v, p, hex(constant_bits(v))) for v, p in zip(values, printed) if _printed_bits(p) != constant_bits(v)]
+    bfloat16.install()
+    make = getattr(interpreter.interpreter_builder, {"bfloat16": "get_bf16", "float16": "get_fp16"}[dtype])
+    made = [int(np.asarray(make(v).data).view(np.uint16)[0]) for v in values]
+    differ = [(v, p, hex(m)) for v, p, m in zip(values, printed, made) if _printed_bits(p, dtype) != m]
     assert not differ, differ[:10]
-    assert constant_bits(1e-7) == 0 and constant_bits(0.1) == 0x3DCD  # zero, and bfloat16's nearest to 0.1
+    if dtype == "bfloat16":
+        assert made[:2] == [0, 0] and made == [constant_bits(v) for v in values]  # 1e-7 and 4.9e-7 are zero
+    else:
+        assert made[11:13] == [0x3C00, 0x7C00]  # 1.0 and +inf: rounded once, 1.0009766 and 65504
 
 
 @needs_interpreter
