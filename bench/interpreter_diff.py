@@ -41,7 +41,7 @@ FORMAT = "lse-fuzz interpreter-diff 1"
 triton = tl = torch = None  # set by _import_triton once TRITON_INTERPRET is decided: Triton reads it at import
 libdevice = tl_libdevice = log1p_alias = to_dtype = None  # likewise: libdevice, and the aliases kernels bind it to
 # The fuzzer's repairs of the interpreter, installed on the CPU as the fuzzer installs them (with bfloat16's).
-REPAIRS = ("numpy_compat", "pace", "frontend", "libdevice", "kernel_globals")
+REPAIRS = ("constants", "numpy_compat", "pace", "frontend", "libdevice", "kernel_globals")
 NAN, INF = float("nan"), float("inf")
 HALF = ("float16", "bfloat16")
 WIDTH = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64, "int8": 8, "int32": 32, "int64": 64}

@@ -37,10 +37,8 @@ to 0), and it took a float64's or an integer's value as bfloat16 bits (1.0 to 9.
 (float64 and integers through a round-to-odd float32, so never twice), toward zero for
 ``"rtz"``, a NaN to the H200's NaN; and widen bfloat16 by shifting its bits. float32 and float64 to
 float16 with ``"rtz"`` round toward zero as ``cvt.rz.f16`` does (Triton's routine overflowed to
-NaN: 70000 gave NaN, not 65504). A bfloat16 constant from a Python number (``x * 1e-7`` of a
-bfloat16 ``x``) is the one the compiled kernel holds (:func:`constant_bits`: 0 for 1e-7), where
-Triton 3.9's interpreter kept 1e-7 and Triton 3.6's raised AttributeError; a float16 constant is
-rounded through float32, as the compiled kernel's is. Only bfloat16 (and those float16 roundings) changes; float8 types
+NaN: 70000 gave NaN, not 65504). Constants from Python numbers (``x * 1e-7``) are
+:mod:`fuzz.interpreter.constants`'s. Only bfloat16 (and that float16 rounding) changes; float8 types
 (also kept as bits), atomics on bfloat16 and the interpreter's other conversions are left as
 Triton has them.
 
@@ -53,11 +51,10 @@ nothing changes.
 from __future__ import annotations
 
 import functools
-from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["cast_to_bits", "constant_bits", "half_tree_sum", "install", "installed", "to_bits", "to_float32", "tree_sum"]
+__all__ = ["cast_to_bits", "half_tree_sum", "install", "installed", "to_bits", "to_float32", "tree_sum"]
 
 _PATCHED = "_lse_fuzz_bfloat16"  # marks a replacement, so install() is idempotent
 # Set by install(), not at import: importing Triton before the interpreter is chosen would build
@@ -235,56 +232,6 @@ def _create_fp_to_fp(original):
     return create_fp_to_fp
 
 
-def constant_bits(value: float) -> int:
-    """The bfloat16 bits of the constant a compiled Triton kernel makes of the Python number
-    ``value`` (``x * 1e-3`` of a bfloat16 ``x``, ``tl.full(..., tl.bfloat16)``). Triton's code
-    generator (``get_bf16`` of its IR builder, 3.6 and 3.9) takes the value as a C++ ``float``,
-    writes it with ``std::to_string`` (``"%f"``: six decimals) and parses that decimal into
-    bfloat16, rounded to nearest even. So a constant under 5e-7 is zero (``x * 1e-7`` is ``x * 0``
-    on a GPU), and below about 1e-3 it is the six-decimal value rounded (1.5e-6 -> 2e-6); above, the
-    six decimals are finer than bfloat16's spacing and the value is float32's, rounded once, but
-    where it lies within 5e-7 of a halfway point. A NaN is 0x7FC0 (with its sign), as the parsed "nan"."""
-    single = np.float32(value) if abs(value) <= float(np.finfo(np.float32).max) or value != value else \
-        np.float32(np.copysign(np.inf, value))  # C++'s conversion of a double past float's range
-    negative = bool(np.signbit(single))
-    if np.isnan(single):
-        return 0xFFC0 if negative else 0x7FC0
-    if np.isinf(single):
-        return 0xFF80 if negative else 0x7F80
-    decimal = abs(Fraction("%f" % abs(float(single))))
-    magnitude = 0 if decimal == 0 else _nearest_even_bf16(decimal)
-    return (0x8000 if negative else 0) | magnitude
-
-
-def _nearest_even_bf16(value: Fraction) -> int:
-    """The bits of the positive bfloat16 nearest ``value`` (ties to even; past the largest, +inf)."""
-    exponent = value.numerator.bit_length() - value.denominator.bit_length()  # 2**e <= value < 2**(e+2)
-    if Fraction(2) ** exponent > value:
-        exponent -= 1
-    quantum = Fraction(2) ** (max(exponent, -126) - 7)  # 8 significant bits; subnormals below 2**-126
-    rounded = round(value / quantum) * quantum  # Fraction rounds half to even
-    if rounded >= 2 ** 128:
-        return 0x7F80
-    return int(np.float32(float(rounded)).view(np.uint32) >> np.uint32(16))  # a bfloat16 is exact in float32
-
-
-def _get_bf16(self, value):
-    """A bfloat16 constant from a Python number, the compiled kernel's (:func:`constant_bits`).
-    Triton 3.9's interpreter rounds the float32 value instead (``x * 1e-7`` kept 1e-7 on a CPU,
-    0 on a GPU); Triton 3.6's has none, and its language asks for one (AttributeError on a CPU)."""
-    return _TensorHandle(np.array([constant_bits(float(value))], dtype=np.uint16), _BFLOAT16)
-
-
-def _get_fp16(self, value):
-    """A float16 constant from a Python number as the compiled kernel holds it: Triton's code
-    generator takes the value as a C++ ``float``, then rounds that to float16, so twice (1 + 2**-11
-    + 2**-30 is 1.0 there, 1.0009766 rounded once; 65519.999 is +inf, 65504 once). Triton's
-    interpreter rounds the Python float once."""
-    with np.errstate(over="ignore"):  # past float32's range: inf, as C++'s conversion gives
-        single = np.array([value], dtype=np.float64).astype(np.float32)
-    return _TensorHandle(single.astype(np.float16), _FLOAT16)
-
-
 def _sum(original):
     @functools.wraps(original)
     def sum(self, input):  # noqa: A001 (the interpreter's name)
@@ -380,8 +327,6 @@ def install() -> bool:
     _RTZ, _TensorHandle = interpreter._ir.ROUNDING_MODE.RTZ, interpreter.TensorHandle
     for cls, name, make in wanted:
         _replace(cls, name, make)
-    builder.get_bf16 = _get_bf16  # Triton 3.9's rounds otherwise than the GPU's; Triton 3.6's has none
-    builder.get_fp16 = _get_fp16  # Triton's rounds once, the GPU's twice
     # The builder's one-line ops (``create_fadd = lambda self, a, b: self.binary_op(a, b, np.add)``,
     # ``create_fp_trunc`` and ``create_fp_ext`` calling ``self.cast_impl``, and the rest) look them
     # up at call time, so they reach the replacements unchanged.

@@ -7,7 +7,7 @@ refuses. Each module named below corrects one of these; each install is idempote
 
 from __future__ import annotations
 
-from . import bfloat16, bounds, frontend, kernel_globals, libdevice, numpy_compat, pace, shortcuts, unsupported
+from . import bfloat16, bounds, constants, frontend, kernel_globals, libdevice, numpy_compat, pace, shortcuts, unsupported
 
 __all__ = ["install"]
 
@@ -15,6 +15,7 @@ __all__ = ["install"]
 def install() -> None:
     """Make the interpreter compile and compute as a GPU does (call only with the interpreter on)."""
     bfloat16.install()  # bfloat16 arithmetic on the values
+    constants.install()  # a Python number's constant as the compiled kernel holds it
     numpy_compat.install()  # NumPy 2.5 refuses Triton 3.6's int() of a scalar tensor
     pace.install()  # the language patched once per launch, not per helper call
     shortcuts.install()  # the language layer's repeated work done once (the same values)

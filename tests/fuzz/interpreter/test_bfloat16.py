@@ -9,7 +9,6 @@ that fixes its interpreter fails here (then the module, or that part of it, can 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import torch
 
 import lse_fuzz
 from fuzz.interpreter import bfloat16
-from fuzz.interpreter.bfloat16 import cast_to_bits, constant_bits, to_bits, to_float32
+from fuzz.interpreter.bfloat16 import cast_to_bits, to_bits, to_float32
 from fuzz.target import load_target
 from reference._device import interpreting
 
@@ -429,125 +428,6 @@ def test_an_interpreter_of_another_layout_is_left_alone(monkeypatch, missing):
     bfloat16.install()
     monkeypatch.delattr(interpreter.InterpreterBuilder, missing)  # restored, patched, after the test
     assert not bfloat16.install()
-
-
-@triton.jit
-def _times_constant(x_ptr, out_ptr, N: tl.constexpr, C: tl.constexpr):
-    offsets = tl.arange(0, N)
-    x = tl.load(x_ptr + offsets)
-    tl.store(out_ptr + offsets, x * C + tl.full((N,), C, tl.bfloat16))
-
-
-CONSTANTS = [1.5, 0.1, 1.4426950408889634, -2.5e-8, 1.0039062500000009, 65504.5, 3.4e38, 1e-38, 1e-7, 1.5e-6,
-             -1e-7, 0.0078125]
-
-
-@needs_interpreter
-@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf + -inf, as intended
-@pytest.mark.parametrize("constant", CONSTANTS)
-def test_a_bfloat16_constant_is_the_compiled_kernel_s(monkeypatch, constant):
-    """``x * C`` and ``tl.full(..., C, tl.bfloat16)`` use the constant a GPU's kernel has
-    (:func:`constant_bits`: 1e-7 is 0 there, 1.5e-6 is 2e-6), not the nearest bfloat16 that Triton
-    3.9's interpreter makes; and where the interpreter has no way to make one (Triton 3.6: the
-    kernel raised), the module gives it one."""
-    from triton.runtime.interpreter import InterpreterBuilder
-
-    bfloat16.install()
-    x = torch.tensor([1.0, -3.0, 0.5, 2.0], dtype=torch.bfloat16)
-    got = torch.empty_like(x)
-    _times_constant[(1,)](x, got, 4, constant)
-    compiled = torch.tensor([constant_bits(constant)], dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
-    torch.testing.assert_close(got, x * compiled + compiled, rtol=0, atol=0, equal_nan=True)
-    if constant in (1e-7, -1e-7):
-        assert compiled.item() == 0 and torch.equal(got, torch.zeros_like(x))  # x * 0 + 0, as on a GPU
-    monkeypatch.delattr(InterpreterBuilder, "get_bf16")
-    with pytest.raises(Exception, match="get_bf16"):  # as on Triton 3.6, without the module's
-        _times_constant[(1,)](x, torch.empty_like(x), 4, constant)
-    bfloat16.install()
-    again = torch.empty_like(x)
-    _times_constant[(1,)](x, again, 4, constant)
-    assert np.array_equal(_bits(again), _bits(got))
-
-
-_CODE_GENERATOR = """
-    import json, sys
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource, make_backend
-    from triton._C.libtriton import ir
-    import kernel
-
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
-    options = backend.parse_options({{}})
-    context = ir.context()
-    ir.load_dialects(context)
-    backend.load_dialects(context)
-    module = ASTSource(kernel.constants, {{"out": "*{short}"}}, {{}}, {{}}).make_ir(
-        target, options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
-    print(json.dumps([line.split("arith.constant ")[1].split(" : ")[0] for line in str(module).splitlines()
-                      if "arith.constant" in line and ": {short}" in line]))
-"""
-
-
-def _printed_bits(text: str, dtype: str) -> int:
-    """The bits of the constant MLIR prints (``0x7F80`` for a special value, else 7 digits, far
-    finer than these types' spacing): the nearest value of the type to it."""
-    if text.startswith("0x"):
-        return int(text, 16)
-    if dtype == "float16":
-        return int(np.array([float(text)], dtype=np.float16).view(np.uint16)[0])
-    value = abs(float(text))
-    near = int(np.float32(value).view(np.uint32)) >> 16
-    candidates = [c for c in (near - 1, near, near + 1) if 0 <= c < 0x7F80]
-    best = min(candidates, key=lambda c: abs(float(to_float32(np.array([c], dtype=np.uint16))[0]) - value))
-    return best | (0x8000 if text.startswith("-") else 0)
-
-
-def _compiled_constants(tmp_path: Path, values: list[float], dtype: str) -> list[str]:
-    """The constants Triton's code generator writes into a kernel's TTIR for ``tl.full([], v, dtype)``:
-    the installed Triton's, in a process of its own without the interpreter (no GPU, no driver)."""
-    special = {"inf": "INF", "-inf": "MINUS_INF", "nan": "NAN"}  # a kernel reads these as constexpr globals
-    body = "".join(f"    tl.store(out + {i}, tl.full([], {special.get(repr(v), repr(v))}, tl.{dtype}))\n"
-                   for i, v in enumerate(values))
-    (tmp_path / "kernel.py").write_text(
-        "import triton, triton.language as tl\n" + "".join(f"{name} = tl.constexpr(float({text!r}))\n"
-                                                         for text, name in special.items())
-        + f"@triton.jit\ndef constants(out):\n{body}")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    short = {"bfloat16": "bf16", "float16": "f16"}[dtype]
-    script = textwrap.dedent(_CODE_GENERATOR.format(short=short)).replace('"*f16"', '"*fp16"')
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                          env={**env, "PYTHONPATH": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-@needs_interpreter
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # past float16's range, as intended
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_the_interpreter_s_constants_are_triton_s_code_generator_s(tmp_path, dtype):
-    """What a GPU's kernel holds is what Triton's code generator writes into its IR, run here on
-    the CPU for 410 constants from 1e-9 to past float32's largest. bfloat16 through six decimals
-    (:func:`constant_bits`), float16 rounded twice (through float32): the interpreter's builder,
-    with the module installed, makes the same bits for every one."""
-    from triton.runtime import interpreter
-
-    rng = np.random.default_rng(0)
-    values = [1e-7, 4.9e-7, 5e-7, 6e-7, 1.5e-6, -1e-7, 0.0078125, 0.1, 1e39, 2.0 ** -133, 3.4e38,
-              1 + 2.0 ** -11 + 2.0 ** -30, 65519.999, 65520.0, 6e-8, float("inf"), float("-inf"), float("nan")]
-    values += [float(v) for v in rng.choice([-1, 1], 250) * 10.0 ** rng.uniform(-9, 38, 250)]
-    values += [float(v) for v in rng.uniform(-1, 1, 142) * 10.0 ** rng.integers(-6, 5, 142)]
-    printed = _compiled_constants(tmp_path, values, dtype)
-    assert len(printed) == len(values)
-    bfloat16.install()
-    make = getattr(interpreter.interpreter_builder, {"bfloat16": "get_bf16", "float16": "get_fp16"}[dtype])
-    made = [int(np.asarray(make(v).data).view(np.uint16)[0]) for v in values]
-    differ = [(v, p, hex(m)) for v, p, m in zip(values, printed, made) if _printed_bits(p, dtype) != m]
-    assert not differ, differ[:10]
-    if dtype == "bfloat16":
-        assert made[:2] == [0, 0] and made == [constant_bits(v) for v in values]  # 1e-7 and 4.9e-7 are zero
-    else:
-        assert made[11:13] == [0x3C00, 0x7C00]  # 1.0 and +inf: rounded once, 1.0009766 and 65504
 
 
 @needs_interpreter
