@@ -23,8 +23,8 @@ code generator's C++ builder, on a CPU the interpreter's Python one, and the two
 :func:`install` gives the interpreter's builder the C++ builder's rules; ``tests/fuzz/interpreter/
 test_constants.py`` compiles hundreds of constants of each type to TTIR with the installed Triton
 (on the CPU: no GPU, no driver) and finds the interpreter's bits in every one, with Triton 3.6.0
-and 3.9.0 (the same rules). float32 and float64 constants already agree (a C++ ``float`` and
-``double`` are NumPy's float32 and float64).
+and 3.9.0 (the same rules). float32 and float64 constants agree without it (a C++ ``float`` and
+``double`` are NumPy's float32 and float64; the test holds them too).
 
 Light on purpose, like :mod:`fuzz.interpreter.bfloat16`: the standard library, NumPy and Triton, as
 it runs in the isolated worker. On a GPU the interpreter is never called and nothing changes.

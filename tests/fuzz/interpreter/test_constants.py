@@ -40,7 +40,7 @@ INTS = [0, 1, -1, 127, 128, -128, -129, 255, 256, 300, 32767, 32768, -32769, 400
         2 ** 31 - 1, 2 ** 31, -2 ** 31 - 1, 2 ** 32 - 1, 2 ** 32, 2 ** 63 - 1, -2 ** 63, 2 ** 63, 2 ** 64 - 1,
         2 ** 64, -2 ** 63 - 1]
 INTS += [int(v) for v in _RNG.integers(-2 ** 40, 2 ** 40, 20)]
-TYPES = {"bfloat16": "bf16", "float16": "fp16", **{name: name.replace("uint", "u").replace("int", "i")
+TYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", **{name: name.replace("uint", "u").replace("int", "i")
                                                    for name in INTEGERS}}
 
 _CODE_GENERATOR = """
@@ -71,12 +71,13 @@ _CODE_GENERATOR = """
     print(json.dumps(found))
 """
 
-_METHODS = {"bfloat16": "get_bf16", "float16": "get_fp16"}  # the builder's method of a type, else get_<type>
+_METHODS = {"bfloat16": "get_bf16", "float16": "get_fp16", "float32": "get_fp32", "float64": "get_fp64"}  # the builder's method of a type, else get_<type>
 _SPECIAL = {"inf": "INF", "-inf": "MINUS_INF", "nan": "NAN"}  # a kernel reads these as constexpr globals
 
 
 def _values(dtype: str) -> list:
-    return FLOATS if dtype in ("bfloat16", "float16") else INTS
+    # float32 and float64 agree already (a C++ float and double are NumPy's): a quarter of the floats.
+    return INTS if dtype in INTEGERS else FLOATS if dtype in ("bfloat16", "float16") else FLOATS[::4]
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +114,8 @@ def _compiled_bits(text: str, dtype: str) -> int | None:
         return int(text) & ((1 << INTEGERS[dtype][0]) - 1)
     if text.startswith("0x"):
         return int(text, 16)
-    if dtype == "float16":
-        return int(np.array([float(text)], dtype=np.float16).view(np.uint16)[0])
+    if dtype in ("float16", "float32", "float64"):  # MLIR prints these so that they read back exactly
+        return int(np.array([float(text)], dtype=dtype).view(f"uint{np.dtype(dtype).itemsize * 8}")[0])
     value = abs(float(text))
     near = int(np.float32(value).view(np.uint32)) >> 16
     candidates = [c for c in (near - 1, near, near + 1) if 0 <= c < 0x7F80]
@@ -131,7 +132,8 @@ def _interpreted_bits(dtype: str, value) -> int | None:
     except (TypeError, OverflowError):
         return None
     data = np.asarray(handle.data)
-    width = 16 if dtype in ("bfloat16", "float16") else INTEGERS[dtype][0]
+    width = INTEGERS[dtype][0] if dtype in INTEGERS else 16 if dtype in ("bfloat16", "float16") else \
+        np.dtype(dtype).itemsize * 8
     return int(data.view(np.dtype(f"uint{width}"))[0])
 
 
