@@ -19,6 +19,10 @@ code generator's C++ builder, on a CPU the interpreter's Python one, and the two
   -2**31); a number outside that 64-bit range does not bind (a ``TypeError``, so the compile fails).
   The interpreter's NumPy refused every value outside the type's own range (``OverflowError``: a
   kernel error on the CPU that ran on the GPU).
+* **a float argument**: a GPU's launch passes a Python float as an fp32 scalar, and ``x * scale``
+  of a bfloat16 ``x`` computes in float32; Triton's interpreter passes the Python float itself,
+  which the arithmetic then takes as a bfloat16 constant (``scale = 5e-7``: 0 on the CPU, 5e-7
+  rounded once on a GPU), and ``scale.to(tl.float32)`` raised AttributeError on the CPU.
 
 :func:`install` gives the interpreter's builder the C++ builder's rules; ``tests/fuzz/interpreter/
 test_constants.py`` compiles hundreds of constants of each type to TTIR with the installed Triton
@@ -32,6 +36,7 @@ it runs in the isolated worker. On a GPU the interpreter is never called and not
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import numpy as np
@@ -108,6 +113,22 @@ def _handle(data: np.ndarray, dtype: str):
     return _TensorHandle(data, getattr(_tl, dtype))
 
 
+def _float_arguments(original):
+    """Triton's conversion of a launch's arguments, with a Python float made the fp32 scalar a GPU's
+    launch passes (``mangle_type`` says ``fp32``): Triton's interpreter passes it on as a Python
+    float, which the kernel's arithmetic then takes as a constant of the other operand's type."""
+    @functools.wraps(original)
+    def implicit_cvt(arg):
+        if isinstance(arg, float):  # a bool is no float; a NumPy float64 is one (fp32 on a GPU too)
+            with np.errstate(over="ignore"):  # past float32's range: inf, as the launch's conversion gives
+                value = np.array([arg], dtype=np.float32)
+            return _tl.tensor(_TensorHandle(value, _tl.float32), _tl.float32)
+        return original(arg)
+
+    setattr(implicit_cvt, _PATCHED, True)
+    return implicit_cvt
+
+
 def install() -> bool:
     """Give the interpreter's builder the compiled kernel's constants; idempotent. False (nothing
     changed) for a Triton whose interpreter has no builder of this layout."""
@@ -127,6 +148,9 @@ def install() -> bool:
         if not getattr(builder.__dict__.get(name), _PATCHED, False):
             setattr(method, _PATCHED, True)
             setattr(builder, name, method)
+    convert = getattr(interpreter, "_implicit_cvt", None)
+    if convert is not None and not getattr(convert, _PATCHED, False):
+        interpreter._implicit_cvt = _float_arguments(convert)  # looked up at each launch, by name
     return True
 
 

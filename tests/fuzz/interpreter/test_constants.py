@@ -217,3 +217,44 @@ def test_a_kernel_computes_with_the_compiled_kernel_s_bfloat16_constant(monkeypa
 def test_install_is_idempotent_and_installed_says_so():
     assert constants.install() and constants.install()
     assert constants.installed()
+
+
+@triton.jit
+def _times_argument(x_ptr, out_ptr, scale, N: tl.constexpr, WIDEN: tl.constexpr):
+    offsets = tl.arange(0, N)
+    x = tl.load(x_ptr + offsets)
+    if WIDEN:
+        scale = scale.to(tl.float32)  # a tensor on a GPU: it has .to
+    tl.store(out_ptr + offsets, x * scale)
+
+
+@pytest.mark.parametrize("widen", [False, True], ids=["as-is", "to-float32"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_float_argument_is_the_launch_s_float32_value_not_a_constant(dtype, widen):
+    """A GPU's launch passes ``scale`` as an fp32 scalar: ``x * scale`` of a bfloat16 or float16 ``x``
+    computes in float32 and rounds once (Triton's TTIR: extf, mulf f32, truncf). Triton's interpreter
+    passed the Python float, a constant of ``x``'s type there: 5e-7 was bfloat16 0 (a product of 0),
+    and ``scale.to(...)`` raised AttributeError."""
+    from triton.runtime import interpreter
+
+    bfloat16.install()
+    constants.install()
+    x = torch.tensor([1.0, -3.0, 0.5, 2.0], dtype=dtype)
+    for scale in (5e-7, 1.5e-6, 0.1, 3.0e38):
+        got = torch.empty_like(x)
+        _times_argument[(1,)](x, got, scale, 4, widen)
+        want = (x.float() * torch.tensor(scale, dtype=torch.float32)).to(dtype)
+        assert torch.equal(got.view(torch.int16), want.view(torch.int16)), (scale, got, want)
+    # Without the conversion (Triton's own), the interpreter takes the float as a constant.
+    convert = interpreter._implicit_cvt
+    try:
+        interpreter._implicit_cvt = convert.__wrapped__
+        got = torch.empty_like(x)
+        if widen:
+            with pytest.raises(Exception, match="has no attribute .to."):
+                _times_argument[(1,)](x, got, 5e-7, 4, widen)
+        elif dtype is torch.bfloat16:
+            _times_argument[(1,)](x, got, 5e-7, 4, widen)
+            assert torch.equal(got, torch.zeros_like(x))  # x * bfloat16(0): the constant's rule
+    finally:
+        interpreter._implicit_cvt = convert
