@@ -18,7 +18,7 @@ from .options import GradeOptions, MemoryPhase
 from .parts import MEMORY_FOUND, MEMORY_SIGNAL, PartSignal
 from .record import GradeRecord
 
-__all__ = ["MemoryStop", "memory_phase", "probing", "run_inputs", "stop_for", "watching"]
+__all__ = ["MemoryStop", "memory_phase", "other_sizes", "probing", "run_inputs", "stop_for", "watching"]
 
 # A crash the GPU reported as an error of a kernel (an illegal address, an address in the wrong
 # space, a launch failure): often a stray access, which the phase then names; if it finds none, the
@@ -58,9 +58,19 @@ def _started(target: str, options: GradeOptions, only: tuple[str, ...] | None = 
     """The phase's processes started for the checks the run selected (of them, ``only``'s)."""
     contract = options.declared()
     checks = tuple(c for c in options.checks or tuple(CHECKS) if only is None or c in only)
-    return memory.start(options.worker_target(target), checks=checks,
-                        dtype=dtype_name(contract.dtypes[0]), device=options.device, max_n=contract.max_n,
+    return memory.start(options.worker_target(target), checks=checks, dtype=dtype_name(contract.dtypes[0]),
+                        also=other_sizes(contract.dtypes), device=options.device, max_n=contract.max_n,
                         contiguous=contract.layouts is Layouts.CONTIGUOUS, huge=options.huge_offsets)
+
+
+def other_sizes(dtypes) -> tuple[str, ...]:
+    """The first of ``dtypes`` of each element size but the first's (float16 and float64 of the
+    default float32, float16, bfloat16, float64): the sizes a kernel's tiles may differ in
+    (:data:`fuzz.memory.probe.ELEMENT_SIZE_PROBES`)."""
+    first = {}
+    for dtype in dtypes:
+        first.setdefault(dtype.itemsize, dtype)
+    return tuple(dtype_name(dtype) for dtype in list(first.values())[1:])
 
 
 def run_inputs(record: GradeRecord, verdict: Verdict) -> list[dict]:

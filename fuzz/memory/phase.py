@@ -13,7 +13,9 @@ Triton's interpreter, judged by the CPU's checks of the same names; the report s
 The processes start with the run and wait, once the fixed probes are done, for the run's own
 inputs (:meth:`Probing.report`): the counterexample the fuzzing saved and the largest input it
 drew, replayed under the same tools, so a verdict pays no second start of a tool. memcheck also
-gets the views past 2**31 elements (``huge``, where the run draws huge offsets).
+gets the views past 2**31 elements (``huge``, where the run draws huge offsets). Once a finding
+decides the verdict (memcheck's, or initcheck's after a memcheck that found nothing) the tools are
+stopped: the probes after it could not change it.
 
 It judges ``lse(x)`` of 2-D inputs only (a call convention's carrier is not probed) and runs only
 for the checks the run selected. A probe that raises, a tool that times out or cannot start is a
@@ -43,8 +45,8 @@ __all__ = ["MemoryReport", "Probing", "TOOL_SECONDS", "WAIT_SECONDS", "describe"
 
 TOOL_SECONDS = 90.0
 """The most one tool's run may take (measured on an H200: about 10 s each, CUDA 13's
-compute-sanitizer 2025.3, the eight probes; a kernel that autotunes runs each probe once per
-config, up to eight). Past it the tool is stopped and the report says so."""
+compute-sanitizer 2025.3, the eight probes of one dtype; a kernel that autotunes runs each probe
+once per config, up to eight). Past it the tool is stopped and the report says so."""
 
 REPLAY_SECONDS = 45.0
 """How long the tools may take for the run's own inputs (a call or two each) when they are handed
@@ -128,20 +130,21 @@ def replay_command(target: str, tool: str, options: list[str], executable: str =
             f"python -m {_PROBE_MODULE} {target} {' '.join(options)}")
 
 
-def run(target: str, *, checks: tuple[str, ...], dtype: str = "float32", device: str = "cuda",
-        max_n: int | None = None, contiguous: bool = False, huge: bool = False, executable: str | None = None,
-        seconds: float = TOOL_SECONDS, inputs: list[dict] = ()) -> MemoryReport:
+def run(target: str, *, checks: tuple[str, ...], dtype: str = "float32", also: tuple[str, ...] = (),
+        device: str = "cuda", max_n: int | None = None, contiguous: bool = False, huge: bool = False,
+        executable: str | None = None, seconds: float = TOOL_SECONDS, inputs: list[dict] = ()) -> MemoryReport:
     """Probe ``target`` (a TARGET loadable by a fresh process) for the memory ``checks`` selected,
-    with the probes its contract admits (``max_n`` columns at most; ``contiguous`` inputs only;
-    ``huge``: the views past 2**31 elements under memcheck), then ``inputs`` (see
-    :func:`fuzz.memory.probe.replay_inputs`)."""
-    return start(target, checks=checks, dtype=dtype, device=device, max_n=max_n, contiguous=contiguous, huge=huge,
-                 executable=executable, seconds=seconds).report(inputs)
+    with the probes its contract admits (in ``dtype``, and those of
+    :data:`fuzz.memory.probe.ELEMENT_SIZE_PROBES` in each dtype of ``also``, one per other element
+    size; ``max_n`` columns at most; ``contiguous`` inputs only; ``huge``: the views past 2**31
+    elements under memcheck), then ``inputs`` (see :func:`fuzz.memory.probe.replay_inputs`)."""
+    return start(target, checks=checks, dtype=dtype, also=also, device=device, max_n=max_n, contiguous=contiguous,
+                 huge=huge, executable=executable, seconds=seconds).report(inputs)
 
 
-def start(target: str, *, checks: tuple[str, ...], dtype: str = "float32", device: str = "cuda",
-          max_n: int | None = None, contiguous: bool = False, huge: bool = False, executable: str | None = None,
-          seconds: float = TOOL_SECONDS) -> Probing:
+def start(target: str, *, checks: tuple[str, ...], dtype: str = "float32", also: tuple[str, ...] = (),
+          device: str = "cuda", max_n: int | None = None, contiguous: bool = False, huge: bool = False,
+          executable: str | None = None, seconds: float = TOOL_SECONDS) -> Probing:
     """:func:`run`'s processes started, to run beside something else (the fuzzing): the
     :class:`Probing`'s ``report(inputs)`` hands them the run's inputs and waits for them,
     ``cancel()`` stops them."""
@@ -153,7 +156,7 @@ def start(target: str, *, checks: tuple[str, ...], dtype: str = "float32", devic
                                                "call convention"]))
     executable = executable or sanitizer.find()
     within = [*(["--max-n", str(max_n)] if max_n is not None else []), *(["--contiguous"] if contiguous else []),
-              "--dtype", dtype]
+              "--dtype", dtype, *(["--also", ",".join(also)] if also else [])]
     # The views past 2**31 elements are a memcheck matter (an address a 32-bit offset wrapped to).
     extra = {tool: ["--huge"] if huge and tool in ("memcheck", "interpreter") else [] for tool in [*tools, "interpreter"]}
     probing = Probing(None, target=target, options=within, tools=tools, executable=executable, seconds=seconds,
@@ -195,17 +198,50 @@ class Probing:
         waiting: the fuzzing beside the phase can then stop, as the verdict is the memory check's."""
         if self._done is not None:
             return self._done.finding is not None
+        return any(self._finds(name, text) for name, text in self._so_far().items())
+
+    def _so_far(self) -> dict[str, str]:
+        """Each running tool's output so far, read without waiting (none once report() or cancel() took it)."""
+        texts = {}
         for name, (_, output) in list(self._running.items()):
             try:
-                text = os.pread(output.fileno(), 1 << 20, 0).decode(errors="replace")
+                texts[name] = os.pread(output.fileno(), 1 << 20, 0).decode(errors="replace")
             except (OSError, ValueError):  # closed: report() or cancel() took it
                 continue
-            if name == "interpreter":
-                if _interpreted(self.target, [], self.tools, text, True, "").finding is not None:
-                    return True
-            elif sanitizer.parse(text, name) is not None:
-                return True
-        return False
+        return texts
+
+    def _finds(self, name: str, text: str) -> bool:
+        if name == "interpreter":
+            return _interpreted(self.target, [], self.tools, text, True, "").finding is not None
+        return sanitizer.parse(text, name) is not None
+
+    def _decided(self) -> str | None:
+        """The tool whose finding is the verdict's already, if one is (read where it is whole: a
+        sanitizer's error blocks before its last probe line, which the probe prints after each
+        call's synchronize; the interpreter's lines to the last newline); the first tool's finding
+        wins (memcheck's), so a later one decides only once those before it ended without one."""
+        texts = self._so_far()
+        for name, (process, _) in self._running.items():
+            text = texts.get(name, "")
+            whole = text.rfind("\n") + 1 if name == "interpreter" else max(text.rfind("lse-fuzz-probe "), 0)
+            if self._finds(name, text[:whole]):
+                return name
+            if process.poll() is None:
+                return None
+        return None
+
+    def _until_decided(self, deadline: float) -> str | None:
+        """Wait until every process ended, ``deadline``, or a finding decided the verdict: then the
+        rest of the probes can change nothing, and the processes are stopped (a memory mutant's
+        verdict waited seconds for probes after its finding). The deciding tool, or None."""
+        while any(process.poll() is None for process, _ in self._running.values()) and time.monotonic() < deadline:
+            decided = self._decided()
+            if decided is not None:
+                for process, _ in self._running.values():
+                    _stop(process)
+                return decided
+            time.sleep(0.05)
+        return None
 
     def cancel(self) -> None:
         """Stop what still runs (the run ended without needing the phase)."""
@@ -231,9 +267,11 @@ class Probing:
         if inputs:  # the replay names them
             self.options += ["--inputs", shlex.quote(json.dumps(inputs))]
         outputs, ended = {}, self.wall_started
+        deadline = asked + most if most is not None else \
+            max(self.started + self.seconds, asked + min(self.seconds, REPLAY_SECONDS))
+        decided = self._until_decided(deadline)
         for name, (process, output) in self._running.items():
-            finished = _wait(process, asked + most if most is not None else
-                             max(self.started + self.seconds, asked + min(self.seconds, REPLAY_SECONDS)))
+            finished = decided is not None or _wait(process, deadline)
             ended = max(ended, os.fstat(output.fileno()).st_mtime)  # its last line: when it was done
             output.seek(0)
             outputs[name] = (output.read(), finished)
@@ -248,7 +286,7 @@ class Probing:
             report = _interpreted(self.target, self.options + self.extra.get("interpreter", []), self.tools,
                                   *outputs["interpreter"], limit)
         else:
-            report = _sanitized(self.target, self.options, self.extra, self.executable, outputs, limit)
+            report = _sanitized(self.target, self.options, self.extra, self.executable, outputs, limit, decided)
         # Its own time: the fixed probes (to when the tools began to wait for the run's inputs), then
         # the run's inputs (to the tools' last output); and how much of it the verdict waited for.
         report.waited = time.monotonic() - asked
@@ -301,7 +339,8 @@ def _notes_of(tool: str, output: str, finished: bool, limit: str) -> list[str]:
 
 
 def _sanitized(target: str, options: list[str], extra: dict[str, list[str]], executable: str,
-               outputs: dict[str, tuple[str, bool]], limit: str) -> MemoryReport:
+               outputs: dict[str, tuple[str, bool]], limit: str, decided: str | None = None) -> MemoryReport:
+    """The tools' report; ``decided``: the tool whose finding stopped the others (Probing._until_decided)."""
     report = MemoryReport("compute-sanitizer " + ", ".join(outputs))
     for tool, (output, finished) in outputs.items():  # memcheck's finding first: an access out of bounds is the worse
         report.probes = max(report.probes, _probes_in(output))
@@ -309,7 +348,9 @@ def _sanitized(target: str, options: list[str], extra: dict[str, list[str]], exe
         if finding is not None and report.finding is None:
             report.finding = finding
             report.replay = replay_command(target, tool, [*options, *extra.get(tool, [])], executable)
-        if finding is None:
+        if finding is None and decided not in (None, tool):
+            report.notes.append(f"{tool} stopped at {decided}'s finding, which decides the verdict")
+        elif finding is None:
             report.notes += _notes_of(tool, output, finished, limit)
         others = sanitizer.unjudged(output, tool)
         if others:

@@ -1,7 +1,7 @@
 """The memory phase's child: call an implementation on fixed probe inputs, one line per step.
 
-    python -m fuzz.memory.probe TARGET --device cuda [--dtype float32] [--max-n N] [--contiguous] [--huge]
-                                [--inputs JSON | --then DIR] [--interpreter]
+    python -m fuzz.memory.probe TARGET --device cuda [--dtype float32] [--also float16,float64] [--max-n N]
+                                [--contiguous] [--huge] [--inputs JSON | --then DIR] [--interpreter]
 
 Run under compute-sanitizer (memcheck, initcheck) by :mod:`fuzz.memory.phase`, with PyTorch's
 caching allocator off, so that every tensor is an allocation of its own and a read or write one
@@ -46,27 +46,37 @@ INPUTS = "inputs.json"
 """The file in ``--then DIR`` that hands the probe process the run's inputs (written whole, once)."""
 
 
-def probes(dtype, device) -> list[tuple[str, object]]:
+ELEMENT_SIZE_PROBES = ("33 x 257", "3 x 8192, row 1 all -inf, row 2's first half -inf")
+"""The probes run again in each other element size the contract admits (``--also``). A kernel that
+sizes its tiles in bytes (the reference's 16 KiB) gives a 2-byte dtype twice the elements per tile of
+a 4-byte one, so a row block rounded past M, or a split row's last block of rows, comes in one size
+and not in another: on an H100 a store one row past a split row's partials (``rows <= M``) ran only
+with 16-bit input, where the float32 probes saw nothing and the CPU's checks caught it."""
+
+
+def probes(dtype, device, only: tuple[str, ...] | None = None) -> list[tuple[str, object]]:
     """(description, input): the shapes where memory bugs with right values live. Tails past a
     power of two, rows past a multiple of a row block (a grid rounded up), a padded view (a read
     past a row lands in the padding, a read past the last row past the allocation), and rows
-    long enough to be split with partials of all -inf (a partial that is skipped, not stored)."""
+    long enough to be split with partials of all -inf (a partial that is skipped, not stored).
+    ``only``: those of these descriptions (none other is built)."""
     import torch  # noqa: PLC0415
 
     def randn(rows: int, cols: int, seed: int):
         generator = torch.Generator().manual_seed(seed)
         return (torch.randn(rows, cols, generator=generator) * 3).to(dtype).to(device)
 
-    found = [("1 x 1", randn(1, 1, 0)), ("3 x 5", randn(3, 5, 1)), ("7 x 100", randn(7, 100, 2)),
-             ("33 x 257", randn(33, 257, 3)), ("257 x 3", randn(257, 3, 4))]
-    padded = randn(5, 128, 5)
-    found.append(("5 x 100, a view of rows padded to 128", padded[:, :100]))
-    split = randn(3, 8192, 6)
-    split[1] = -float("inf")  # every partial of the row empty
-    split[2, :4096] = -float("inf")  # its first half's partials empty
-    found.append(("3 x 8192, row 1 all -inf, row 2's first half -inf", split))
-    found.append(("2 x 65536", randn(2, 65536, 7)))
-    return found
+    def split():
+        x = randn(3, 8192, 6)
+        x[1] = -float("inf")  # every partial of the row empty
+        x[2, :4096] = -float("inf")  # its first half's partials empty
+        return x
+
+    made = {"1 x 1": lambda: randn(1, 1, 0), "3 x 5": lambda: randn(3, 5, 1), "7 x 100": lambda: randn(7, 100, 2),
+            "33 x 257": lambda: randn(33, 257, 3), "257 x 3": lambda: randn(257, 3, 4),
+            "5 x 100, a view of rows padded to 128": lambda: randn(5, 128, 5)[:, :100],
+            "3 x 8192, row 1 all -inf, row 2's first half -inf": split, "2 x 65536": lambda: randn(2, 65536, 7)}
+    return [(description, make()) for description, make in made.items() if only is None or description in only]
 
 
 def huge_probes(dtype, device) -> list[tuple[str, object]]:
@@ -182,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("target")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--also", default="", metavar="DTYPES",
+                        help="comma-separated dtypes of other element sizes: ELEMENT_SIZE_PROBES again in each")
     parser.add_argument("--max-n", type=int, default=None)
     parser.add_argument("--contiguous", action="store_true", help="contiguous inputs only (the contract's layouts)")
     parser.add_argument("--huge", action="store_true", help="add the views past 2**31 elements")
@@ -203,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     pin, count = configs(impl)
     dtype = getattr(torch, args.dtype)
     fixed = probes(dtype, device) + (huge_probes(dtype, device) if args.huge else [])
+    fixed += [(f"{description}, {name}", x) for name in filter(None, args.also.split(","))
+              for description, x in probes(getattr(torch, name), device, ELEMENT_SIZE_PROBES)]
     inputs = each_config([(description, x) for description, x in fixed if (args.max_n is None or x.shape[1] <= args.max_n)
                           and (not args.contiguous or x.is_contiguous())], count)
     judging = None

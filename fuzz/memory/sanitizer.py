@@ -41,7 +41,8 @@ _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
 
 @dataclass
 class Finding:
-    """One error the tool reported (the first of its kind; ``errors`` counts all of the run's)."""
+    """One error the tool reported (the first of its kind; ``errors`` counts the run's, those
+    printed by when the phase stopped the tools if a finding decided the verdict first)."""
 
     check: str  # memory_bounds (memcheck) or uninitialized_read (initcheck)
     tool: str

@@ -260,8 +260,9 @@ def test_on_a_gpu_a_pass_goes_through_the_memory_phase_and_its_finding_fails_the
     record.reason = "crashed: RuntimeError: CUDA error: out of memory"
     assert memory_phase(candidate, options, record, Verdict.CRASH) is Verdict.CRASH and not asked
     assert memory_phase(candidate, options, record, Verdict.PASS) is Verdict.FAIL
-    assert asked == [("k.py:lse", {"checks": tuple(memory_phase_module.CHECKS), "dtype": "float32", "device": "cuda",
-                                   "max_n": None, "contiguous": False, "huge": True})]
+    assert asked == [("k.py:lse", {"checks": tuple(memory_phase_module.CHECKS), "dtype": "float32",
+                                   "also": ("float16", "float64"), "device": "cuda", "max_n": None,
+                                   "contiguous": False, "huge": True})]
     assert record.check == "memory_bounds" and record.replay == "REPLAY" and record.memory["finding"]["probe"] == "3 x 5"
     record.verdict = Verdict.FAIL
     printed = format_record(record)

@@ -14,10 +14,12 @@ import doubles
 from run_stops import FixedStop
 
 import lse_fuzz
+import torch
+from fuzz.contract import DTYPES
 from fuzz.grading import GradeOptions
 from fuzz.grading import memory_phase as memory_phase_module
 from fuzz.grading.candidates import Candidate
-from fuzz.grading.memory_phase import MemoryStop, memory_phase, stop_for, watching
+from fuzz.grading.memory_phase import MemoryStop, memory_phase, other_sizes, stop_for, watching
 from fuzz.grading.parts import MEMORY_FOUND, PartSignal
 from fuzz.memory import MemoryReport
 from fuzz.memory.sanitizer import Finding
@@ -195,3 +197,9 @@ def test_memory_checks_travel_to_the_driver_and_only_a_restricted_phase_shows_in
     assert GradeOptions.from_wire(one.to_wire()) == one and GradeOptions.from_wire(plain.to_wire()) == plain
     assert "memory_checks" not in plain.public() and one.public()["memory_checks"] == ["memory_bounds"]
     assert one.key() != plain.key()
+
+
+def test_the_other_sizes_are_the_first_dtype_of_each():
+    assert other_sizes(DTYPES) == ("float16", "float64")  # bfloat16's size is float16's
+    assert other_sizes((torch.bfloat16, torch.float32, torch.float16)) == ("float32",)
+    assert other_sizes((torch.float32,)) == ()

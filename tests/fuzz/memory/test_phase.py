@@ -73,10 +73,35 @@ def test_a_tool_finding_fails_its_check_with_the_probe_kernel_and_a_replay(fake,
     assert report.ran == "compute-sanitizer memcheck, initcheck" and report.probes == 8
     finding = report.finding
     assert finding is not None and finding.check == "memory_bounds" and finding.probe == "3 x 5"
-    assert finding.kernel == "_k at k.py:12" and finding.errors == 7
+    # The tools stop at the deciding finding: the errors are those printed by then, not the summary's 7.
+    assert finding.kernel == "_k at k.py:12" and finding.errors == 1
     assert report.replay == (f"PYTORCH_NO_CUDA_MEMORY_CACHING=1 {fake} --tool memcheck "
                              "python -m fuzz.memory.probe reference:lse --dtype float32")
     assert "caching allocator off: Invalid __global__ read of size 4 bytes (memcheck)" in report.describe()
+
+
+def test_the_tools_stop_once_a_finding_decides_the_verdict(fake, monkeypatch, tmp_path):
+    # Each call takes a second and leaves a file: the probes after memcheck's finding (in the second
+    # probe) never run, in either tool's process, and initcheck's stop is said.
+    slow = tmp_path / "slow.py"
+    slow.write_text(textwrap.dedent(f"""\
+        import os, time, torch
+        def lse(x):
+            open(os.path.join({str(tmp_path)!r}, f"call-{{os.getpid()}}-{{time.monotonic_ns()}}"), "w").close()
+            time.sleep(1.0)
+            return torch.logsumexp(x.double(), 1).float()
+        """))
+    monkeypatch.setenv("FAKE_SANITIZER_FINDS", "memcheck")
+    report = phase.run(str(slow), checks=BOTH, device="cpu", executable=fake)
+    assert report.finding is not None and report.finding.tool == "memcheck" and report.finding.probe == "3 x 5"
+    assert report.notes == ["initcheck stopped at memcheck's finding, which decides the verdict"]
+    calls = [path.name.split("-")[1] for path in tmp_path.glob("call-*")]
+    assert calls and max(calls.count(pid) for pid in set(calls)) <= 3  # of 8 probes (2 before the stop, 1 begun)
+    monkeypatch.delenv("FAKE_SANITIZER_FINDS")
+    for path in tmp_path.glob("call-*"):
+        path.unlink()
+    assert phase.run(str(slow), checks=("memory_bounds",), device="cpu", executable=fake).finding is None
+    assert len(list(tmp_path.glob("call-*"))) == 8  # no finding: every probe runs
 
 
 def test_initcheck_fails_uninitialized_read_and_a_clean_run_has_no_finding(fake, monkeypatch):
@@ -128,6 +153,18 @@ def test_without_compute_sanitizer_the_cpu_checks_judge_the_same_probes(monkeypa
     unwritten = phase.run(str(DOUBLES / "reads_unwritten.py"), checks=BOTH).finding
     assert unwritten is not None and unwritten.check == "uninitialized_read"
     assert phase.run("reference:lse", checks=BOTH).finding is None
+
+
+def test_a_bug_of_one_element_size_is_found_by_that_sizes_probes(monkeypatch):
+    # Two rows a program for 16-bit input, one otherwise: the float32 probes alone pass it.
+    monkeypatch.setattr(sanitizer, "find", lambda: None)
+    target = str(DOUBLES / "row_block_by_size.py")
+    assert phase.run(target, checks=BOTH).finding is None
+    report = phase.run(target, checks=BOTH, also=("float16", "float64"))
+    assert report.finding is not None and report.finding.check == "memory_bounds", report.describe()
+    assert report.finding.probe == "33 x 257, float16" and report.probes == 8 + 4
+    assert "out_ptr[33]: 1 element past the end of a 33-element tensor" in report.finding.lines
+    assert phase.run("reference:lse", checks=BOTH, also=("float16", "float64")).finding is None
 
 
 def test_an_autotuned_kernel_is_probed_with_each_config(monkeypatch):
