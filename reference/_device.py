@@ -16,6 +16,7 @@ import sys
 
 import torch
 
+from . import _numpy_index
 from .errors import InvalidArgument
 
 
@@ -41,6 +42,7 @@ def interpreting() -> bool:
 def check_device(x: torch.Tensor) -> None:
     """Refuse a tensor the current Triton mode cannot run on, with the fix in the message."""
     if interpreting():
+        _numpy_index.install()  # Triton 3.6's interpreter on NumPy 2.5 (see the module)
         if _TRITON_IMPORTED_FIRST:
             raise InvalidArgument(
                 "triton was imported before Triton's interpreter was turned on (no CUDA device here), so its "

@@ -14,22 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from triton_3_6_index import PRELUDE
+
 ROOT = Path(__file__).resolve().parents[3]
 
-SCRIPT = """
-import os, sys
-os.environ["TRITON_INTERPRET"] = "1"
-import numpy as np
-import torch, triton, triton.language as tl
-from triton.runtime import interpreter
-
-original = interpreter._patch_lang_tensor
-
-def triton_3_6(tensor, scope):  # Triton 3.6's line, on whatever Triton this is
-    original(tensor, scope)
-    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))
-
-interpreter._patch_lang_tensor = triton_3_6
+SCRIPT = PRELUDE + """
 if sys.argv[1] == "fixed":
     from fuzz.interpreter import numpy_compat
     assert numpy_compat.install() and numpy_compat.installed() and numpy_compat.install()
