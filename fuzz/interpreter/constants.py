@@ -23,6 +23,8 @@ code generator's C++ builder, on a CPU the interpreter's Python one, and the two
   of a bfloat16 ``x`` computes in float32; Triton's interpreter passes the Python float itself,
   which the arithmetic then takes as a bfloat16 constant (``scale = 5e-7``: 0 on the CPU, 5e-7
   rounded once on a GPU), and ``scale.to(tl.float32)`` raised AttributeError on the CPU.
+* **an int argument in [2**31, 2**32)**: an int64 to a GPU's launch; the interpreter typed it so
+  but held its value as uint32, so arithmetic of two such arguments wrapped at 2**32.
 
 :func:`install` gives the interpreter's builder the C++ builder's rules; ``tests/fuzz/interpreter/
 test_constants.py`` compiles hundreds of constants of each type to TTIR with the installed Triton
@@ -113,16 +115,21 @@ def _handle(data: np.ndarray, dtype: str):
     return _TensorHandle(data, getattr(_tl, dtype))
 
 
-def _float_arguments(original):
+def _launch_arguments(original):
     """Triton's conversion of a launch's arguments, with a Python float made the fp32 scalar a GPU's
     launch passes (``mangle_type`` says ``fp32``): Triton's interpreter passes it on as a Python
-    float, which the kernel's arithmetic then takes as a constant of the other operand's type."""
+    float, which the kernel's arithmetic then takes as a constant of the other operand's type. And
+    an int in [2**31, 2**32), an int64 to the launch (``i64``), held as int64: the interpreter typed
+    it int64 but held uint32 data, so ``a + b`` of two such arguments wrapped at 2**32 (3e9 + 3e9
+    was 1705032704; 6e9 on a GPU)."""
     @functools.wraps(original)
     def implicit_cvt(arg):
         if isinstance(arg, float):  # a bool is no float; a NumPy float64 is one (fp32 on a GPU too)
             with np.errstate(over="ignore"):  # past float32's range: inf, as the launch's conversion gives
                 value = np.array([arg], dtype=np.float32)
             return _tl.tensor(_TensorHandle(value, _tl.float32), _tl.float32)
+        if isinstance(arg, int) and not isinstance(arg, bool) and 2**31 <= arg < 2**32:
+            return _tl.tensor(_TensorHandle(np.array([arg], dtype=np.int64), _tl.int64), _tl.int64)
         return original(arg)
 
     setattr(implicit_cvt, _PATCHED, True)
@@ -150,7 +157,7 @@ def install() -> bool:
             setattr(builder, name, method)
     convert = getattr(interpreter, "_implicit_cvt", None)
     if convert is not None and not getattr(convert, _PATCHED, False):
-        interpreter._implicit_cvt = _float_arguments(convert)  # looked up at each launch, by name
+        interpreter._implicit_cvt = _launch_arguments(convert)  # looked up at each launch, by name
     return True
 
 

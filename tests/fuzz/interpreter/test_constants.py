@@ -258,3 +258,43 @@ def test_a_float_argument_is_the_launch_s_float32_value_not_a_constant(dtype, wi
             assert torch.equal(got, torch.zeros_like(x))  # x * bfloat16(0): the constant's rule
     finally:
         interpreter._implicit_cvt = convert
+
+
+
+_WRAPPED = """
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch, triton, triton.language as tl
+@triton.jit
+def k(out_ptr, a, b):
+    tl.store(out_ptr, a + b)
+    tl.store(out_ptr + 1, a * b)
+    tl.store(out_ptr + 2, a - b - b)
+out = torch.zeros(3, dtype=torch.int64)
+k[(1,)](out, 3_000_000_000, 3_000_000_000)
+print(out.tolist())
+"""
+
+
+@triton.jit
+def _integer_arithmetic(out_ptr, a, b):
+    tl.store(out_ptr, a + b)
+    tl.store(out_ptr + 1, a * b)
+    tl.store(out_ptr + 2, a - b - b)
+
+
+def test_an_int_argument_past_int32_is_the_launch_s_int64():
+    """A GPU's launch passes an int in [2**31, 2**32) as an int64 (``mangle_type``: ``i64``), and
+    arithmetic of two of them does not wrap. Triton's own interpreter (in a fresh process: nothing
+    of the fuzzer's installed) typed it int64 but held uint32 data: 3e9 + 3e9 wrapped at 2**32."""
+    from triton.runtime.jit import mangle_type
+
+    constants.install()
+    a = b = 3_000_000_000
+    assert mangle_type(a) == "i64"
+    want = [a + b, a * b, a - b - b]
+    got = torch.zeros(3, dtype=torch.int64)
+    _integer_arithmetic[(1,)](got, a, b)
+    assert got.tolist() == want
+    plain = subprocess.run([sys.executable, "-c", _WRAPPED], capture_output=True, text=True, timeout=300)
+    assert plain.stdout.strip() == str([v % 2**32 for v in want]), plain.stderr[-2000:]  # wrapped at 2**32
