@@ -232,8 +232,8 @@ class Probing:
 
     def _until_decided(self, deadline: float) -> str | None:
         """Wait until every process ended, ``deadline``, or a finding decided the verdict: then the
-        rest of the probes can change nothing, and the processes are stopped (a memory mutant's
-        verdict waited seconds for probes after its finding). The deciding tool, or None."""
+        rest of the probes can change nothing, and the processes are stopped rather than waited
+        for. The deciding tool, or None."""
         while any(process.poll() is None for process, _ in self._running.values()) and time.monotonic() < deadline:
             decided = self._decided()
             if decided is not None:
