@@ -232,6 +232,8 @@ def lse_inputs(
     With none of ``max_elements``, ``dtype``, ``shape`` and ``layout`` given, one input in
     :data:`_WIDE_ONE_IN` (64 on the CPU, 24 on a GPU) is a single wide constant float16 or bfloat16
     row, past the element cap (:func:`_wide_constant_rows`); the runner adds :func:`overflow_example`.
+    With the default shapes, one input in :data:`_NO_COLUMNS_ONE_IN` (16) that has rows has no
+    columns (:func:`_no_columns`).
 
     Under an N-D call convention (``contract.call``, see :mod:`fuzz.calls`) each (M, N) example is
     laid out as an N-D input (:func:`fuzz.batching.batch_layouts`) instead of a 2-D layout; huge
@@ -258,9 +260,10 @@ def lse_inputs(
     layout_strategy = layouts(huge_offsets=huge_offsets, kinds=contract.layouts.kinds) if layout is None else layout
     specs_strategy = row_recipes(contract=contract)
     if not contract.call.is_default:
-        return _nd_inputs(contract, device, dtype_strategy, shape_strategy, specs_strategy)
+        return _nd_inputs(contract, device, dtype_strategy, shape_strategy, specs_strategy, shape is None)
 
     wide = _wide_constant_rows(contract, device) if default else None
+    empty_rows = shape is None  # a caller's own shapes are left as drawn
     one_in = _WIDE_ONE_IN["cpu" if device.type == "cpu" else "cuda"]
 
     @st.composite
@@ -277,12 +280,29 @@ def lse_inputs(
             # Decided by the seed already drawn, not by a draw of its own: every other example,
             # and the plans drawn after it, stay what they were for a given --seed.
             return wide(seed)
+        if empty_rows and rows and not chosen_layout.is_huge and _no_columns(seed):
+            cols = 0
         # Built on first use: a share of a run skips the other shares' examples unbuilt. A huge view
         # on a GPU is built only when the example runs, under the runner's GPU memory slots (fuzz.runner).
         return LseInput.drawn(specs, (rows, cols), chosen_dtype, seed, chosen_layout, device,
                               view_on_use=chosen_layout.is_huge and device.type == "cuda")
 
     return draw_input()
+
+
+_NO_COLUMNS_ONE_IN = 16
+"""One input in this many with rows has no columns (M > 0, N = 0): each row an empty sum, whose
+LSE is -inf, the launcher path that "nothing to do" guards get wrong (see
+mutants/empty_rows_wrong_shape.py). The shape draws alone give N = 0 rarely: over 20 seeds the
+first such input came after 7 to 235 examples (median 45)."""
+
+
+def _no_columns(seed: int) -> bool:
+    """Whether the input of ``seed`` drops its columns: decided by the seed already drawn, not by
+    a draw of its own, so the other examples of a given --seed stay what they were. Its low bits:
+    they are never those of a wide row (seed % 64 == 63, seed % 24 == 23), and the shrinker keeps
+    them while it lowers the seed (it masks high bits first), so N = 0 shrinks to seed 14 in a few steps."""
+    return seed % _NO_COLUMNS_ONE_IN == _NO_COLUMNS_ONE_IN - 2
 
 
 _WIDE_COLS = (65504, 65519, 65520, 65535, 65536)
@@ -379,8 +399,9 @@ def huge_examples(contract: Contract | str = Contract.STRICT,
 
 
 def _nd_inputs(contract: Contract, device: torch.device, dtype_strategy, shape_strategy,
-               specs_strategy) -> st.SearchStrategy[LseInput]:
-    """Inputs under an N-D call convention: the 2-D draws, laid out by a batch layout."""
+               specs_strategy, empty_rows: bool) -> st.SearchStrategy[LseInput]:
+    """Inputs under an N-D call convention: the 2-D draws, laid out by a batch layout
+    (``empty_rows``: some drop their columns, as :func:`lse_inputs` does)."""
     call = contract.call
 
     @st.composite
@@ -392,6 +413,8 @@ def _nd_inputs(contract: Contract, device: torch.device, dtype_strategy, shape_s
         batch = draw(batch_layouts(rows, call.ndim, call.reduced, contract.layouts))
         specs = tuple(draw(st.lists(specs_strategy, min_size=1, max_size=max(1, min(rows, 6)))))
         seed = draw(st.integers(0, 2**32 - 1))
+        if empty_rows and rows and _no_columns(seed):
+            cols = 0
         values = row_values(specs, rows, cols, chosen_dtype, seed)
         return LseInput(x=batch.materialize(values, device), values=values, specs=specs, seed=seed, batch=batch)
 
