@@ -31,7 +31,9 @@ BROKEN = '''
 import torch
 
 def lse(x):
-    """Forgets to add the row max back."""
+    """Forgets to add the row max back (rows with no columns are right: -inf)."""
+    if x.shape[1] == 0:
+        return torch.full(x.shape[:1], -torch.inf)
     values = x.double()
     row_max = values.amax(dim=1, keepdim=True).nan_to_num(0.0, 0.0, 0.0)
     return torch.log(torch.exp(values - row_max).sum(dim=1)).float()
