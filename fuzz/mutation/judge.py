@@ -203,18 +203,7 @@ def _first_pass_jobs(run, mutants, options, keys, first_keys, pending, cells, th
         else:
             jobs.append(run.grade_job(f"fuzz:{mutant.name}", mutant_target(run.kernel, mutant),
                                       mutant_options(options, mutant)))
-    return _longest_first(jobs, mutants, options.device), survivors, timed_out
-
-
-def _longest_first(jobs: list, mutants: list[Mutant], device: str) -> list:
-    """``jobs`` with the mutants documented as a memory check's first on a GPU (the rest in order):
-    their run ends only when that check's tool, under compute-sanitizer beside the fuzzing, has
-    probed every config: 9-13 s in a cold analysis on a 16-CPU H100 host, where most value bugs'
-    runs took 5-14 s; started last (the catalog's order), they were the analysis's tail."""
-    if not device.startswith("cuda"):
-        return jobs
-    memory = {f"fuzz:{m.name}" for m in mutants if m.expected_check in MEMORY_CHECKS}
-    return sorted(jobs, key=lambda job: job.key not in memory)
+    return jobs, survivors, timed_out
 
 
 def _tests_jobs(run, mutants: list[Mutant], keys: dict[str, str], verdicts: dict[str, TestsVerdict]) -> list:

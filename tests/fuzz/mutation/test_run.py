@@ -342,24 +342,6 @@ def test_on_a_gpu_a_mutant_probes_memory_beside_its_run_only_where_its_documente
     assert all(mutant_options(cpu, mutant) is cpu for mutant in mutants.values())
 
 
-def test_on_a_gpu_the_memory_mutants_start_first_and_the_rest_keep_their_order():
-    """A memory mutant's run on a GPU lasts until its tool has probed every config under
-    compute-sanitizer: started last, those runs were a cold analysis's tail. The CPU's order is the
-    catalog's (its memory checks cost no phase)."""
-    from fuzz.isolation.pool.job import Job
-    from fuzz.memory import MEMORY_CHECKS
-    from fuzz.mutation.bundled import catalog
-    from fuzz.mutation.judge import _longest_first
-
-    mutants = list(catalog().values())
-    jobs = [Job(f"fuzz:{m.name}", "entry") for m in mutants]
-    memory = [f"fuzz:{m.name}" for m in mutants if m.expected_check in MEMORY_CHECKS]
-    others = [job.key for job in jobs if job.key not in memory]
-    assert len(memory) >= 5 and jobs[0].key not in memory  # the catalog's order would start them late
-    assert [job.key for job in _longest_first(jobs, mutants, "cuda:0")] == memory + others
-    assert _longest_first(jobs, mutants, "cpu") == jobs
-
-
 def test_only_the_first_share_of_the_gate_probes_memory_and_the_broken_kernel_after_a_pass_only(tmp_path,
                                                                                                monkeypatch):
     """On a GPU host the gate's run of the unmutated kernel is split into shares: one memory phase
