@@ -41,11 +41,12 @@ VARIANTS = {
 launcher needs) left unpatched; no checks of the device-side heap, which Triton kernels do not use."""
 
 
-def with_options(extra: list[str]):
-    original = lines.command
+ORIGINAL = lines.command  # wrapped afresh for each variant: one variant's options never carry into the next
 
+
+def with_options(extra: list[str]):
     def command(target, tool, executable, directory):
-        argv, env = original(target, tool, executable, directory)
+        argv, env = ORIGINAL(target, tool, executable, directory)
         if executable is not None and extra:
             argv = [*argv[:3], *extra, *argv[3:]]  # executable --tool TOOL <extra> ...
         return argv, env
