@@ -48,7 +48,7 @@ LAYERS = [
     ("mutants.patched",),  # the bundled mutants' TARGETs: the catalog's data loaded by the engine's patch loader
     # An op's command-line runs (fuzz.merge's runner is in the checks' layer): a child process per run.
     ("fuzz.commands", "fuzz.cli", "fuzz.plugin", "fuzz.__main__", "fuzz", "fuzz.merge.command", "fuzz.merge.child",
-     "fuzz.merge.child_run", "fuzz.merge.mutants", "fuzz.merge.grade"),
+     "fuzz.merge.child_run", "fuzz.merge.mutants", "fuzz.merge.grade", "fuzz.merge.batch"),
     ("lse_fuzz",),  # the public surface: entry points and re-exports
 ]
 

@@ -72,17 +72,18 @@ def uses_workers(args: argparse.Namespace) -> bool:
 
 
 def supervise(args: argparse.Namespace):
-    """The command's first step: for a batch graded on this machine, this process supervises a
-    grading process, and another after each of its deaths by SIGKILL, which a candidate can send
-    (fuzz.isolation.guard.supervisor). Its ``code`` is the exit code in the supervisor, None in
+    """The command's first step: for a batch graded on this machine (the row LSE's or an op's),
+    this process supervises a grading process, and another after each of its deaths by SIGKILL,
+    which a candidate can send (fuzz.isolation.guard.supervisor). Its ``code`` is the exit code in the supervisor, None in
     the grading process, which goes on (with --resume when it continues the batch after a death)."""
     from pathlib import Path
 
     from ..isolation import Supervision, supervise as supervise_grading
 
-    if not uses_workers(args):
+    if args.executor != "local":
         return Supervision(None)
-    report = Path(args.out_dir) / REPORT
+    op = getattr(args, "op", "lse")  # an op's batch (fuzz.merge.batch) has a report of its own
+    report = Path(args.out_dir) / (REPORT if op == "lse" else f"grade-{op}.jsonl")
 
     def records() -> int:
         try:
@@ -112,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.op != "lse":
         from ..merge.grade import grade_op
 
-        release_signals()  # the candidates' children are judged by their exit status, not by a guard
-        return grade_op(args)
+        return grade_op(args)  # with a guard of its own (fuzz.merge.grade)
     if args.executor == "ray":
         release_signals()  # no guard there: the signals go to Python's handlers, as before
     if args.jobs is not None:

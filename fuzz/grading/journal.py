@@ -64,8 +64,8 @@ JOURNAL = ".in-flight.jsonl"
 
 
 class Journal:
-    def __init__(self, out: Path, key: str, *, seal_with: bytes | None = None) -> None:
-        self.path = Path(out) / JOURNAL
+    def __init__(self, out: Path, key: str, *, seal_with: bytes | None = None, name: str = JOURNAL) -> None:
+        self.path = Path(out) / name  # an op's batch keeps its own (fuzz.merge.batch)
         self.key = key
         self.seal_with = seal_with  # with a private seed: entries a candidate wrote are ignored
         self.token = secrets.token_hex(12)  # in every process of this run's environment (RUN_ENV)

@@ -46,6 +46,8 @@ _EXPORTS = {
     "describe_stops": ".guard.signals",
     "hold_signals": ".guard.signals",
     "release_signals": ".guard.signals",
+    "remember": ".guard.signals",
+    "forget": ".guard.signals",
     "Timeline": ".guard.blame",
     "own_stops": ".guard.blame",
     "start_watchdog": ".guard.watchdog",

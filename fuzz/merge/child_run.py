@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,15 +52,18 @@ def _left_behind(pending: Path, options: dict) -> str:
             f"{op_replay_command(path, options['target'])}")
 
 
-def run_in_child(options: dict, *, timeout: float) -> ChildRun:
+def run_in_child(options: dict, *, timeout: float, on_start: Callable[[int], None] | None = None) -> ChildRun:
     """Run ``check_op`` with ``options`` (``target`` included) in a child process, killed after
-    ``timeout`` seconds. InvalidArgument (one line) for bad input the child found."""
+    ``timeout`` seconds; ``on_start`` is told its pid (a grader's guard blames signals by it).
+    InvalidArgument (one line) for bad input the child found."""
     target, op = options["target"], options["op"]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lse-fuzz-op-") as scratch:
         report, pending = Path(scratch) / "result.json", Path(scratch) / "pending.pt"
         child = subprocess.Popen([sys.executable, "-m", "fuzz.merge.child", json.dumps({**options, "pending": str(pending)}),
                                   str(report)], stderr=subprocess.PIPE, text=True, start_new_session=True)
+        if on_start is not None:
+            on_start(child.pid)
         try:
             _, stderr = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

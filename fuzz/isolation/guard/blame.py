@@ -143,19 +143,22 @@ class StopBlame:
 
 
 @contextlib.contextmanager
-def own_stops(guard: SignalGuard):
+def own_stops(guard: SignalGuard, in_flight: Callable[[float, float], tuple[str, ...]] | None = None):
     """Every stop of this process that its watchdog tells (:mod:`.watchdog`) goes to ``guard`` as an
-    event while the body runs: for ``check``, where nothing but the one candidate runs beside it,
-    so such a stop is that candidate's doing, as a signal from its processes is."""
+    event while the body runs. With no ``in_flight``, for ``check``, where nothing but the one
+    candidate runs beside it, so such a stop is that candidate's doing, as a signal from its
+    processes is; with it (``in_flight(since, until)``: the jobs in flight while it was stopped), it
+    names those, and only a job that ran alone is blamed (an op's batch, fuzz.merge.batch). Yields
+    a function to call before a job's events are claimed: a stop during the job is told by then."""
     me = os.getpid()
 
     def found(pid: int, since: float, until: float) -> None:
         if pid == me:
-            guard.add(stop_event(Stopped.GRADER, pid, ()))
+            guard.add(stop_event(Stopped.GRADER, pid, in_flight(since, until) if in_flight is not None else ()))
 
     report_stops(found)
     try:
-        yield
+        yield sweep
     finally:
         stop_reporting(found)
 

@@ -373,23 +373,92 @@ def test_check_of_a_candidate_that_stops_it_ends_with_a_crash(tmp_path):
     assert "it attacked the grader: it stopped the grader (SIGSTOP), which was continued" in out + err
 
 
-def test_an_ops_batch_is_not_held_by_a_candidate_that_stops_the_grader(tmp_path):
-    # An op's grade (--op merge_state) runs each candidate in a child process of its own, with no
-    # guard: the stop is not blamed there, but the grader is continued and the batch ends.
+def _op_batch(tmp_path, attack: str) -> Path:
+    """A batch of two correct merge kernels, the first with ``attack`` (a line) before its work."""
     batch_dir = tmp_path / "batch"
     batch_dir.mkdir()
-    stopper = (IMPLEMENTATIONS / "hostile" / "stops_the_grader.py").read_text()
     merge = (IMPLEMENTATIONS / "merge_correct" / "torch_float64.py").read_text()
-    (batch_dir / "a_stopper.py").write_text(stopper.replace("def lse(x: torch.Tensor) -> torch.Tensor:", "def _lse(x):")
-                                            + merge.replace("    a, b = s_a.double()", "    os.kill(_grader(), signal.SIGSTOP)\n"
-                                                                                  "    a, b = s_a.double()"))
+    (batch_dir / "a_attacker.py").write_text(merge.replace("import torch\n", "import os\nimport signal\n\nimport torch\n", 1)
+                                             .replace("    a, b = s_a.double()", f"    {attack}\n    a, b = s_a.double()"))
     (batch_dir / "b_neighbour.py").write_text(merge)
+    return batch_dir
+
+
+def _op_records(tmp_path, *argv: str) -> tuple[int, dict[str, dict], str]:
+    process = lse_fuzz("grade", str(tmp_path / "batch"), "--op", "merge_state", "--device", "cpu",
+                       "--out-dir", str(tmp_path / "out"), *(argv if "--budget" in argv else ("--budget", "10", *argv)),
+                       cwd=tmp_path)
+    try:
+        _, err = process.communicate(timeout=180)
+    finally:
+        process.kill()
+    lines = (tmp_path / "out" / "grade-merge_state.jsonl").read_text().splitlines()
+    return process.returncode, {json.loads(line)["candidate"].rpartition("/")[2]: json.loads(line) for line in lines}, err
+
+
+def test_an_ops_batch_blames_a_candidate_that_stops_the_grader_and_is_not_held_by_it(tmp_path):
+    # An op's grade (--op merge_state) runs each candidate in a child process of its own; its guard's
+    # watchdog continues the grader, and the stop, made while the stopper ran alone, is blamed on it.
+    _op_batch(tmp_path, "os.kill(os.getppid(), signal.SIGSTOP)")
+    code, records, err = _op_records(tmp_path, "-j", "1")
+    assert {name: r["verdict"] for name, r in records.items()} == {"a_attacker.py": "crash", "b_neighbour.py": "pass"}, err
+    assert "it attacked the grader: it stopped the grader (SIGSTOP), which was continued" in records["a_attacker.py"]["report"]
+    assert code == 1
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_an_ops_batch_ignores_a_candidates_signals_to_the_grader_and_blames_it(tmp_path, signum):
+    _op_batch(tmp_path, f"os.kill(os.getppid(), signal.{signum})")
+    code, records, err = _op_records(tmp_path, "-j", "2")
+    assert {name: r["verdict"] for name, r in records.items()} == {"a_attacker.py": "crash", "b_neighbour.py": "pass"}, err
+    assert f"it attacked the grader: it sent {signum} to the grader (from pid" in records["a_attacker.py"]["report"]
+    assert "which ignored it (graded anyway: PASS" in records["a_attacker.py"]["report"]
+    assert code == 1
+
+
+def test_an_ops_batch_obeys_a_signal_from_outside_and_resumes(tmp_path):
+    # Ctrl-C (SIGINT from outside the batch): the children in flight are killed and left unrecorded,
+    # the command ends at once (130), and --resume grades what is left.
+    _op_batch(tmp_path, "import time; time.sleep(3)")
+    process = lse_fuzz("grade", str(tmp_path / "batch"), "--op", "merge_state", "--device", "cpu", "--budget", "5",
+                       "-j", "2", "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
+    report = tmp_path / "out" / "grade-merge_state.jsonl"
+    try:
+        deadline = time.monotonic() + 120
+        while not (report.is_file() and report.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the neighbour's record: the sleeper is still in flight
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and "interrupted" in err, err
+    assert [json.loads(line)["candidate"].rpartition("/")[2] for line in report.read_text().splitlines()] == \
+        ["b_neighbour.py"]
+    code, records, err = _op_records(tmp_path, "-j", "2", "--resume", "--budget", "5")
+    assert "resumed: 1 candidates kept" in err and records["a_attacker.py"]["verdict"] == "pass", err
+
+
+def test_an_ops_batch_outlives_a_candidate_that_kills_the_grader(tmp_path):
+    # SIGKILL to the grader (its child's parent): the supervisor continues the batch as --resume
+    # would; the killer, run alone next, kills again and is convicted; its neighbours pass.
+    batch_dir = tmp_path / "batch"
+    batch_dir.mkdir()
+    merge = (IMPLEMENTATIONS / "merge_correct" / "torch_float64.py").read_text()
+    (batch_dir / "a_neighbour.py").write_text(merge)
+    (batch_dir / "b_killer.py").write_text(merge.replace("import torch\n", "import os\nimport signal\n\nimport torch\n", 1)
+                                           .replace("    a, b = s_a.double()",
+                                                    "    os.kill(os.getppid(), signal.SIGKILL)\n    a, b = s_a.double()"))
+    (batch_dir / "c_neighbour.py").write_text(merge)
     process = lse_fuzz("grade", str(batch_dir), "--op", "merge_state", "--device", "cpu", "--budget", "10", "-j", "2",
                        "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
     try:
-        _, err = process.communicate(timeout=120)
+        _, err = process.communicate(timeout=180)
     finally:
         process.kill()
-    records = {json.loads(line)["candidate"].rpartition("/")[2]: json.loads(line)["verdict"]
+    records = {json.loads(line)["candidate"].rpartition("/")[2]: json.loads(line)
                for line in (tmp_path / "out" / "grade-merge_state.jsonl").read_text().splitlines()}
-    assert records == {"a_stopper.py": "pass", "b_neighbour.py": "pass"}, err
+    assert {name: r["verdict"] for name, r in records.items()} == \
+        {"a_neighbour.py": "pass", "b_killer.py": "crash", "c_neighbour.py": "pass"}, err
+    assert "the grader died while it ran alone" in records["b_killer.py"]["report"]
+    assert process.returncode == 1 and err.count("the grader was killed (SIGKILL") == 2, err
+    assert not (tmp_path / "out" / ".in-flight-merge_state.jsonl").exists()
