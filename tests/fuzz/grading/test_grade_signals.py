@@ -419,14 +419,15 @@ def test_an_ops_batch_ignores_a_candidates_signals_to_the_grader_and_blames_it(t
 def test_an_ops_batch_obeys_a_signal_from_outside_and_resumes(tmp_path):
     # Ctrl-C (SIGINT from outside the batch): the children in flight are killed and left unrecorded,
     # the command ends at once (130), and --resume grades what is left.
-    _op_batch(tmp_path, "import time; time.sleep(3)")
+    mark = tmp_path / "go"  # the first run's attacker waits for it, for good: in flight when Ctrl-C comes
+    _op_batch(tmp_path, f"import time\n    while not os.path.exists({str(mark)!r}):\n        time.sleep(0.05)")
     process = lse_fuzz("grade", str(tmp_path / "batch"), "--op", "merge_state", "--device", "cpu", "--budget", "5",
                        "-j", "2", "--out-dir", str(tmp_path / "out"), cwd=tmp_path)
     report = tmp_path / "out" / "grade-merge_state.jsonl"
     try:
         deadline = time.monotonic() + 120
         while not (report.is_file() and report.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.1)  # the neighbour's record: the sleeper is still in flight
+            time.sleep(0.1)  # the neighbour's record: the other one waits, in flight
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
     finally:
@@ -434,6 +435,7 @@ def test_an_ops_batch_obeys_a_signal_from_outside_and_resumes(tmp_path):
     assert process.returncode == 130 and "interrupted" in err, err
     assert [json.loads(line)["candidate"].rpartition("/")[2] for line in report.read_text().splitlines()] == \
         ["b_neighbour.py"]
+    mark.touch()
     code, records, err = _op_records(tmp_path, "-j", "2", "--resume", "--budget", "5")
     assert "resumed: 1 candidates kept" in err and records["a_attacker.py"]["verdict"] == "pass", err
 
