@@ -74,15 +74,16 @@ def uses_workers(args: argparse.Namespace) -> bool:
 def supervise(args: argparse.Namespace):
     """The command's first step: for a batch graded on this machine (the row LSE's or an op's),
     this process supervises a grading process, and another after each of its deaths by SIGKILL,
-    which a candidate can send (fuzz.isolation.guard.supervisor). Its ``code`` is the exit code in the supervisor, None in
-    the grading process, which goes on (with --resume when it continues the batch after a death)."""
+    which a candidate can send (fuzz.isolation.guard.supervisor). Its ``code`` is the exit code in
+    the supervisor, None in the grading process, which goes on (with --resume when it continues
+    the batch after a death)."""
     from pathlib import Path
 
     from ..isolation import Supervision, supervise as supervise_grading
 
     if args.executor != "local":
         return Supervision(None)
-    op = getattr(args, "op", "lse")  # an op's batch (fuzz.merge.batch) has a report of its own
+    op = getattr(args, "op", "lse")  # an op's batch has a report of its own (fuzz.merge.batch.report_path)
     report = Path(args.out_dir) / (REPORT if op == "lse" else f"grade-{op}.jsonl")
 
     def records() -> int:

@@ -6,7 +6,7 @@ from ..isolation import SignalEvent, describe_signals, describe_stops
 from ..outcomes import Verdict
 from .record import GradeRecord
 
-__all__ = ["blame_signals"]
+__all__ = ["blame_signals", "what_it_did"]
 
 
 def blame_signals(record: GradeRecord, events: list[SignalEvent]) -> GradeRecord:
@@ -15,14 +15,14 @@ def blame_signals(record: GradeRecord, events: list[SignalEvent]) -> GradeRecord
     checks said: it attacked the grading."""
     if events:
         graded = f"{record.verdict.value}: {record.reason}"
-        what, first = _what_it_did(events), graded.splitlines()[0] if graded else ""
+        what, first = what_it_did(events), graded.splitlines()[0] if graded else ""
         record.verdict, record.check = Verdict.CRASH, None
         record.reason = f"it attacked the grader: it {what} (graded anyway: {first})"
         record.details = f"{what}; graded anyway: {graded}\n{record.details or ''}".rstrip()
     return record
 
 
-def _what_it_did(events: list[SignalEvent]) -> str:
+def what_it_did(events: list[SignalEvent]) -> str:
     """'sent SIGTERM to the grader (from pid 7), which ignored it, and stopped the fork server
     (SIGSTOP), which was continued'."""
     sent = [event for event in events if event.stopped is None]

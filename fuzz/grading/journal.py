@@ -58,7 +58,7 @@ from .options import GradeOptions
 from .record import GradeRecord
 from .seal import seal, sealed
 
-__all__ = ["JOURNAL", "Journal", "convicted_record"]
+__all__ = ["CONVICTED_DETAILS", "CONVICTED_REASON", "JOURNAL", "Journal", "convicted_record"]
 
 JOURNAL = ".in-flight.jsonl"
 
@@ -188,12 +188,16 @@ class Journal:
             pass
 
 
+CONVICTED_REASON = ("it attacked the grader: the grader died while it ran alone (killed without a word: SIGKILL, or "
+                    "the machine's out-of-memory killer), so it was not run a third time")
+CONVICTED_DETAILS = ("In flight when a grading run died, it ran again alone on --resume, and the grader died again "
+                     "while it ran. Nothing can block SIGKILL; this is the verdict instead of a run that never ends.")
+"""Why a candidate the journal convicts crashes (the row LSE's batch and an op's, fuzz.merge.batch)."""
+
+
 def convicted_record(candidate: Candidate, options: GradeOptions) -> GradeRecord:
     """The record of a candidate that was running alone when the grader died."""
     record = base_record(candidate, options)
     record.verdict = Verdict.CRASH
-    record.reason = ("it attacked the grader: the grader died while it ran alone (killed without a word: SIGKILL, or "
-                     "the machine's out-of-memory killer), so it was not run a third time")
-    record.details = ("In flight when a grading run died, it ran again alone on --resume, and the grader died again "
-                      "while it ran. Nothing can block SIGKILL; this is the verdict instead of a run that never ends.")
+    record.reason, record.details = CONVICTED_REASON, CONVICTED_DETAILS
     return record

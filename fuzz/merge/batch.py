@@ -45,16 +45,13 @@ from reference.errors import InvalidArgument
 
 from .._version import __version__
 from ..grading.candidates import Candidate
-from ..grading.journal import Journal
-from ..isolation import SignalEvent, SignalGuard, describe_signals, describe_stops, forget, own_stops, remember
+from ..grading.blame import what_it_did
+from ..grading.journal import CONVICTED_DETAILS, CONVICTED_REASON, Journal
+from ..isolation import SignalEvent, SignalGuard, forget, own_stops, remember
 from ..outcomes import Verdict
 from .child_run import ChildRun, run_in_child
 
-__all__ = ["KILLED_THE_GRADER", "OpBatch", "described", "options_key", "report_path"]
-
-KILLED_THE_GRADER = ("CRASH {name} (--op {op}): it attacked the grader: the grader died while it ran alone (killed "
-                     "without a word: SIGKILL, or the machine's out-of-memory killer), so it was not run a third time. "
-                     "In flight when a grading run died, it ran again alone, and the grader died again while it ran.")
+__all__ = ["OpBatch", "options_key", "report_path"]
 
 _VERDICT_OPTIONS = ("op", "budget", "seed", "device", "checks", "dtypes", "layouts", "profile", "shrink_seconds",
                     "lse_base")
@@ -103,8 +100,8 @@ class OpBatch:
         if not self.resume:
             self.journal.clear()
         for candidate in convicted:
-            self._write(candidate, ChildRun(Verdict.CRASH, KILLED_THE_GRADER.format(name=candidate.name,
-                                                                                    op=self.options["op"])))
+            self._write(candidate, ChildRun(Verdict.CRASH, f"{Verdict.CRASH.label} {candidate.name} (--op "
+                                                           f"{self.options['op']}): {CONVICTED_REASON}. {CONVICTED_DETAILS}"))
         try:
             with self._stops(), _environment(self.journal.begin()):  # the children carry this run's token
                 for candidate in suspects:  # alone, the one started last first
@@ -250,20 +247,11 @@ def _environment(variables: dict[str, str]):
                 os.environ[name] = value
 
 
-def described(events: list[SignalEvent]) -> str:
-    """'sent SIGTERM to the grader (from pid 7), which ignored it, and stopped the grader (SIGSTOP),
-    which was continued'."""
-    sent = [event for event in events if event.stopped is None]
-    stops = [event for event in events if event.stopped is not None]
-    return ", and ".join(([f"{describe_signals(sent)}, which ignored it"] if sent else [])
-                         + ([describe_stops(stops)] if stops else []))
-
-
 def _blamed(ended: ChildRun, events: list[SignalEvent], who: str) -> ChildRun:
     """A candidate whose process signalled the grader (ignored), or stopped it while it ran alone
     (continued), crashes, whatever its run said."""
     if not events:
         return ended
     graded = (ended.text or ended.internal or "").splitlines()[:1]
-    return ChildRun(Verdict.CRASH, f"{Verdict.CRASH.label} {who}: it attacked the grader: it {described(events)}"
+    return ChildRun(Verdict.CRASH, f"{Verdict.CRASH.label} {who}: it attacked the grader: it {what_it_did(events)}"
                     + (f" (graded anyway: {graded[0]})" if graded else ""), seconds=ended.seconds)

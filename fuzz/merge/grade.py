@@ -24,10 +24,11 @@ from pathlib import Path
 from reference.errors import InvalidArgument
 
 from .. import defaults, validate
+from ..grading.blame import what_it_did
 from ..grading.candidates import discover
 from ..isolation import SignalGuard
 from ..outcomes import ExitCode, Verdict, batch_exit_code
-from .batch import OpBatch, described, options_key, report_path
+from .batch import OpBatch, options_key, report_path
 from .command import refuse_row_options, run_options
 from .ops import op
 
@@ -64,7 +65,7 @@ def grade_op(args: argparse.Namespace) -> int:
         records = batch.records()
     stray = guard.claim(None)
     if stray:  # while several ran: a stop names no sender, an orphan's signal no candidate
-        print(f"lse-fuzz: blamed on no candidate: something {described(stray)}", file=sys.stderr)
+        print(f"lse-fuzz: blamed on no candidate: something {what_it_did(stray)}", file=sys.stderr)
     if batch.kept:
         print(f"resumed: {len(batch.kept)} candidates kept from the earlier report", file=sys.stderr)
     for record in records:
