@@ -108,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from .. import validate
     from ..grading import GradeOptions, discover, grade, render_markdown, render_table
     from ..grading.reports import REPORT_JSONL, atomic_write
+    from ..grading.snapshot import changed_note
     from ..isolation import describe_stops, release_signals
     from ..outcomes import ExitCode, batch_exit_code
 
@@ -165,11 +166,7 @@ def run(args: argparse.Namespace) -> int:
     if result.resumed:
         print(f"resumed: {result.resumed} candidates kept from the earlier report", file=sys.stderr)
     if result.changed_while_graded:
-        changed = result.changed_while_graded
-        named = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-        print(f"lse-fuzz: {len(changed)} candidate file(s) changed while an earlier run of this batch was grading "
-              f"(a candidate writing to its neighbours), graded as submitted: {named}; a file you edit after a "
-              "run ends is graded anew", file=sys.stderr)
+        print(changed_note(result.changed_while_graded), file=sys.stderr)
     render_table(result.records)
     if args.markdown:
         atomic_write(Path(args.markdown), render_markdown(result.records, title="lse-fuzz grade"))

@@ -39,12 +39,30 @@ from pathlib import Path
 
 from .candidates import Candidate
 
-__all__ = ["SUBMITTED", "Submission", "encode", "materialize", "restore_paths", "take"]
+__all__ = ["ROW_FILES", "SUBMITTED", "Submission", "TakenFiles", "changed_note", "encode", "materialize", "restore_paths", "take"]
 
 SUBMITTED = ".submitted.json"
 HEARTBEAT = ".alive"
 _BEAT_SECONDS = 1.0
-_SIGNS_OF_LIFE = (HEARTBEAT, "grade.jsonl", ".in-flight.jsonl")  # what a run writes while it grades
+
+
+@dataclass(frozen=True)
+class TakenFiles:
+    """The names of a batch's own files in its report's folder: what it took, its heartbeat, and what
+    else it writes while it grades (its signs of life). An op's batch has names of its own, so the
+    row LSE's batch and an op's can share one folder (:mod:`fuzz.merge.batch`)."""
+
+    submitted: str = SUBMITTED
+    heartbeat: str = HEARTBEAT
+    written: tuple[str, ...] = ("grade.jsonl", ".in-flight.jsonl")  # the report and the journal
+
+    @property
+    def signs_of_life(self) -> tuple[str, ...]:
+        return (self.heartbeat, *self.written)
+
+
+ROW_FILES = TakenFiles()
+"""The row LSE's batch (``lse-fuzz grade``)."""
 
 
 def encode(candidate: Candidate) -> str | None:
@@ -96,6 +114,7 @@ class Submission:
     sources: dict[str, str | None]  # target -> the bytes to grade
     changed_while_graded: list[Candidate] = field(default_factory=list)  # graded as submitted, not as found
     path: Path | None = None
+    heartbeat: str = HEARTBEAT
 
     @contextlib.contextmanager
     def grading(self):
@@ -104,7 +123,7 @@ class Submission:
         if self.path is None:
             yield
             return
-        stop, beat = threading.Event(), self.path.with_name(HEARTBEAT)
+        stop, beat = threading.Event(), self.path.with_name(self.heartbeat)
 
         def beating() -> None:
             while True:
@@ -131,6 +150,14 @@ class Submission:
             _update(self.path, ended_ns=ended, changed_during=changed)
 
 
+def changed_note(names: list[str]) -> str:
+    """The line a command prints for the files it graded as submitted, not as found."""
+    named = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (f"lse-fuzz: {len(names)} candidate file(s) changed while an earlier run of this batch was grading "
+            f"(a candidate writing to its neighbours), graded as submitted: {named}; a file you edit after a "
+            "run ends is graded anew")
+
+
 def _digest(source: str | None) -> str | None:
     return None if source is None else hashlib.sha256(base64.b64decode(source)).hexdigest()
 
@@ -150,13 +177,13 @@ def _update(path: Path, **fields) -> None:
     partial.replace(path)
 
 
-def _last_sign_of_life(out: Path, earlier: dict) -> int:
+def _last_sign_of_life(out: Path, earlier: dict, names: TakenFiles) -> int:
     """When the run before this one was last seen alive (ns): its end, or its last write, the
     heartbeat included, and the second in which it may have died after its last beat."""
     if isinstance(earlier.get("ended_ns"), int):
         return earlier["ended_ns"]
     times = [0]
-    for name in _SIGNS_OF_LIFE:
+    for name in names.signs_of_life:
         try:
             times.append((out / name).stat().st_mtime_ns)
         except OSError:
@@ -183,14 +210,14 @@ def _changed_while_graded(candidate: Candidate, taken: int, alive_until: int, ea
     return ctime <= alive_until
 
 
-def take(candidates: list[Candidate], out: Path, *, resume: bool) -> Submission:
+def take(candidates: list[Candidate], out: Path, *, resume: bool, names: TakenFiles = ROW_FILES) -> Submission:
     """Read every candidate file now, for this run to grade (``resume``: an earlier run's bytes are
     kept for a file a candidate changed while that run graded it, see the module's docstring), and
-    write them down in ``out``."""
+    write them down in ``out`` (under ``names``)."""
     started = time.time_ns()
-    path = Path(out) / SUBMITTED
+    path = Path(out) / names.submitted
     earlier = _load(path) if resume else {}
-    alive_until = _last_sign_of_life(Path(out), earlier) if earlier else 0
+    alive_until = _last_sign_of_life(Path(out), earlier, names) if earlier else 0
     files: dict[str, dict] = {}
     pinned, sources, changed = [], {}, []
     for candidate in candidates:
@@ -205,4 +232,5 @@ def take(candidates: list[Candidate], out: Path, *, resume: bool) -> Submission:
         sources[candidate.target] = entry["source"]
         pinned.append(replace(candidate, digest=_digest(entry["source"])))
     _update(path, files=files, started_ns=started, ended_ns=None, changed_during=None)
-    return Submission(candidates=pinned, sources=sources, changed_while_graded=changed, path=path)
+    return Submission(candidates=pinned, sources=sources, changed_while_graded=changed, path=path,
+                      heartbeat=names.heartbeat)

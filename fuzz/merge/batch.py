@@ -7,9 +7,13 @@ The command's supervisor (:mod:`fuzz.isolation.guard.supervisor`, as for the row
 starts another grader with ``--resume``, and what this module keeps makes that restart a verdict
 rather than a loop:
 
+* every candidate file is read once, as a run starts (:mod:`fuzz.grading.snapshot`, the row LSE's
+  batch's): a private copy of those bytes is what runs, so a candidate that writes to a neighbour's
+  file changes nothing that is graded, and ``--resume`` grades as submitted a file changed while an
+  earlier run was alive (``.submitted-<op>.json``, the heartbeat ``.alive-<op>``);
 * the report (``grade-<op>.jsonl``) is rewritten, atomically and in the candidates' order, after
-  every candidate, each record with the options' key and the file's sha256: ``--resume`` keeps the
-  records whose key and file are unchanged and grades the rest;
+  every candidate, each record with the options' key and the sha256 of the bytes graded:
+  ``--resume`` keeps the records whose key and file are unchanged and grades the rest;
 * the journal (:class:`fuzz.grading.journal.Journal`, a file of the op's own) writes each candidate
   down before its child starts, beside others or alone. A run after a death first kills what the
   dead run's children left behind (by the run's token in their environment), then runs the
@@ -30,7 +34,6 @@ their own, which the terminal's Ctrl-C does not reach) are killed and left unrec
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import math
@@ -47,6 +50,7 @@ from .._version import __version__
 from ..grading.candidates import Candidate
 from ..grading.blame import what_it_did
 from ..grading.journal import CONVICTED_DETAILS, CONVICTED_REASON, Journal
+from ..grading.snapshot import TakenFiles, materialize, restore_paths, take
 from ..isolation import SignalEvent, SignalGuard, forget, own_stops, remember
 from ..outcomes import Verdict
 from .child_run import ChildRun, run_in_child
@@ -62,6 +66,17 @@ def report_path(out: Path, op: str) -> Path:
     return Path(out) / f"grade-{op}.jsonl"
 
 
+def _journal_name(op: str) -> str:
+    return f".in-flight-{op}.jsonl"
+
+
+def taken_files(op: str) -> TakenFiles:
+    """The names of the files an op's batch keeps beside its report: their own, so a row LSE's batch
+    and an op's can share one folder."""
+    return TakenFiles(submitted=f".submitted-{op}.json", heartbeat=f".alive-{op}",
+                      written=(report_path(Path(), op).name, _journal_name(op)))
+
+
 def options_key(options: dict, *, function: str, timeout: float) -> str:
     """Identifies the options that decide verdicts, the tool's version among them."""
     data = {name: options.get(name) for name in _VERDICT_OPTIONS}
@@ -74,11 +89,14 @@ class OpBatch:
 
     def __init__(self, candidates: list[Candidate], options: dict, *, out: Path, key: str, timeout: float,
                  jobs: int, resume: bool, guard: SignalGuard | None = None) -> None:
-        # Each file's hash pinned as the batch starts: a record names the bytes that were graded.
-        self.candidates = [dataclasses.replace(c, digest=c.sha256) for c in candidates]
         self.options, self.out, self.key, self.timeout, self.jobs = options, Path(out), key, timeout, jobs
+        self.out.mkdir(parents=True, exist_ok=True)
+        # Every file read now, as the batch starts: a candidate that writes to a neighbour's file
+        # changes nothing that is graded, and a record names the bytes graded (grading.snapshot).
+        self.submission = take(candidates, self.out, resume=resume, names=taken_files(options["op"]))
+        self.candidates = self.submission.candidates
         self.path = report_path(out, options["op"])
-        self.journal = Journal(self.out, key, name=f".in-flight-{options['op']}.jsonl")
+        self.journal = Journal(self.out, key, name=_journal_name(options["op"]))
         self.kept = self._kept() if resume else {}
         self.resume = resume
         self._records: dict[str, dict] = dict(self.kept)
@@ -93,7 +111,6 @@ class OpBatch:
 
     def records(self) -> list[dict]:
         """Grade the candidates the report does not hold yet; every record, in the candidates' order."""
-        self.out.mkdir(parents=True, exist_ok=True)
         pending = [c for c in self.candidates if c.target not in self.kept]
         self.journal.kill_leftovers()  # of a run that died unheard, before anything runs beside them
         convicted, suspects = self.journal.suspects(pending) if self.resume else ([], [])
@@ -103,7 +120,8 @@ class OpBatch:
             self._write(candidate, ChildRun(Verdict.CRASH, f"{Verdict.CRASH.label} {candidate.name} (--op "
                                                            f"{self.options['op']}): {CONVICTED_REASON}. {CONVICTED_DETAILS}"))
         try:
-            with self._stops(), _environment(self.journal.begin()):  # the children carry this run's token
+            # The children carry this run's token; the heartbeat tells a later run when this one was alive.
+            with self.submission.grading(), self._stops(), _environment(self.journal.begin()):
                 for candidate in suspects:  # alone, the one started last first
                     self._graded(candidate, alone=True)
                 self._side_by_side([c for c in pending if c not in convicted and c not in suspects])
@@ -154,8 +172,10 @@ class OpBatch:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
 
+        # A private copy of the bytes taken as the batch started is what runs; the record names the original.
+        private, originals = materialize(candidate, self.submission.sources.get(candidate.target))
         try:
-            ended = run_in_child({**self.options, "target": candidate.target}, timeout=self.timeout,
+            ended = run_in_child({**self.options, "target": private.target}, timeout=self.timeout,
                                  on_start=on_start)
         except InvalidArgument as exc:  # this candidate cannot be used; the batch goes on
             ended = ChildRun(Verdict.LOAD_ERROR, f"{Verdict.LOAD_ERROR.label} {candidate.name}: {exc}",
@@ -170,7 +190,7 @@ class OpBatch:
             ended = _blamed(ended, self.guard.claim(candidate.target, processes=tuple(pids)),
                             f"{candidate.name} (--op {self.options['op']})")
         forget(pids)
-        self._write(candidate, ended)
+        self._write(candidate, ended, originals)
         if alone:
             self.journal.ended(candidate)
 
@@ -189,13 +209,14 @@ class OpBatch:
             return tuple(target for target, (start, end) in self._spans.items()
                          if start <= until and (end is None or end >= since))
 
-    def _write(self, candidate: Candidate, ended: ChildRun) -> None:
+    def _write(self, candidate: Candidate, ended: ChildRun, originals: dict | None = None) -> None:
         result = ended.result or {}
         record = {"candidate": candidate.name, "target": candidate.target, "op": self.options["op"],
                   "verdict": (ended.verdict or Verdict.INTERNAL_ERROR).value, "check": result.get("check"),
                   "seconds": round(ended.seconds, 3), "reproducer": result.get("reproducer"),
                   "report": ended.text or ended.internal, "result": ended.result,
                   "sha256": candidate.sha256, "key": self.key}
+        record = restore_paths(record, originals or {})  # the private copy's paths named as the originals
         with self._lock:
             self._records[candidate.target] = record
             self._flush()

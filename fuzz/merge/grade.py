@@ -8,11 +8,11 @@ line per candidate, in the order given, rewritten after every candidate (:mod:`f
 ``--resume`` continues a batch, and the command's supervisor continues it after a candidate
 SIGKILLs the grader, which then convicts that candidate (``crash``) rather than running it a third time.
 
-Signals a candidate sends the grader are ignored and blamed on it, as the row LSE's ``grade``
-does (:mod:`fuzz.merge.batch`). What this does not do, where the row LSE's does (:mod:`fuzz.grading`):
-it takes no snapshot of the files (one rewritten while the batch runs is graded as it is then),
-and a signal no candidate can be tied to (sent while several ran, by an orphan) is said on stderr,
-its senders not run again alone to find the culprit.
+Signals a candidate sends the grader are ignored and blamed on it, and each file is graded as it
+was when the batch started (a private copy), as the row LSE's ``grade`` does (:mod:`fuzz.merge.batch`).
+What this does not do, where the row LSE's does (:mod:`fuzz.grading`): a signal no candidate can be
+tied to (sent while several ran, by an orphan) is said on stderr, its senders not run again alone to
+find the culprit.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from reference.errors import InvalidArgument
 from .. import defaults, validate
 from ..grading.blame import what_it_did
 from ..grading.candidates import discover
+from ..grading.snapshot import changed_note
 from ..isolation import SignalGuard
 from ..outcomes import ExitCode, Verdict, batch_exit_code
 from .batch import OpBatch, options_key, report_path
@@ -68,6 +69,8 @@ def grade_op(args: argparse.Namespace) -> int:
         print(f"lse-fuzz: blamed on no candidate: something {what_it_did(stray)}", file=sys.stderr)
     if batch.kept:
         print(f"resumed: {len(batch.kept)} candidates kept from the earlier report", file=sys.stderr)
+    if batch.submission.changed_while_graded:
+        print(changed_note([c.name for c in batch.submission.changed_while_graded]), file=sys.stderr)
     for record in records:
         check = f": {record['check']}" if record["check"] else ""
         print(f"{record['verdict']:<12} {record['candidate']} ({record['seconds']:.1f} s){check}")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -128,7 +129,6 @@ def test_without_resume_a_dead_runs_journal_is_forgotten(files, tmp_path, runs):
 def test_a_dead_runs_leftover_child_is_killed_before_the_next_run(files, tmp_path, runs):
     run = batch.OpBatch(discover([str(files)], function="merge_state"), OPTIONS, out=tmp_path / "out", key="k1",
                         timeout=60, jobs=1, resume=False)
-    (tmp_path / "out").mkdir()
     token = run.journal.begin()
     orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env={**os.environ, **token})
     try:
@@ -182,3 +182,57 @@ def test_the_candidates_in_flight_between_two_moments_are_named(files, tmp_path)
     run._spans = {"a": (1.0, 2.0), "b": (1.5, None), "c": (3.0, 4.0)}
     assert run._in_flight(2.5) == ("b", "c") and run._in_flight(0.0, 1.2) == ("a",)
     assert run._in_flight(2.1, 2.9) == ("b",)
+
+
+SABOTAGE = "\nraise ImportError('sabotaged by a neighbour')\n"
+
+
+@pytest.fixture
+def tampering(monkeypatch, files):
+    """Stand-ins that read the file they were given to run: a.py's appends to c.py as it runs, and
+    ``dies`` makes a.py's end the grader's run (as a grader-killer's would, unheard)."""
+    seen, dies = {}, []
+
+    def run_in_child(options, *, timeout, on_start=None):
+        path = options["target"].rpartition(":")[0]
+        name = path.rpartition("/")[2]
+        seen[name] = (path, open(path).read())
+        if name == "a.py":
+            with open(files / "c.py", "a") as neighbour:
+                neighbour.write(SABOTAGE)
+            if dies:
+                raise RuntimeError("the grader died")
+        verdict = Verdict.LOAD_ERROR if "sabotaged" in seen[name][1] else Verdict.PASS
+        return ChildRun(verdict, f"{verdict.label} {options['target']}", {"check": None}, seconds=0.1)
+
+    monkeypatch.setattr(batch, "run_in_child", run_in_child)
+    return seen, dies
+
+
+def test_a_neighbour_rewriting_a_file_changes_nothing_graded(files, tmp_path, tampering):
+    seen, _ = tampering
+    original = (files / "c.py").read_text()
+    _, records = graded(files, tmp_path)
+    assert seen["c.py"][1] == original and (files / "c.py").read_text() == original + SABOTAGE
+    assert seen["c.py"][0] != str(files / "c.py")  # a private copy ran
+    c = records["c.py"]
+    assert c["verdict"] == "pass" and c["sha256"] == hashlib.sha256(original.encode()).hexdigest()
+    assert c["report"] == f"PASS {files / 'c.py'}:merge_state"  # the copy's path named as the original
+    assert (tmp_path / "out" / ".submitted-merge_state.json").is_file()
+    assert not (tmp_path / "out" / ".submitted.json").exists()  # the row LSE's batch's name stays free
+
+
+def test_resume_grades_as_submitted_a_file_a_candidate_changed_while_the_run_was_alive(files, tmp_path, tampering,
+                                                                                       capsys):
+    seen, dies = tampering
+    original = (files / "c.py").read_text()
+    dies.append(True)
+    with pytest.raises(RuntimeError):
+        graded(files, tmp_path)
+    dies.clear()
+    run, records = graded(files, tmp_path, resume=True)
+    assert seen["c.py"][1] == original and records["c.py"]["verdict"] == "pass"
+    assert [c.name.rpartition("/")[2] for c in run.submission.changed_while_graded] == ["c.py"]
+    (files / "c.py").write_text(original.replace("# c", "# c, fixed"))  # a person's edit after the run ended
+    _, records = graded(files, tmp_path, resume=True)
+    assert "fixed" in seen["c.py"][1]
