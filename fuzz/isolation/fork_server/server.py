@@ -31,10 +31,10 @@ import traceback
 
 from ..processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, child_pids, kill_group, prctl, stat_fields
 
-PRELOAD = ("numpy", "torch", "triton", "triton.language", "torch._dynamo")
-"""Imported once by the zygote; every forked child inherits them. ``torch._dynamo``: a worker's
-operator record (:mod:`fuzz.isolation.worker.op_record`) imports it on its first operator, seconds of
-every worker's first call otherwise."""
+PRELOAD = ("numpy", "torch", "triton", "triton.language")
+"""Imported once by the zygote; every forked child inherits them. Not ``torch._dynamo`` (1-2 s on a
+quiet CPU, up to 3.6 s of the zygote's start on a loaded GPU host, before any worker can start): a
+worker imports it only for a candidate that uses it (:mod:`fuzz.isolation.worker.post_import`)."""
 
 MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
 ORPHAN_LINGER = 5.0

@@ -24,8 +24,8 @@ power-of-two constexpr of a Triton kernel (its BLOCK), 0 when unknown.
 A candidate could forge notices (it runs in this process); the parent bounds the time a call may
 spend compiling (``--compile-timeout``), so a forged notice buys at most that.
 
-Light on purpose: the standard library, Triton and torch's dynamo (the fork server has them loaded),
-imported in the worker before the candidate.
+Light on purpose: the standard library and Triton (the fork server has them loaded), imported in
+the worker before the candidate; torch's dynamo is watched once something imports it.
 """
 
 from __future__ import annotations
@@ -40,10 +40,7 @@ import triton.compiler
 import triton.compiler.compiler
 from triton.runtime.autotuner import Autotuner
 
-try:
-    from torch._dynamo.callback import callback_handler
-except ImportError:  # an older torch: its compiles are timed as calls
-    callback_handler = None
+from .post_import import when_imported
 
 __all__ = ["install"]
 
@@ -123,8 +120,10 @@ def _watch_triton() -> None:
         Autotuner._bench = _watched("autotune", bench, _describe_bench)
 
 
-def _watch_torch_compile() -> None:
-    if callback_handler is None:
+def _watch_torch_compile(_dynamo) -> None:
+    try:
+        from torch._dynamo.callback import callback_handler
+    except ImportError:  # an older torch: its compiles are timed as calls
         return
     pending: list[bool] = []
 
@@ -145,4 +144,5 @@ def install(send: Callable[[dict], None]) -> None:
     _state["send"] = send
     if first:
         _watch_triton()
-        _watch_torch_compile()
+        # Once torch._dynamo is imported (the fork server no longer preloads it: see .post_import).
+        when_imported("torch._dynamo", _watch_torch_compile)

@@ -23,7 +23,9 @@ import contextlib
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack, _pop_mode
 
-__all__ = ["OpRecord", "recording"]
+from .post_import import when_imported
+
+__all__ = ["OpRecord", "keep_out_of_dynamo", "recording"]
 
 LIBRARY_LSE = frozenset({"logsumexp", "special_logsumexp", "logcumsumexp", "_logcumsumexp", "logaddexp",
                          "logaddexp2"})
@@ -53,6 +55,13 @@ class OpRecord(TorchDispatchMode):
         self.watch_float64 = False  # the input is not float64: float64 compute is the candidate's choice
 
     @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ so dynamo never compiles it, and its wrapper imports
+        # torch._dynamo on the first operator: seconds of every worker's first call. The same wrapper
+        # is put on by keep_out_of_dynamo() once torch._dynamo is imported (dynamo cannot run before).
+        return False
+
+    @classmethod
     def ignore_compile_internals(cls) -> bool:
         # torch.compile'd code runs compiled, as it would without the record (the default makes
         # dynamo fall back to eager under any mode: another program than the one graded). Its
@@ -77,6 +86,19 @@ class OpRecord(TorchDispatchMode):
             "runtime_float64": sorted(self.float64_ops),
         }
         return {flag: [f"aten.{op}" for op in ops] for flag, ops in found.items() if ops}
+
+
+_DISPATCH = OpRecord.__dict__["__torch_dispatch__"]
+
+
+def keep_out_of_dynamo() -> None:
+    """Once torch._dynamo is imported (by the candidate, at import or in a call), the record's
+    ``__torch_dispatch__`` is wrapped as torch wraps every mode's: dynamo never compiles it."""
+
+    def wrap(_dynamo) -> None:
+        OpRecord.__torch_dispatch__ = torch._disable_dynamo(_DISPATCH, recursive=True)
+
+    when_imported("torch._dynamo", wrap)
 
 
 @contextlib.contextmanager

@@ -50,7 +50,7 @@ from . import compile_watch
 from .appearance import look_ordinary
 from .bench_input import seeded_input
 from .error_kind import emulator_refusal, error_kind, memory_violation
-from .op_record import OpRecord, recording
+from .op_record import OpRecord, keep_out_of_dynamo, recording
 from .shared_input import receive_descriptor
 
 
@@ -69,6 +69,7 @@ def worker_main(channel_fd: int, args: dict) -> int:
     # Compiling is not hanging: the parent stops a request's clock while a compiler runs (an
     # import may compile too, so before the candidate's module is loaded).
     compile_watch.install(lambda notice: send_message(conn, notice))
+    keep_out_of_dynamo()  # once the candidate imports torch._dynamo, if ever
     try:
         impl = _load(args["target"])
     except SystemExit as exc:
