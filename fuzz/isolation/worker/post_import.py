@@ -6,7 +6,10 @@ compiles reported, :mod:`.compile_watch`; its frames kept out of the operator re
 :mod:`.op_record`), and dynamo cannot run before it is imported. So the fork server no longer
 preloads it, and what needs it is done right after the first import of ``torch._dynamo`` completes,
 whoever imports it and when: the candidate's module (``@torch.compile`` at import) or its first
-call. An action runs once; a failing import runs none.
+call. An action runs once; a failing import runs none (a later import that succeeds does). The
+worker registers its actions before the candidate's code runs, never from inside the import of the
+module watched (whose loader is then already running: such an action would wait for an import
+that does not come).
 """
 
 from __future__ import annotations
