@@ -32,9 +32,16 @@ import traceback
 from ..processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, child_pids, kill_group, prctl, stat_fields
 
 PRELOAD = ("numpy", "torch", "triton", "triton.language")
-"""Imported once by the zygote; every forked child inherits them. Not ``torch._dynamo`` (1-2 s on a
-quiet CPU, up to 3.6 s of the zygote's start on a loaded GPU host, before any worker can start): a
-worker imports it only for a candidate that uses it (:mod:`fuzz.isolation.worker.post_import`)."""
+"""Imported once by the zygote; every forked child inherits them."""
+GPU_PRELOAD = ("torch._dynamo",)
+"""Imported too by a zygote of compiled kernels (not Triton's interpreter). In the interpreter's
+zygote ``torch._dynamo`` is left out: 1.7 s of its start on a 2-core CPU, and a worker imports it
+only for a candidate that does (:mod:`fuzz.isolation.worker.post_import`); the fast tier of tests
+went from 3 min 33 s-4 min 05 s to 3 min 13 s, a cold CPU ``lse-fuzz mutants`` from 35.5 s to 33.1 s
+(medians of two). On an H100 host the same change made a cold ``lse-fuzz mutants --device cuda``
+slower, 34.6 s -> 38.5 s (medians of four and five runs, alternating on one machine), its gate's
+shares split the stream differently there, for a cause not found yet (bench/RESULTS.md,
+2026-12-07, seventh): preloaded on a GPU host, as before."""
 
 MAX_SPAWN_MESSAGE = 1 << 17  # a spawn request (config + environment) must fit one socket message
 ORPHAN_LINGER = 5.0
@@ -66,7 +73,8 @@ def _preload() -> None:
     """Import :data:`PRELOAD` and hash Triton, then freeze it all: every child inherits these modules
     for its whole life, and frozen, its cycle collector never scans them (nor writes to their pages,
     which stay shared with us)."""
-    for name in PRELOAD:
+    compiled = os.environ.get("TRITON_INTERPRET") != "1"
+    for name in PRELOAD + (GPU_PRELOAD if compiled else ()):
         try:
             __import__(name)
         except Exception:  # a broken optional module must not stop the zygote; workers re-import
