@@ -39,7 +39,7 @@ zygote ``torch._dynamo`` is left out: 1.7 s of its start on a 2-core CPU, and a 
 only for a candidate that does (:mod:`fuzz.isolation.worker.post_import`); the fast tier of tests
 went from 3 min 33 s-4 min 05 s to 3 min 13 s, a cold CPU ``lse-fuzz mutants`` from 35.5 s to 33.1 s
 (medians of two). On an H100 host the same change made a cold ``lse-fuzz mutants --device cuda``
-slower, 34.6 s -> 38.5 s (medians of four and five runs, alternating on one machine), its gate's
+slower, 34.1 s -> 38.5 s (medians of four and five runs, alternating on two machines), its gate's
 shares split the stream differently there, for a cause not found yet (bench/RESULTS.md,
 2026-12-07, seventh): preloaded on a GPU host, as before."""
 
