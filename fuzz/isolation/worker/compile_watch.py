@@ -25,7 +25,8 @@ A candidate could forge notices (it runs in this process); the parent bounds the
 spend compiling (``--compile-timeout``), so a forged notice buys at most that.
 
 Light on purpose: the standard library and Triton (the fork server has them loaded), imported in
-the worker before the candidate; torch's dynamo is watched once something imports it.
+the worker before the candidate; torch's dynamo is watched once it is imported (the interpreter's
+fork server leaves it out).
 """
 
 from __future__ import annotations
@@ -144,5 +145,5 @@ def install(send: Callable[[dict], None]) -> None:
     _state["send"] = send
     if first:
         _watch_triton()
-        # Once torch._dynamo is imported (the fork server no longer preloads it: see .post_import).
+        # Once torch._dynamo is imported (at once where the fork server preloaded it: see .post_import).
         when_imported("torch._dynamo", _watch_torch_compile)

@@ -3,8 +3,10 @@
 torch's dynamo (``torch.compile``) takes 1-2 s to import on a quiet CPU and up to 3.6 s on a
 loaded 16-CPU GPU host. The worker needs it only for a candidate that compiles with it (its
 compiles reported, :mod:`.compile_watch`; its frames kept out of the operator record's dispatch,
-:mod:`.op_record`), and dynamo cannot run before it is imported. So the fork server no longer
-preloads it, and what needs it is done right after the first import of ``torch._dynamo`` completes,
+:mod:`.op_record`), and dynamo cannot run before it is imported. So the fork server of Triton's
+interpreter no longer preloads it (a GPU host's still does: see
+:data:`fuzz.isolation.fork_server.server.GPU_PRELOAD`, where the action then runs at once), and
+what needs it is done right after the first import of ``torch._dynamo`` completes,
 whoever imports it and when: the candidate's module (``@torch.compile`` at import) or its first
 call. An action runs once; a failing import runs none (a later import that succeeds does). The
 worker registers its actions before the candidate's code runs, never from inside the import of the
