@@ -1,12 +1,12 @@
 """Correct, and torch's dynamo is imported only inside its first call, which then compiles for
-COMPILE_SECONDS (a stand-in, as in slow_compile.py): the worker does not preload dynamo, and must
-watch its compiles from whenever a candidate imports it."""
+COMPILE_SECONDS (a stand-in, as in slow_compile.py): the interpreter's worker does not preload
+dynamo, and must watch its compiles from whenever a candidate imports it."""
 
 import time
 
 import torch
 
-COMPILE_SECONDS = 3.0
+COMPILE_SECONDS = 1.0
 
 _compiled: set[torch.dtype] = set()
 

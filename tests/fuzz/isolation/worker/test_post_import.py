@@ -9,7 +9,6 @@ import importlib
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -109,13 +108,14 @@ def test_a_worker_imports_no_dynamo_for_a_candidate_that_does_not(tmp_path):
         assert impl.runtime_ops.get("runtime_library_lse") == {"aten.logsumexp"}
 
 
-def test_a_compile_of_a_candidate_that_imports_dynamo_in_its_call_is_not_a_hang():
+def test_a_compile_of_a_candidate_that_imports_dynamo_in_its_call_is_watched():
+    # The import itself (1-4 s on a loaded machine) is the call's own time, as any import in a call
+    # is; what must hold is that the compile after it is reported, so it stops the call's clock
+    # (tests/fuzz/isolation/worker/test_compile.py: a reported compile is no hang).
     x = torch.randn(3, 5)
-    with IsolatedImpl(f"{IMPLEMENTATIONS / 'compiling' / 'lazy_dynamo.py'}:lse", call_timeout=1.0,
-                      calibrate=None) as impl:
-        started = time.monotonic()
-        out = impl(x)
-        assert time.monotonic() - started >= 3.0
-        torch.testing.assert_close(out, torch.logsumexp(x.double(), dim=1).float())
+    with IsolatedImpl(f"{IMPLEMENTATIONS / 'compiling' / 'lazy_dynamo.py'}:lse", calibrate=None) as impl:
+        torch.testing.assert_close(impl(x), torch.logsumexp(x.double(), dim=1).float())
         [done] = impl.compiles
-        assert done.kind == "torch.compile" and done.call == 1 and done.seconds > 2.0
+        assert done.kind == "torch.compile" and done.call == 1 and done.seconds > 0.5
+        impl(x)  # compiled already: no new compile
+        assert len(impl.compiles) == 1
