@@ -114,7 +114,7 @@ class Submission:
     sources: dict[str, str | None]  # target -> the bytes to grade
     changed_while_graded: list[Candidate] = field(default_factory=list)  # graded as submitted, not as found
     path: Path | None = None
-    heartbeat: str = HEARTBEAT
+    names: TakenFiles = ROW_FILES
 
     @contextlib.contextmanager
     def grading(self):
@@ -123,7 +123,7 @@ class Submission:
         if self.path is None:
             yield
             return
-        stop, beat = threading.Event(), self.path.with_name(self.heartbeat)
+        stop, beat = threading.Event(), self.path.with_name(self.names.heartbeat)
 
         def beating() -> None:
             while True:
@@ -232,5 +232,4 @@ def take(candidates: list[Candidate], out: Path, *, resume: bool, names: TakenFi
         sources[candidate.target] = entry["source"]
         pinned.append(replace(candidate, digest=_digest(entry["source"])))
     _update(path, files=files, started_ns=started, ended_ns=None, changed_during=None)
-    return Submission(candidates=pinned, sources=sources, changed_while_graded=changed, path=path,
-                      heartbeat=names.heartbeat)
+    return Submission(candidates=pinned, sources=sources, changed_while_graded=changed, path=path, names=names)
