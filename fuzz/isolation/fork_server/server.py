@@ -37,8 +37,8 @@ GPU_PRELOAD = ("torch._dynamo",)
 """Imported too by a zygote of compiled kernels (not Triton's interpreter). In the interpreter's
 zygote ``torch._dynamo`` is left out: 1.7 s of its start on a 2-core CPU, and a worker imports it
 only for a candidate that does (:mod:`fuzz.isolation.worker.post_import`); a cold CPU ``lse-fuzz
-mutants`` went from 35.5 s to 33.1 s (medians of two), the integration tier of tests in CI from
-15 min 20-36 s to 13 min 27 s. On an H100 host the same change made a cold ``lse-fuzz mutants --device cuda``
+mutants`` went from 35.5 s to 33.1 s (medians of two); the test tiers' times in CI moved within
+their noise. On an H100 host the same change made a cold ``lse-fuzz mutants --device cuda``
 slower, 34.1 s -> 38.5 s (medians of four and five runs, alternating on two machines), its gate's
 shares split the stream differently there, for a cause not found yet (bench/RESULTS.md,
 2026-12-07, seventh): preloaded on a GPU host, as before."""
