@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from hypothesis import errors as hypothesis_errors
-from hypothesis import reject
+from hypothesis import errors as hypothesis_errors, reject
 
 from . import defaults
 from .interpreter import specialization
@@ -34,6 +33,7 @@ from .reproducer import replay_command, save_reproducer
 from .result import CheckResult
 from .shares import ShareSplit
 from .shrinking import ShrinkClock, ShrinkStore, final_run, launch_class, same_example, shrink_limit
+from .stream import own_stream
 from .strategies import Contract, LseInput
 from .timing import SlowCall
 
@@ -299,7 +299,7 @@ class Run:
         and say what they found."""
         started = time.perf_counter()
         before = _Counts.of(self.impl)
-        with specialization.counting() as launched_here:
+        with specialization.counting() as launched_here, own_stream():  # one seed, one stream (fuzz.stream)
             falsified, reproduced = self._phases(tests, device, store)
             here = launched_here()
         seconds = time.perf_counter() - started

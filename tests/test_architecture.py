@@ -31,7 +31,7 @@ LAYERS = [
      "fuzz.calls", "fuzz.gradient", "fuzz.costs"),
     ("fuzz.contract",),
     ("fuzz.strategies", "fuzz.lse_input", "fuzz.recipes", "fuzz.batching", "fuzz.profiles", "fuzz.timing",
-     "fuzz.shrinking", "fuzz.shares"),
+     "fuzz.shrinking", "fuzz.shares", "fuzz.stream"),
     ("fuzz.checks", "fuzz.reproducer", "fuzz.merge"),  # a reproducer file names checks and a plan: the memory probes load one
     ("fuzz.memory",),  # the GPU's memory phase: the probes, compute-sanitizer, the CPU's checks as fallback
     # fuzz.isolation from the bottom up: what its subpackages share, then the guard (which the fork

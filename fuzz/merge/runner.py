@@ -28,6 +28,7 @@ from ..interpreter import repairs
 from ..outcomes import run_status
 from ..profiles import profile_settings
 from ..shrinking import ShrinkClock, default_shrink_seconds, shrink_limit
+from ..stream import own_stream
 from ..target import describe_target
 from .checks import MergeFailure
 from . import ops as _ops
@@ -169,7 +170,8 @@ class _Run:
             self.one(example)
 
         try:
-            test()
+            with own_stream():  # one seed, one stream (fuzz.stream)
+                test()
         except _Falsified as exc:
             return (exc.failure, exc.example), True
         except _Refused as refused:

@@ -87,6 +87,27 @@ def test_the_same_seed_gives_the_same_result(tmp_path):
     assert first.reproducer == second.reproducer and first.examples == second.examples
 
 
+def test_an_ops_examples_are_drawn_without_the_processs_local_constants(tmp_path, monkeypatch):
+    """The op's Hypothesis test runs inside fuzz.stream.own_stream (tests/fuzz/test_stream.py shows
+    what that keeps out): every example is drawn while the pool is emptied."""
+    from hypothesis.control import currently_in_test_context
+    from hypothesis.internal.conjecture import providers
+
+    from fuzz.merge import runner
+    from fuzz.stream import own_stream
+
+    inside, empty = [], []
+
+    def merge(*args, **kwargs):
+        if currently_in_test_context():  # an example's call (the op's probe before the run is none)
+            empty.append(not providers._get_local_constants().set_for_type("integer"))
+        return merges.correct(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "own_stream", lambda: (inside.append(True), own_stream())[1])
+    result = run(merge, tmp_path, budget=10)
+    assert result.passed and inside and len(empty) >= 10 and all(empty), result.summary()
+
+
 def test_lse_fuzz_check_and_replay_dispatch_on_the_op(tmp_path):
     result = lse_fuzz.check(merges.finite_sentinel, op="merge_state", budget=40, reproducer_dir=tmp_path)
     assert isinstance(result, OpResult) and not result.passed
