@@ -10,19 +10,20 @@ was drawn:
   (so a seed's examples in CI were not a user's);
 * the user's modules in a pytest session that calls the fuzzer, or the project around a script;
 * a module imported part-way through a run, and in a process that runs jobs one after another
-  (a grading driver) whatever the jobs before had loaded: the mutation gate's shares, which split
-  one stream by the order its launch classes appear (:mod:`fuzz.shares`), split it otherwise on
-  a GPU host once a module was added to lse-fuzz (every run of one tree alike, each tree its own
-  way), and on the 2-core CPU one run of ten ran 240 examples in its four shares where the stream
-  has 250 (their streams had parted).
+  (a grading driver) whatever the jobs before had loaded;
+* on a host whose libraries are installed into a plain folder on PYTHONPATH (``pip --target``),
+  those libraries: there the mutation gate's shares, which split one stream by the order its
+  launch classes appear (:mod:`fuzz.shares`), split it otherwise once the fork server stopped
+  importing ``torch._dynamo``, which imports mpmath through sympy
+  (``bench/experiments/2026-12-07-local-constants.py`` shows it on the CPU).
 
 :func:`own_stream` empties the local pool while a run's Hypothesis tests run, so a seed draws the
 same examples everywhere (Hypothesis' own constants stay: the same in every process). The
 fuzzer's strategies name the values that matter for an LSE themselves (powers of two and their
-neighbours, float16's limit, the padded and huge views), so nothing they exist for depended on
-the pool. Hypothesis keeps the pool as an internal of ``hypothesis.internal.conjecture.providers``;
+neighbours, float16's limit, the padded and huge views); the pool only added constants that
+happened to be loaded. Hypothesis keeps the pool as an internal of ``hypothesis.internal.conjecture.providers``;
 where a release has none, there is nothing to empty and the block runs as it is
-(``tests/fuzz/test_stream.py`` then fails only its check that the pool exists).
+(``tests/fuzz/test_stream.py`` then fails its checks of the pool).
 """
 
 from __future__ import annotations
